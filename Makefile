@@ -1,0 +1,28 @@
+# dlcp-emu: `sudo make emulate` runs the default experiment, `sudo make test` runs every test.
+# Both install what they need first (scripts/setup.sh, idempotent).
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PYTEST := $(PY) -m pytest
+CLI    := $(VENV)/bin/dlcp-emu
+
+.PHONY: setup emulate test test-fast bench clean-runs
+
+setup:
+	@scripts/setup.sh
+
+emulate: setup
+	$(CLI) emulate
+
+# pytest exits 5 when it selects no test; that is a failure of the suite here, not a pass.
+test: setup
+	$(PYTEST) -q
+
+test-fast: setup
+	$(PYTEST) -q -m "not root and not slow"
+
+bench: setup
+	$(CLI) bench model --preset fifo
+	$(CLI) bench model --preset dlcp
+
+clean-runs: setup
+	$(CLI) clean

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: Debian packages, then .venv with the
+# pinned PyPI packages and this project installed editable. A second run installs nothing:
+# Debian packages are checked with dpkg-query, the venv by a stamp of the files it came from.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES=(mininet bridge-utils iperf3 tcpdump ethtool iputils-ping iproute2 python3-venv)
+BASE_PYTHON=/usr/bin/python3
+VENV=.venv
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "setup: Debian packages missing (${missing[*]}); run as root: sudo make setup" >&2
+        exit 1
+    fi
+    echo "setup: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+stamp_want=$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+stamp_file=$VENV/.dlcp-emu-installed
+if [[ -x $VENV/bin/python && -f $stamp_file && $(cat "$stamp_file") == "$stamp_want" ]]; then
+    exit 0
+fi
+echo "setup: preparing $VENV (pinned packages from requirements.txt)"
+[[ -x $VENV/bin/python ]] || "$BASE_PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+echo "$stamp_want" > "$stamp_file"
+echo "setup: done"
