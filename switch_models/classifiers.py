@@ -1,0 +1,109 @@
+"""Classifiers: map a packet to a class, 0 = most important. `n_classes` tells the port how
+many queues a priority scheduler needs. One classifier instance serves the whole switch, so
+per-flow state (PIAS) is shared by its ports as a switch's would be."""
+from bisect import bisect_left
+
+from .registry import Registry, require
+
+CLASSIFIERS = Registry("classifier")
+
+
+def _check_classes(kind, n):
+    require(isinstance(n, int) and 1 <= n <= 8, kind, "n_classes", "an integer in 1..8")
+
+
+def _scale(prio, n):
+    """Sender priority 0..7 onto n classes."""
+    return prio * n >> 3
+
+
+@CLASSIFIERS.register("single")
+class Single:
+    """Every packet in one class (`cls`); NDP uses cls=1 so trimmed headers can jump ahead."""
+
+    def __init__(self, *, cls=0):
+        require(isinstance(cls, int) and 0 <= cls <= 7, "single", "cls", "an integer in 0..7")
+        self.cls = cls
+        self.n_classes = cls + 1
+
+    def classify(self, pkt):
+        return self.cls
+
+
+@CLASSIFIERS.register("dscp")
+class Dscp:
+    """Trust the IP DSCP field (the data path turns it into `prio`); any switch could do this."""
+
+    def __init__(self, *, n_classes=8):
+        _check_classes("dscp", n_classes)
+        self.n_classes = n_classes
+
+    def classify(self, pkt):
+        return _scale(pkt.prio, self.n_classes)
+
+
+@CLASSIFIERS.register("pias")
+class Pias:
+    """PIAS: a flow starts in the top class and is demoted as its bytes sent cross each
+    threshold, so short flows finish first without knowing flow sizes."""
+
+    def __init__(self, *, thresholds=(100_000, 1_000_000, 10_000_000)):
+        thresholds = tuple(thresholds)
+        require(1 <= len(thresholds) <= 7 and all(isinstance(t, int) and t > 0 for t in thresholds)
+                and list(thresholds) == sorted(set(thresholds)),
+                "pias", "thresholds", "1..7 increasing positive byte counts")
+        self.thresholds = thresholds
+        self.n_classes = len(thresholds) + 1
+        self.sent = {}
+
+    def classify(self, pkt):
+        sent = self.sent.get(pkt.flow, 0)
+        self.sent[pkt.flow] = sent + pkt.size
+        return bisect_left(self.thresholds, sent)   # demoted once sent exceeds a threshold
+
+
+@CLASSIFIERS.register("layer")
+class Layer:
+    """Flow-level layer priority (ByteScheduler, P3, TicTac): the sender's per-tensor priority
+    (front layers first) decides; every packet of a tensor shares it. Non-DLCP traffic goes to
+    `other_class`."""
+
+    def __init__(self, *, n_classes=8, other_class=None):
+        _check_classes("layer", n_classes)
+        self.n_classes = n_classes
+        self.other = _other_class("layer", other_class, n_classes)
+
+    def classify(self, pkt):
+        if pkt.dlcp:
+            return _scale(pkt.prio, self.n_classes)
+        return self.other
+
+
+@CLASSIFIERS.register("dlcp")
+class Dlcp:
+    """DLCP packet-level priority: layer priority and gradient magnitude class together onto
+    n classes, by a precomputed table. `layer_weight` 1 means layer only, 0 magnitude only."""
+
+    def __init__(self, *, n_classes=8, layer_weight=0.5, other_class=None):
+        _check_classes("dlcp", n_classes)
+        require(isinstance(layer_weight, (int, float)) and 0 <= layer_weight <= 1,
+                "dlcp", "layer_weight", "a number in [0, 1]")
+        self.n_classes = n_classes
+        self.other = _other_class("dlcp", other_class, n_classes)
+        w = float(layer_weight)
+        # Urgency in [0, 7]: low layer priority number and high magnitude are both urgent.
+        self.table = [round((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1) / 7)
+                      for prio in range(8) for mag in range(8)]
+
+    def classify(self, pkt):
+        if pkt.dlcp:
+            return self.table[(pkt.prio << 3) | pkt.mag]
+        return self.other
+
+
+def _other_class(kind, other_class, n_classes):
+    if other_class is None:
+        return n_classes - 1
+    require(isinstance(other_class, int) and 0 <= other_class < n_classes, kind, "other_class",
+            f"an integer in 0..{n_classes - 1}")
+    return other_class

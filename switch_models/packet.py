@@ -1,0 +1,59 @@
+"""The packet as the switch model sees it: parsed metadata plus an opaque frame.
+
+The model never touches bytes. The emulator's data path fills these fields from the frame
+with struct at fixed offsets and applies `rewrite` flags (trim, ECN CE) when it transmits;
+the simulator builds them directly. Times are integer nanoseconds on the caller's clock.
+"""
+
+# Bits of Packet.rewrite: what the model changed that the driver must apply to the frame.
+REWRITE_TRIM = 1
+REWRITE_CE = 2
+
+
+class Packet:
+    __slots__ = (
+        "size",        # bytes on the wire (Ethernet frame without FCS)
+        "dst",         # routing key: destination host (name, IP, ... as the route table uses)
+        "flow",        # flow hash (5-tuple); ECMP and PIAS key on it
+        "prio",        # sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
+        "mag",         # gradient magnitude class 0..7, 7 = largest (DLCP data only)
+        "layer",       # tensor / layer id, 0 = first layer of the model
+        "droppable",   # the sender allows this packet to be lost (bounded-loss transport)
+        "dlcp",        # carries a DLCP header (only those can be trimmed)
+        "ect",         # ECN-capable transport
+        "ce",          # congestion experienced (already marked, or marked here)
+        "header_size", # size after trimming the payload
+        "frame",       # opaque to the model: the driver's bytes, or None
+        "uid",         # caller's id for per-packet records
+        # Filled in by the switch:
+        "cls",         # class chosen by the classifier, 0 = most important
+        "arrival",     # time the switch took it in
+        "depart",      # scheduled time it leaves the egress port (after serialisation + delay)
+        "rewrite",     # REWRITE_* bits
+        "queued",      # live in a queue (False once sent or evicted: lazy deletion)
+    )
+
+    def __init__(self, size, dst, flow=0, prio=7, mag=0, layer=0, droppable=False,
+                 dlcp=False, ect=False, ce=False, header_size=90, frame=None, uid=0):
+        self.size = size
+        self.dst = dst
+        self.flow = flow
+        self.prio = prio
+        self.mag = mag
+        self.layer = layer
+        self.droppable = droppable
+        self.dlcp = dlcp
+        self.ect = ect
+        self.ce = ce
+        self.header_size = header_size
+        self.frame = frame
+        self.uid = uid
+        self.cls = 0
+        self.arrival = 0
+        self.depart = 0
+        self.rewrite = 0
+        self.queued = False
+
+    def __repr__(self):
+        return (f"Packet(uid={self.uid}, size={self.size}, dst={self.dst!r}, flow={self.flow}, "
+                f"prio={self.prio}, mag={self.mag}, droppable={self.droppable}, cls={self.cls})")

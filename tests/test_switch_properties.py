@@ -1,0 +1,174 @@
+"""Property tests of the sans-I/O switch model on random packet streams and link rates."""
+from hypothesis import given, settings, strategies as st
+
+from switch_models import Packet, PortConfig, Switch, preset_names
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+arrival = st.tuples(
+    st.integers(0, 20_000),                   # gap to the previous arrival, ns
+    st.sampled_from([64, 90, 200, 1000, 1500, 9000]),
+    st.integers(0, 7),                        # priority
+    st.integers(0, 7),                        # magnitude class
+    st.booleans(),                            # droppable
+    st.integers(0, 5),                        # flow
+    st.integers(1, 2),                        # input port
+)
+streams = st.lists(arrival, min_size=1, max_size=250)
+rates = st.sampled_from([1e8, 1e9, 1e10])
+buffers = st.sampled_from([3000, 20_000, 200_000])
+
+
+def build(pipeline, rate, buffer_bytes, egress=(3, 4), delay_ns=0, record=True):
+    ports = {1: PortConfig(1e10), 2: PortConfig(1e10)}
+    ports.update({p: PortConfig(rate, delay_ns=delay_ns, buffer_bytes=buffer_bytes) for p in egress})
+    return Switch("s", ports, {"far": egress, "near": (1, 2)}, pipeline, record_drops=record)
+
+
+def packets(stream):
+    t = 0
+    for uid, (gap, size, prio, mag, droppable, flow, in_port) in enumerate(stream):
+        t += gap
+        yield t, in_port, Packet(size, "far", flow=flow, prio=prio, mag=mag, layer=prio,
+                                 droppable=droppable, dlcp=True, ect=True, uid=uid)
+
+
+def drain(sw, out):
+    t = sw.next_event_time()
+    while t is not None:
+        out.extend(sw.poll(t))
+        t = sw.next_event_time()
+
+
+def run(sw, stream, poll_every=1):
+    """Feed the stream, polling after every `poll_every` arrivals; return departures."""
+    out = []
+    for i, (t, in_port, pkt) in enumerate(packets(stream)):
+        sw.receive(pkt, in_port, t)
+        if i % poll_every == 0:
+            out.extend(sw.poll(t))
+    drain(sw, out)
+    return out
+
+
+@SETTINGS
+@given(streams, st.sampled_from(preset_names()), rates, buffers, st.integers(1, 20))
+def test_conservation_at_every_step(stream, preset, rate, buffer_bytes, poll_every):
+    sw = build(preset, rate, buffer_bytes)
+    sent = 0
+    for i, (t, in_port, pkt) in enumerate(packets(stream)):
+        sw.receive(pkt, in_port, t)
+        if i % poll_every == 0:
+            sent += len(sw.poll(t))
+        taken, accounted = sw.conservation()
+        assert taken == accounted == i + 1
+    out = []
+    drain(sw, out)
+    sent += len(out)
+    drops = sum(sum(p.counters.drops.values()) for p in sw.ports.values())
+    assert sw.backlog() == 0
+    assert sent + drops == len(stream)
+    assert len(sw.drop_log) == drops
+
+
+@SETTINGS
+@given(streams, rates, st.sampled_from([0, 5_000]), st.sampled_from(["fifo", "dlcp", "pias", "ndp"]))
+def test_departures_follow_serialisation_schedule(stream, rate, delay_ns, preset):
+    sw = build(preset, rate, 200_000, egress=(3,), delay_ns=delay_ns)
+    out = run(sw, stream)
+    end = 0
+    for port, pkt in out:
+        ser = int((pkt.size + 24) * 8e9 / rate + 0.5)
+        expected = max(end, pkt.arrival) + ser
+        assert pkt.depart - delay_ns == expected
+        end = expected
+
+
+@SETTINGS
+@given(streams, rates, st.integers(2, 40))
+def test_schedule_does_not_depend_on_when_the_caller_polls(stream, rate, poll_every):
+    eager = {p.uid: p.depart for _, p in run(build("dlcp", rate, 50_000), stream, 1)}
+    lazy = {p.uid: p.depart for _, p in run(build("dlcp", rate, 50_000), stream, poll_every)}
+    assert eager == lazy
+
+
+@SETTINGS
+@given(streams, rates)
+def test_strict_priority_never_serves_lower_class_while_higher_waits(stream, rate):
+    sw = build("layer-prio", rate, 10**7, egress=(3,))
+    out = [p for _, p in run(sw, stream, poll_every=7)]
+    start = {p.uid: p.depart - int((p.size + 24) * 8e9 / rate + 0.5) for p in out}
+    for a in out:
+        for b in out:
+            # a waited (arrived before b started) and is of a higher class: a went first.
+            # (One arriving at the very instant b starts is too late to preempt it.)
+            if a.cls < b.cls and a.arrival < start[b.uid]:
+                assert start[a.uid] < start[b.uid], (a, b)
+
+
+@SETTINGS
+@given(streams, rates, buffers)
+def test_droptail_never_exceeds_its_limit(stream, rate, buffer_bytes):
+    sw = build("fifo", rate, buffer_bytes)
+    for t, in_port, pkt in packets(stream):
+        sw.receive(pkt, in_port, t)
+        for port in (sw.ports[3], sw.ports[4]):
+            assert port.bytes <= buffer_bytes
+            assert port.packets <= port.buffer_packets
+    assert all(sw.ports[p].counters.max_bytes <= buffer_bytes for p in (3, 4))
+
+
+def queued_droppable(port):
+    return sum(1 for dq in port.queues for p in dq if p.queued and p.droppable)
+
+
+@SETTINGS
+@given(streams, rates, buffers)
+def test_dlcp_never_drops_non_droppable_while_droppable_queued(stream, rate, buffer_bytes):
+    sw = build("dlcp", rate, buffer_bytes)
+    for t, in_port, pkt in packets(stream):
+        before = len(sw.drop_log)
+        sw.receive(pkt, in_port, t)
+        for _, port_no, reason, dropped in sw.drop_log[before:]:
+            if not dropped.droppable:
+                assert reason == "buffer_full"
+                assert queued_droppable(sw.ports[port_no]) == 0
+        sw.poll(t)
+
+
+@SETTINGS
+@given(streams, rates, buffers)
+def test_dlcp_drops_lowest_magnitude_first(stream, rate, buffer_bytes):
+    """A droppable packet is evicted only for a more important one: a non-droppable packet,
+    or a droppable one of a strictly higher magnitude class."""
+    sw = build("dlcp", rate, buffer_bytes, egress=(3,))
+    for t, in_port, pkt in packets(stream):
+        before = len(sw.drop_log)
+        sw.receive(pkt, in_port, t)
+        for _, _, reason, dropped in sw.drop_log[before:]:
+            if reason == "dlcp_evicted":
+                assert dropped.droppable
+                assert not pkt.droppable or dropped.mag < pkt.mag
+
+
+@SETTINGS
+@given(st.integers(2, 8), st.integers(1, 300), st.integers(0, 1000))
+def test_spray_spreads_within_one_packet(n_ports, n_packets, flow):
+    egress = tuple(range(3, 3 + n_ports))
+    sw = build("dlcp", 1e10, 10**7, egress=egress)
+    for i in range(n_packets):
+        sw.receive(Packet(1500, "far", flow=flow, dlcp=True, uid=i), 1, i)
+    counts = [sw.ports[p].counters.enqueued for p in egress]
+    assert max(counts) - min(counts) <= 1
+    assert sum(counts) == n_packets
+
+
+@SETTINGS
+@given(streams, st.integers(2, 8))
+def test_ecmp_keeps_each_flow_on_one_port(stream, n_ports):
+    egress = tuple(range(3, 3 + n_ports))
+    sw = build("fifo", 1e10, 10**7, egress=egress)
+    out = run(sw, stream)
+    port_of_flow = {}
+    for port, pkt in out:
+        assert port_of_flow.setdefault(pkt.flow, port) == port
