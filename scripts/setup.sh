@@ -33,6 +33,6 @@ fi
 echo "setup: preparing $VENV (pinned packages from requirements.txt)"
 [[ -x $VENV/bin/python ]] || "$BASE_PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --config-settings editable_mode=compat -e .
 echo "$stamp_want" > "$stamp_file"
 echo "setup: done"

@@ -1,0 +1,36 @@
+"""`dlcp-emu`: the command line. Each subcommand lives in its own module exposing
+`add_parser(subparsers)`; the parser it adds carries `func=` taking the parsed args and
+returning an exit code."""
+import argparse
+import importlib
+import sys
+
+# Modules that contribute subcommands, in the order `--help` lists them.
+COMMAND_MODULES = [
+    "dlcp_emu.commands.bench",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # argparse's own wording names the bad flag; add where to read more.
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def build_parser():
+    parser = _Parser(prog="dlcp-emu", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of `dlcp-emu`, one module each."""
