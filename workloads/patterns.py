@@ -1,0 +1,197 @@
+"""Communication patterns as pure schedules of messages (no I/O), plus numpy executors.
+
+A schedule says who sends which byte range of a tensor to whom, step by step; transports
+turn transfers into packets. The executors follow a schedule on real float32 arrays, so
+tests can show the schedule really computes a sum.
+
+- ``ring_allreduce(n, nbytes)``: the tensor is cut into n chunks; reduce-scatter (n-1 steps,
+  the receiver adds) then all-gather (n-1 steps, the receiver overwrites). In reduce-scatter
+  step s, rank r sends chunk (r - s) mod n to rank r+1; afterwards rank r owns the reduced
+  chunk (r + 1) mod n, which all-gather passes around the ring.
+- ``parameter_server(workers, ps_ranks, nbytes)``: the tensor is sharded over the PS ranks by
+  byte range; every worker pushes shard k to ps_ranks[k], each PS sums what it received, then
+  every PS sends its summed shard back to every worker.
+- ``ds_sync_groups(n, group_size, iteration, seed)``: DS-Sync's disjoint groups, reshuffled
+  every iteration.
+
+Chunk boundaries fall on multiples of ``align`` bytes (default 4, one float32) so no element
+is split; sizes differ by at most ``align`` bytes, the first chunks taking the extra ones,
+and bytes beyond the last multiple of ``align`` go to the last chunk. Empty chunks (a tensor
+smaller than n * align) send nothing: their transfers are left out of the schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+
+class Transfer(NamedTuple):
+    src: int
+    dst: int
+    chunk: int  # chunk (ring) or shard (PS) index
+    start: int  # byte range [start, stop) of the whole tensor
+    stop: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.stop - self.start
+
+
+def split_ranges(nbytes: int, parts: int, align: int = 4) -> list[tuple[int, int]]:
+    """``parts`` contiguous byte ranges covering [0, nbytes), boundaries on ``align``."""
+    if parts < 1 or align < 1 or nbytes < 0:
+        raise ValueError(f"need parts >= 1, align >= 1, nbytes >= 0; got {parts}, {align}, "
+                         f"{nbytes}")
+    units, rest = divmod(nbytes, align)
+    base, extra = divmod(units, parts)
+    ranges, start = [], 0
+    for i in range(parts):
+        stop = start + (base + (i < extra)) * align
+        ranges.append((start, stop))
+        start = stop
+    ranges[-1] = (ranges[-1][0], ranges[-1][1] + rest)
+    return ranges
+
+
+# ---- ring all-reduce ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RingSchedule:
+    n: int
+    nbytes: int
+    chunks: tuple[tuple[int, int], ...]
+    reduce_scatter: tuple[tuple[Transfer, ...], ...]  # n-1 steps; the receiver adds
+    all_gather: tuple[tuple[Transfer, ...], ...]  # n-1 steps; the receiver overwrites
+
+    def steps(self) -> Iterator[tuple[str, int, tuple[Transfer, ...]]]:
+        """(phase, step index, transfers) in execution order; a step's transfers run at once."""
+        for phase, steps in (("reduce_scatter", self.reduce_scatter),
+                             ("all_gather", self.all_gather)):
+            for i, step in enumerate(steps):
+                yield phase, i, step
+
+
+def ring_allreduce(n: int, nbytes: int, align: int = 4) -> RingSchedule:
+    if n < 1:
+        raise ValueError(f"ring all-reduce needs n >= 1 ranks, got {n}")
+    chunks = split_ranges(nbytes, n, align)
+
+    def step(offset: int) -> tuple[Transfer, ...]:
+        out = []
+        for r in range(n):
+            c = (r + offset) % n
+            if chunks[c][1] > chunks[c][0]:
+                out.append(Transfer(r, (r + 1) % n, c, *chunks[c]))
+        return tuple(out)
+
+    rs = tuple(step(-s) for s in range(n - 1))
+    ag = tuple(step(1 - s) for s in range(n - 1))
+    return RingSchedule(n, nbytes, tuple(chunks), rs, ag)
+
+
+# ---- parameter server -----------------------------------------------------------------------
+class Aggregate(NamedTuple):
+    ps: int
+    shard: int
+    start: int
+    stop: int
+    sources: tuple[int, ...]  # workers whose pushes are summed, in this order
+
+
+@dataclass(frozen=True)
+class PSSchedule:
+    workers: tuple[int, ...]
+    ps_ranks: tuple[int, ...]
+    nbytes: int
+    shards: tuple[tuple[int, int], ...]  # shard k lives on ps_ranks[k]
+    push: tuple[Transfer, ...]  # worker -> PS
+    aggregate: tuple[Aggregate, ...]
+    pull: tuple[Transfer, ...]  # PS -> worker
+
+
+def _ranks(spec: int | Sequence[int], start: int, what: str) -> tuple[int, ...]:
+    ranks = tuple(range(start, start + spec)) if isinstance(spec, int) else tuple(spec)
+    if not ranks or len(set(ranks)) != len(ranks):
+        raise ValueError(f"{what} must be a non-empty list of distinct ranks, got {spec!r}")
+    return ranks
+
+
+def parameter_server(workers: int | Sequence[int], ps_ranks: int | Sequence[int],
+                     nbytes: int, align: int = 4) -> PSSchedule:
+    """Push / aggregate / pull. Integers mean counts: workers 0..W-1, PS ranks W..W+P-1.
+    A rank may be both worker and PS (colocated); its transfer to itself is then local."""
+    workers = _ranks(workers, 0, "workers")
+    ps_ranks = _ranks(ps_ranks, max(workers) + 1, "ps_ranks")
+    shards = split_ranges(nbytes, len(ps_ranks), align)
+    live = [(k, ps, s) for k, (ps, s) in enumerate(zip(ps_ranks, shards)) if s[1] > s[0]]
+    push = tuple(Transfer(w, ps, k, *s) for w in workers for k, ps, s in live)
+    aggregate = tuple(Aggregate(ps, k, *s, workers) for k, ps, s in live)
+    pull = tuple(Transfer(ps, w, k, *s) for k, ps, s in live for w in workers)
+    return PSSchedule(workers, ps_ranks, nbytes, tuple(shards), push, aggregate, pull)
+
+
+# ---- DS-Sync --------------------------------------------------------------------------------
+def ds_sync_groups(n: int, group_size: int, iteration: int, seed: int) -> list[tuple[int, ...]]:
+    """Disjoint groups covering workers 0..n-1, reshuffled every iteration: the permutation
+    comes from ``numpy.random.default_rng([seed, iteration])``, so any (seed, iteration) gives
+    the same groups on every host without coordination. If ``group_size`` does not divide n,
+    the last group holds the remaining n % group_size workers. Members are sorted."""
+    if n < 1 or not 1 <= group_size <= n:
+        raise ValueError(f"need n >= 1 and 1 <= group_size <= n, got n={n}, "
+                         f"group_size={group_size}")
+    if iteration < 0 or seed < 0:
+        raise ValueError("iteration and seed must be >= 0")
+    perm = np.random.default_rng([seed, iteration]).permutation(n)
+    return [tuple(sorted(int(w) for w in perm[i:i + group_size]))
+            for i in range(0, n, group_size)]
+
+
+# ---- reference executors --------------------------------------------------------------------
+def _as_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    if len(arrays) < 1:
+        raise ValueError("need at least one array")
+    rows = [np.array(a, copy=True).reshape(-1) for a in arrays]
+    if len({(r.shape, r.dtype) for r in rows}) != 1:
+        raise ValueError("all arrays must have the same shape and dtype")
+    return rows
+
+
+def _elems(t: Transfer | Aggregate, itemsize: int) -> slice:
+    return slice(t.start // itemsize, t.stop // itemsize)
+
+
+def execute_ring_allreduce(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run ``ring_allreduce`` on one array per rank; returns every rank's final array."""
+    bufs = _as_rows(arrays)
+    item = bufs[0].itemsize
+    sched = ring_allreduce(len(bufs), bufs[0].nbytes, align=item)
+    for phase, _, step in sched.steps():
+        # all transfers of a step leave before any lands (what a real step does)
+        payloads = [bufs[t.src][_elems(t, item)].copy() for t in step]
+        for t, data in zip(step, payloads):
+            if phase == "reduce_scatter":
+                bufs[t.dst][_elems(t, item)] += data
+            else:
+                bufs[t.dst][_elems(t, item)] = data
+    return [b.reshape(np.shape(arrays[0])) for b in bufs]
+
+
+def execute_ps(arrays: Sequence[np.ndarray], n_ps: int) -> list[np.ndarray]:
+    """Run ``parameter_server`` with len(arrays) workers and ``n_ps`` separate PS ranks;
+    returns every worker's pulled array."""
+    bufs = _as_rows(arrays)
+    item = bufs[0].itemsize
+    sched = parameter_server(len(bufs), n_ps, bufs[0].nbytes, align=item)
+    inbox = {(t.dst, t.chunk, t.src): bufs[t.src][_elems(t, item)].copy() for t in sched.push}
+    summed = {}
+    for agg in sched.aggregate:
+        acc = inbox[(agg.ps, agg.shard, agg.sources[0])].copy()
+        for w in agg.sources[1:]:
+            acc += inbox[(agg.ps, agg.shard, w)]
+        summed[(agg.ps, agg.shard)] = acc
+    out = {w: np.zeros_like(bufs[0]) for w in sched.workers}
+    for t in sched.pull:
+        out[t.dst][_elems(t, item)] = summed[(t.src, t.chunk)]
+    return [out[w].reshape(np.shape(arrays[0])) for w in sched.workers]
