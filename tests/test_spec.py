@@ -1,0 +1,69 @@
+"""Experiment specs: good ones parse, bad ones name every bad field and what is allowed."""
+import pytest
+
+from dlcp_emu.spec import SpecError, load_spec, parse_spec
+
+GOOD = {
+    "name": "t1",
+    "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4,
+                 "host_rate_bps": 10e9, "oversubscription": 2.0},
+    "workload": {"model": "resnet50", "pattern": "ring", "workers": 4},
+    "transport": {"kind": "dlcp"},
+    "switch": {"preset": "dlcp"},
+}
+
+
+def test_good_spec_parses_with_defaults():
+    spec = parse_spec(GOOD)
+    assert spec.workload["iterations"] == 3 and spec.workload["fusion_bytes"] == 64 << 20
+    assert spec.transport["loss_bound"] == 0.01
+    assert spec.background is None
+    assert len(spec.build_topology().hosts()) == 8
+    assert spec.with_switch("fifo").switch == {"preset": "fifo"}
+
+
+def test_every_problem_is_reported_at_once():
+    bad = {**GOOD, "mtu": 20000, "colour": "red",
+           "workload": {"model": "resnet5", "workers": 0, "pattern": "tree"},
+           "transport": {"kind": "quic"}, "switch": {"preset": "fifoo"},
+           "background": {"load": 1.5}}
+    with pytest.raises(SpecError) as err:
+        parse_spec(bad)
+    text = str(err.value)
+    for expected in [
+        "colour: unknown field; allowed: name, seed",
+        "mtu: 20000 is not allowed; must be an integer in 576..9000",
+        "workload.model: 'resnet5' is not allowed; must be one of bert-base",
+        "workload.workers: 0 is not allowed; must be an integer in 1..1024",
+        "workload.pattern: 'tree' is not allowed; must be one of ring, ps, ds-sync",
+        "transport.kind: 'quic' is not allowed; must be one of tcp, reliable, dlcp",
+        "switch: unknown preset 'fifoo'",
+        "background.load: 1.5 is not allowed; must be a fraction of the host link rate in (0, 0.95]",
+    ]:
+        assert expected in text, expected
+    assert len(err.value.problems) == 8
+
+
+def test_topology_errors_and_host_count():
+    with pytest.raises(SpecError, match="topology: leaf-spine: .*leaves"):
+        parse_spec({**GOOD, "topology": {**GOOD["topology"], "leaves": 0}})
+    with pytest.raises(SpecError, match="topology.kind: unknown topology 'ring'"):
+        parse_spec({**GOOD, "topology": {"kind": "ring"}})
+    with pytest.raises(SpecError, match="needs 9 hosts .* but topology leaf-spine has 8"):
+        parse_spec({**GOOD, "workload": {"model": "resnet50", "workers": 8, "pattern": "ps"}})
+
+
+def test_model_xor_trace(tmp_path):
+    with pytest.raises(SpecError, match="exactly one of model"):
+        parse_spec({**GOOD, "workload": {"workers": 2}})
+    with pytest.raises(SpecError, match="workload.trace: no file at"):
+        parse_spec({**GOOD, "workload": {"trace": str(tmp_path / "none.csv"), "workers": 2}})
+
+
+def test_load_spec_reports_toml_and_io_errors(tmp_path):
+    p = tmp_path / "x.toml"
+    p.write_text("name = \n")
+    with pytest.raises(SpecError, match="not valid TOML"):
+        load_spec(p)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.toml")
