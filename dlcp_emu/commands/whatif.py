@@ -1,0 +1,74 @@
+"""`dlcp-emu whatif`: the NetAI'20 analysis of scaling on a fully used network."""
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parser(sub):
+    from workloads import list_models
+    p = sub.add_parser("whatif", help="scaling factor if the network were fully used (NetAI'20)")
+    p.add_argument("--model", choices=list_models(), metavar="M",
+                   help=f"model trace (one of: {', '.join(list_models())})")
+    p.add_argument("--workers", type=_at_least(1, int), metavar="N")
+    p.add_argument("--bandwidth-gbps", type=_at_least(1e-3, float), metavar="B")
+    p.add_argument("--compression", type=_at_least(1, float), default=1.0, metavar="C",
+                   help="gradient compression ratio (>= 1; default 1)")
+    p.add_argument("--sweep", action="store_true",
+                   help="the paper's table: workers 16/32/64 x 1-100 Gbit/s x compression 1-100, "
+                        "for resnet50, resnet101 and vgg16, with a plot")
+    p.add_argument("--out", type=Path, default=Path("results/whatif"),
+                   help="where --sweep writes its table and plot (default results/whatif)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run, parser=p)
+
+
+def _at_least(lo, kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number >= {lo:g}, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo:g}, got {text!r}")
+        return value
+    return parse
+
+
+def _run(args):
+    from dlcp_emu import whatif
+    if args.sweep:
+        return _sweep(args, whatif)
+    missing = [flag for flag, v in (("--model", args.model), ("--workers", args.workers),
+                                    ("--bandwidth-gbps", args.bandwidth_gbps)) if v is None]
+    if missing:
+        args.parser.error(f"give {', '.join(missing)} (or --sweep)")
+    r = whatif.whatif(args.model, args.workers, args.bandwidth_gbps, args.compression)
+    if args.json:
+        print(json.dumps(r.as_dict()))
+    else:
+        print(f"{r.model}, {r.workers} workers, {r.bandwidth_gbps:g} Gbit/s, compression {r.compression:g}: "
+              f"scaling factor {r.scaling_factor:.3f}\n"
+              f"  batch {r.batch_time_s * 1e3:.2f} ms, backward {r.backward_s * 1e3:.2f} ms, "
+              f"overhead {r.overhead_s * 1e3:.2f} ms; {r.buckets} buckets, "
+              f"{r.bytes_per_iteration / 1e6:.1f} MB; wire {r.network_s * 1e3:.2f} ms, "
+              f"vector adds {r.vec_add_s * 1e3:.2f} ms")
+    return 0
+
+
+def _sweep(args, whatif):
+    table = whatif.sweep()
+    args.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out / "sweep.csv", index=False)
+    plot = args.out / "scaling_vs_bandwidth.png"
+    whatif.plot_sweep(table, plot)
+    if args.json:
+        print(table.to_json(orient="records"))
+        return 0
+    for model, g in table.groupby("model", sort=False):
+        wide = g.pivot_table(index=["compression", "workers"], columns="bandwidth_gbps",
+                             values="scaling_factor")
+        wide.columns = [f"{b:g} Gb/s" for b in wide.columns]
+        print(f"\n{model}: scaling factor (rows: compression, workers)")
+        print(wide.round(3).to_string())
+    print(f"\ntable: {args.out / 'sweep.csv'}\nplot:  {plot}")
+    return 0

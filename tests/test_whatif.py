@@ -1,0 +1,71 @@
+"""The NetAI'20 what-if analysis: the closed form on a hand-made trace, and the real ones."""
+import json
+
+import pandas as pd
+import pytest
+
+from dlcp_emu.cli import main
+from dlcp_emu.whatif import paper_fusion, whatif
+from workloads import Trace, vec_add_seconds
+
+
+def tiny_trace():
+    # Backward order: layer 2 ready at 1 ms (6 MB), layer 1 at 7 ms (2 MB), layer 0 at 8 ms (1 MB).
+    layers = pd.DataFrame({"layer_id": [0, 1, 2], "name": ["a", "b", "c"],
+                           "grad_bytes": [1_000_000, 2_000_000, 6_000_000],
+                           "backward_us": [1000.0, 6000.0, 1000.0], "forward_us": [1000.0] * 3,
+                           "mag_dist": ["lognormal"] * 3, "mag_mu": [-7.0] * 3, "mag_sigma": [1.0] * 3})
+    return Trace("tiny", layers, batch_time_us=20_000.0).validate()
+
+
+def test_fusion_flushes_after_5ms_of_backward_or_64mib():
+    buckets, end = paper_fusion(tiny_trace())
+    # 1 ms + 6 ms passes 5 ms at layer 1: bucket of 8 MB at 7 ms; the rest at the end, 8 ms.
+    assert buckets == [(pytest.approx(0.007), 8_000_000), (pytest.approx(0.008), 1_000_000)]
+    assert end == pytest.approx(0.008)
+
+
+def test_closed_form_matches_hand_computation():
+    n, bw = 4, 1e9
+    r = whatif("tiny", n, 1.0, 2.0, trace=tiny_trace())
+    end = 0.0
+    for ready, size in [(0.007, 8_000_000), (0.008, 1_000_000)]:
+        net = size * 8 * (n - 1) / n / bw / 2.0
+        end = max(ready, end) + 2 * net + (n - 1) * vec_add_seconds(size / n)
+    overhead = end - 0.008
+    assert r.overhead_s == pytest.approx(overhead)
+    assert r.scaling_factor == pytest.approx(0.020 / (0.020 + overhead))
+
+
+def test_real_traces_scale_near_linearly_at_100g_and_not_at_10g():
+    for model in ("resnet50", "resnet101", "vgg16"):
+        fast = whatif(model, 64, 100)
+        slow = whatif(model, 64, 10)
+        assert fast.scaling_factor > 0.95
+        assert slow.scaling_factor < 0.6
+        # A modest compression ratio recovers 10 Gbit/s (the paper's conclusion).
+        assert whatif(model, 64, 10, 10).scaling_factor > 0.95
+    factors = [whatif("resnet50", 32, b).scaling_factor for b in (1, 10, 25, 40, 100)]
+    assert factors == sorted(factors) and all(0 < f <= 1 for f in factors)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        whatif("resnet50", 0, 10)
+    with pytest.raises(ValueError, match="compression must be >= 1"):
+        whatif("resnet50", 4, 10, 0.5)
+
+
+def test_cli_prints_json_with_scaling_factor(capsys):
+    assert main(["whatif", "--model", "vgg16", "--workers", "16", "--bandwidth-gbps", "25",
+                 "--compression", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scaling_factor"] == pytest.approx(whatif("vgg16", 16, 25, 2).scaling_factor)
+
+
+def test_cli_sweep_writes_table_and_plot(tmp_path, capsys):
+    assert main(["whatif", "--sweep", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "sweep.csv")
+    assert len(table) == 3 * 3 * 5 * 5
+    assert (tmp_path / "scaling_vs_bandwidth.png").stat().st_size > 10_000
+    assert "resnet101: scaling factor" in capsys.readouterr().out
