@@ -1,0 +1,72 @@
+"""A training plan: what every host agent replays, derived once from a trace and a spec.
+
+Times are integer ns, already multiplied by the time-dilation factor; gradient sizes are
+already multiplied by the byte scale (rounded to whole float32 values, at least one).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from workloads import fuse
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    index: int
+    ready_ns: int                       # after the start of backward
+    layer_ids: tuple[int, ...]
+    sizes: tuple[int, ...]              # bytes of each member, in bucket order
+    nbytes: int
+    priority: int                       # 0..7: front layers (needed first by forward) first
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: str
+    n_layers: int
+    forward_ns: tuple[int, ...]         # by layer id
+    backward_ns: int                    # whole backward pass
+    buckets: tuple[BucketPlan, ...]
+    bucket_of_layer: tuple[int, ...]    # by layer id
+    compute_ns: int                     # forward + backward of one iteration
+    dilation: float
+    byte_scale: float
+
+    @property
+    def bytes_per_iteration(self):
+        return sum(b.nbytes for b in self.buckets)
+
+
+def make_plan(trace, dilation=1.0, byte_scale=1.0, fusion_bytes=64 << 20, fusion_cycle_ms=5.0):
+    n_layers = trace.num_layers
+    layers = trace.layers.set_index("layer_id").sort_index()
+    scaled = {lid: max(4, int(b * byte_scale) // 4 * 4) for lid, b in layers["grad_bytes"].items()}
+    buckets = []
+    bucket_of = [0] * n_layers
+    # Fusion decides on the real sizes, so a scaled run keeps the real bucket structure.
+    for b in fuse(trace, fusion_bytes, fusion_cycle_ms):
+        sizes = tuple(scaled[lid] for lid in b.layer_ids)
+        for lid in b.layer_ids:
+            bucket_of[lid] = len(buckets)
+        buckets.append(BucketPlan(index=len(buckets), ready_ns=int(b.ready_us * 1e3 * dilation),
+                                  layer_ids=tuple(b.layer_ids), sizes=sizes, nbytes=sum(sizes),
+                                  priority=min(7, min(b.layer_ids) * 8 // n_layers)))
+    forward = tuple(int(us * 1e3 * dilation) for us in layers["forward_us"])
+    backward = int(trace.backward_total_us * 1e3 * dilation)
+    return Plan(model=trace.model, n_layers=n_layers, forward_ns=forward, backward_ns=backward,
+                buckets=tuple(buckets), bucket_of_layer=tuple(bucket_of),
+                compute_ns=sum(forward) + backward, dilation=dilation, byte_scale=byte_scale)
+
+
+def gradient(trace, plan, bucket, rank, iteration, seed):
+    """The float32 gradient a rank contributes for a bucket: per member layer, magnitudes
+    from the trace's model with random signs, from a generator seeded by (seed, rank,
+    iteration, bucket) so any process can regenerate any rank's values."""
+    rng = np.random.default_rng([seed, rank, iteration, bucket.index])
+    parts = []
+    for lid, nbytes in zip(bucket.layer_ids, bucket.sizes):
+        n = nbytes // 4
+        mags = trace.sample_magnitudes(lid, n, rng).astype(np.float32)
+        signs = rng.integers(0, 2, n, dtype=np.int8) * 2 - 1
+        parts.append(mags * signs)
+    return np.concatenate(parts).astype(np.float32, copy=False)

@@ -1,0 +1,153 @@
+"""Host agents replayed over an ideal message channel (fixed latency, optional zero-fill):
+the collectives compute the exact sum, the timeline obeys the dependencies."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlcp_emu.agent import ParameterServer, Worker
+from dlcp_emu.plan import gradient, make_plan
+from dlcp_emu.sim import EventLoop
+from workloads import Trace, get_model
+
+
+def small_trace(n_layers=6):
+    layers = pd.DataFrame({
+        "layer_id": range(n_layers), "name": [f"l{i}" for i in range(n_layers)],
+        "grad_bytes": [4000 * (i + 1) for i in range(n_layers)],
+        "backward_us": [2000.0] * n_layers, "forward_us": [1000.0] * n_layers,
+        "mag_dist": ["lognormal"] * n_layers, "mag_mu": [-6.0] * n_layers, "mag_sigma": [1.0] * n_layers})
+    return Trace("small", layers, batch_time_us=3000.0 * n_layers).validate()
+
+
+def run(agents, latency_ns=50_000, drop=None):
+    """Deliver every message after latency_ns; `drop(msg)` may name a byte range to zero-fill."""
+    loop = EventLoop()
+
+    def pump(rank):
+        a = agents[rank]
+        for m in a.take_sends():
+            data, lost = m.data.copy(), []
+            if drop is not None and (r := drop(rank, m)) is not None:
+                data.view(np.uint8)[r[0]:r[1]] = 0
+                lost = [r]
+            loop.at(loop.now + latency_ns, deliver, m.dst, rank, m.iteration, m.tensor_id, data, lost)
+        t = a.next_timer()
+        if t is not None and getattr(a, "_armed", None) != t:
+            a._armed = t
+            loop.at(t, fire, rank, t)
+
+    def fire(rank, t):
+        a = agents[rank]
+        if a.next_timer() == t:
+            a.on_timer(loop.now)
+        pump(rank)
+
+    def deliver(dst, src, it, tid, data, lost):
+        agents[dst].on_message(src, it, tid, data, lost, loop.now)
+        pump(dst)
+
+    for r, a in agents.items():
+        a.start(0)
+        pump(r)
+    loop.run(max_events=1_000_000)
+    return loop
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_ring_allreduce_gives_the_exact_sum_on_every_rank(n):
+    trace = small_trace()
+    plan = make_plan(trace, fusion_bytes=10_000, fusion_cycle_ms=3.0)
+    workers = {r: Worker(r, n, plan, trace, "ring", iterations=2, keep_results=True) for r in range(n)}
+    run(workers)
+    assert all(w.done for w in workers.values())
+    for it in range(2):
+        for b in plan.buckets:
+            expected = sum(gradient(trace, plan, b, r, it, 1).astype(np.float64) for r in range(n))
+            for w in workers.values():
+                got, lost = w.results[(it, b.index)]
+                assert lost == []
+                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_server_gives_the_exact_sum():
+    trace = small_trace()
+    plan = make_plan(trace)
+    n, ps = 3, (3, 4)
+    agents = {r: Worker(r, n, plan, trace, "ps", iterations=2, ps_ranks=ps, keep_results=True) for r in range(n)}
+    agents.update({p: ParameterServer(p, range(n), ps, plan, iterations=2) for p in ps})
+    run(agents)
+    assert all(a.done for a in agents.values())
+    for b in plan.buckets:
+        expected = sum(gradient(trace, plan, b, r, 1, 1) for r in range(n))
+        for r in range(n):
+            np.testing.assert_allclose(agents[r].results[(1, b.index)][0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_ds_sync_sums_within_each_group_and_groups_change():
+    trace = small_trace()
+    plan = make_plan(trace)
+    n, g = 4, 2
+    workers = {r: Worker(r, n, plan, trace, "ds-sync", iterations=3, group_size=g, keep_results=True)
+               for r in range(n)}
+    run(workers)
+    groups_seen = set()
+    for it in range(3):
+        groups = {r: workers[r]._group(it) for r in range(n)}
+        groups_seen.add(tuple(sorted(set(groups.values()))))
+        for r, group in groups.items():
+            for b in plan.buckets:
+                expected = sum(gradient(trace, plan, b, m, it, 1) for m in group)
+                np.testing.assert_allclose(workers[r].results[(it, b.index)][0], expected, rtol=1e-5, atol=1e-6)
+    assert len(groups_seen) > 1
+
+
+def test_zero_filled_bytes_are_accounted_and_the_rest_is_exact():
+    trace = small_trace()
+    plan = make_plan(trace, fusion_bytes=0)
+    n = 3
+
+    def drop(src, m):   # lose 8 bytes of every reduce-scatter message from rank 1
+        return (4, 12) if src == 1 and (m.tensor_id >> 15 & 1) == 0 and m.data.nbytes >= 12 else None
+
+    workers = {r: Worker(r, n, plan, trace, "ring", iterations=1, keep_results=True) for r in range(n)}
+    run(workers, drop=drop)
+    for b in plan.buckets:
+        expected = sum(gradient(trace, plan, b, r, 0, 1) for r in range(n))
+        lost_anywhere = np.zeros(b.nbytes // 4, bool)
+        for w in workers.values():
+            for a, z in w.results[(0, b.index)][1]:
+                lost_anywhere[a // 4:z // 4] = True
+        assert lost_anywhere.any()
+        for w in workers.values():
+            got = w.results[(0, b.index)][0]
+            np.testing.assert_allclose(got[~lost_anywhere], expected[~lost_anywhere], rtol=1e-5, atol=1e-6)
+        rec = [t for w in workers.values() for t in w.tensors if t.bucket == b.index]
+        assert sum(t.lost_bytes for t in rec) == 8 * sum(
+            1 for w in workers.values() for a, z in w.results[(0, b.index)][1])
+
+
+def test_timeline_overlaps_backward_and_waits_for_updates():
+    trace = small_trace()
+    plan = make_plan(trace, dilation=2.0, fusion_bytes=0)
+    workers = {r: Worker(r, 2, plan, trace, "ring", iterations=3) for r in range(2)}
+    run(workers, latency_ns=3_000_000)    # slow network: communication shows in the iteration
+    w = workers[0]
+    its = w.iteration_records
+    assert [i.iteration for i in its] == [0, 1, 2]
+    assert plan.compute_ns == 2 * 6 * 3_000_000
+    for a, b in zip(its, its[1:]):
+        assert b.start_ns - a.start_ns >= plan.compute_ns        # compute is a floor
+    # Iteration 1 waits for iteration 0's updates (front layers' bucket is synchronised last),
+    # so the network shows between the starts of iterations 1 and 2.
+    assert its[2].start_ns - its[1].start_ns > plan.compute_ns
+    # The first bucket (last layers) is ready before backward ends: communication overlaps.
+    first = min(w.tensors, key=lambda t: t.ready_ns)
+    assert first.ready_ns < its[0].backward_end_ns
+    assert all(t.done_ns >= t.ready_ns for t in w.tensors)
+
+
+def test_real_trace_plan_keeps_bucket_structure_when_scaled():
+    trace = get_model("resnet50")
+    full, small = make_plan(trace), make_plan(trace, byte_scale=0.01)
+    assert [b.layer_ids for b in full.buckets] == [b.layer_ids for b in small.buckets]
+    assert small.bytes_per_iteration == pytest.approx(full.bytes_per_iteration * 0.01, rel=0.01)
