@@ -9,6 +9,7 @@ import sys
 COMMAND_MODULES = [
     "dlcp_emu.commands.bench",
     "dlcp_emu.commands.whatif",
+    "dlcp_emu.commands.clean",
 ]
 
 

@@ -14,6 +14,8 @@ def add_parser(sub):
     m.add_argument("--repeat", type=_positive_int, default=3, help="runs; the best is reported")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_bench_model)
+    from . import bench_switch
+    bench_switch.add_kind(kinds)
     return p
 
 

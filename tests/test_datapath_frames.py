@@ -1,0 +1,174 @@
+"""switch_models.frames and the data path's pure parts: frames -> Packet, rewrites, flood
+tables, configs, lateness percentiles, pcap files. No root, no sockets."""
+import struct
+
+import pytest
+
+from dlcp_emu.wire import (DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame,
+                           internet_checksum)
+from switch_models import REWRITE_CE, REWRITE_TRIM
+from switch_models.datapath import (ConfigError, Lateness, PcapWriter, build_switch,
+                                    flood_table, load_config, mac_bytes)
+from switch_models.frames import apply_rewrite, copy_for, make_parser, parse
+
+H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
+
+
+def dlcp(prio=3, mag=5, droppable=True, payload=100, tensor=7, ecn=0, sport=9796):
+    h = DlcpHeader(flags=Flags.DROPPABLE if droppable else Flags(0), priority=prio,
+                   mag_class=mag, payload_len=payload, tensor_id=tensor)
+    return encode_frame(Frame(src_mac=H1, dst_mac=H2, src_ip="10.0.0.1", dst_ip="10.0.0.2",
+                              sport=sport, ecn=ecn, header=h, payload=bytes(payload)))
+
+
+def ipv4(proto, tos=0, sport=1234, dport=80, frag=0x4000, ihl=5, size=60, src=1, dst=2):
+    buf = bytearray(size)
+    struct.pack_into("!6s6sHBBHHHBBH4s4s", buf, 0, mac_bytes(H2), mac_bytes(H1), 0x0800,
+                     0x40 | ihl, tos, size - 14, 0, frag, 64, proto, 0,
+                     bytes([10, 0, 0, src]), bytes([10, 0, 0, dst]))
+    struct.pack_into("!HH", buf, 14 + ihl * 4, sport, dport)
+    struct.pack_into("!H", buf, 24, internet_checksum(buf[14:14 + ihl * 4]))
+    return bytes(buf)
+
+
+def test_dlcp_frame_fields():
+    f = dlcp(prio=2, mag=6, droppable=True, payload=200, tensor=42)
+    p = parse(f)
+    assert (p.dst, p.size, p.prio, p.mag, p.layer, p.droppable, p.dlcp, p.header_size) == \
+        (mac_bytes(H2), len(f), 2, 6, 42, True, True, 90)
+    assert p.frame is f
+    q = parse(dlcp(prio=2, mag=6, droppable=False))
+    assert q.droppable is False and q.flow == p.flow     # same 5-tuple, same flow
+
+
+def test_dlcp_needs_the_port_magic_and_sane_fields():
+    other_port = bytearray(dlcp(prio=1))
+    struct.pack_into("!H", other_port, 36, 9797)
+    p = parse(bytes(other_port))
+    assert not p.dlcp and p.prio == 7 - (other_port[15] >> 5)
+    bad_magic = bytearray(dlcp())
+    bad_magic[42] ^= 0xFF
+    assert not parse(bytes(bad_magic)).dlcp
+    bad_prio = bytearray(dlcp())
+    bad_prio[47] = 9                                       # would index past the tables
+    assert not parse(bytes(bad_prio)).dlcp
+
+
+def test_ipv4_priority_and_ecn_from_tos():
+    p = parse(ipv4(6, tos=(5 << 5) | 2))                   # CS5, ECT(0)
+    assert (p.prio, p.ect, p.ce, p.dlcp) == (2, True, False, False)
+    p = parse(ipv4(17, tos=3))                             # CS0, CE
+    assert (p.prio, p.ect, p.ce) == (7, True, True)
+    assert parse(ipv4(6, tos=0)).ect is False
+
+
+def test_flow_hash_is_the_five_tuple():
+    a = parse(ipv4(6, sport=1000)).flow
+    assert a == parse(ipv4(6, sport=1000, tos=0x20)).flow  # DSCP is not part of the flow
+    assert a != parse(ipv4(6, sport=1001)).flow
+    assert a != parse(ipv4(17, sport=1000)).flow
+    # Non-first fragments have no ports: (src, dst, proto) for every fragment.
+    f1 = parse(ipv4(17, frag=0x2000, sport=1)).flow
+    f2 = parse(ipv4(17, frag=0x0010, sport=2)).flow
+    assert f1 == f2
+    # IP options move the ports; still the 5-tuple.
+    assert parse(ipv4(6, ihl=6, sport=5, size=80)).flow == parse(ipv4(6, ihl=6, sport=5, size=80)).flow
+    assert parse(ipv4(6, ihl=6, sport=5, size=80)).flow != parse(ipv4(6, ihl=6, sport=6, size=80)).flow
+
+
+def test_arp_runts_and_padding():
+    arp = mac_bytes("ff:ff:ff:ff:ff:ff") + mac_bytes(H1) + b"\x08\x06" + bytes(28)
+    p = parse(arp)
+    assert (p.prio, p.dlcp, p.size, p.dst[0] & 1) == (7, False, 60, 1)   # padded to 60
+    runt = mac_bytes(H2) + mac_bytes(H1) + b"\x08\x00"
+    p = parse(runt)
+    assert p.dst == mac_bytes(H2) and p.prio == 7
+    assert parse(dlcp(payload=1400)).size == 1400 + 90
+
+
+def test_copy_for_flooding():
+    p = parse(dlcp())
+    c = copy_for(p, 3)
+    assert c.dst == 3 and c.frame is p.frame and (c.prio, c.mag, c.dlcp) == (p.prio, p.mag, True)
+
+
+def test_rewrites_trim_and_mark():
+    p = parse(dlcp(payload=500, ecn=Ecn.ECT0))
+    p.rewrite = REWRITE_TRIM | REWRITE_CE
+    out = apply_rewrite(p)
+    fr = decode_frame(out)                                  # checksums still valid
+    assert fr.header.flags & Flags.TRIMMED and fr.payload == b"" and fr.header.payload_len == 500
+    assert fr.ecn == Ecn.CE and len(out) == 90
+    q = parse(ipv4(6, tos=2))
+    q.rewrite = REWRITE_CE
+    marked = apply_rewrite(q)
+    assert marked[15] & 3 == 3 and internet_checksum(marked[14:34]) == 0
+
+
+def test_custom_dlcp_port():
+    f = dlcp(sport=5000)
+    assert make_parser(dlcp_port=1)(f).dlcp is False
+    assert make_parser()(f).dlcp is True
+
+
+def test_flood_table_excludes_input_and_off_tree_ports():
+    t = flood_table([1, 2, 3, 4], [1, 2, 3])
+    assert t == {1: (2, 3), 2: (1, 3), 3: (1, 2), 4: ()}
+
+
+def config(**kw):
+    c = {"name": "s1", "ports": [{"number": 1, "intf": "a", "rate_bps": 1e6},
+                                 {"number": 2, "intf": "b", "rate_bps": 1e6}],
+         "routes": {H1: [1], H2: [2]}, "flood": [1, 2]}
+    c.update(kw)
+    return c
+
+
+def test_config_defaults_and_errors():
+    c = load_config(config())
+    assert c["mode"] == "model" and c["pipeline"] == "fifo" and c["batch"] == 64
+    with pytest.raises(ConfigError, match="mode"):
+        load_config(config(mode="fast"))
+    with pytest.raises(ConfigError, match="ports are"):
+        load_config(config(routes={H1: [9]}))
+    with pytest.raises(ConfigError, match="MAC"):
+        load_config(config(routes={"h1": [1]}))
+    with pytest.raises(ConfigError, match="flood"):
+        load_config(config(flood=[7]))
+    with pytest.raises(ConfigError, match="rate_bps"):
+        load_config(config(ports=[{"number": 1, "intf": "a"}]))
+    assert load_config(config(mode="forward", ports=[{"number": 1, "intf": "a"}],
+                              routes={}, flood=[]))
+
+
+def test_build_switch_routes_macs_and_flood_keys():
+    sw = build_switch(load_config(config(pipeline="dlcp")))
+    assert set(sw.routes) == {mac_bytes(H1), mac_bytes(H2), 1, 2}
+    assert [p.number for p in sw.routes[2]] == [2]
+    assert sw.spec.name == "dlcp"
+
+
+def test_lateness_percentiles():
+    lat = Lateness()
+    lat.threshold = 50_000
+    lat.pending.extend(range(1000, 101_000, 1000))           # 1..100 us
+    s = lat.summary()
+    assert s["count"] == 100 and s["max_ns"] == 100_000
+    assert 50_000 <= s["p50_ns"] <= 50_000 * 1.05
+    assert 99_000 <= s["p99_ns"] <= 100_000
+    assert s["above_threshold"] == 50
+    lat.pending.append(-5)                                   # clock noise counts as on time
+    assert lat.summary()["count"] == 101
+
+
+def test_pcap_is_readable_by_scapy(tmp_path):
+    from scapy.utils import rdpcap
+    path = tmp_path / "x.pcap"
+    w = PcapWriter(str(path))
+    frames = [dlcp(payload=n) for n in (0, 10, 1000)]
+    for i, f in enumerate(frames):
+        w.write(f, 1_700_000_000_123_456_789 + i)
+    w.close()
+    pkts = rdpcap(str(path))
+    assert [bytes(p) for p in pkts] == frames
+    assert float(pkts[0].time) == pytest.approx(1_700_000_000.123456789, abs=1e-6)

@@ -1,0 +1,227 @@
+"""The data path's loop on socketpairs instead of AF_PACKET (no root): pacing at the port
+rate, flooding, rewrites on the wire, stats and conservation, forward mode, and the state
+records `dlcp-emu clean` works from."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from dlcp_emu import cleanup
+from dlcp_emu.mnswitch import flood_ports, switch_config
+from dlcp_emu.wire import DlcpHeader, Flags, Frame, decode_frame, encode_frame
+from switch_models.datapath import Datapath
+from topologies import build
+
+H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}
+
+
+def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796):
+    h = DlcpHeader(flags=Flags.DROPPABLE if droppable else Flags(0), priority=prio,
+                   mag_class=mag, payload_len=payload)
+    return encode_frame(Frame(src_mac=H[1], dst_mac=H[dst], src_ip="10.0.0.1",
+                              dst_ip=f"10.0.0.{dst}", sport=sport, header=h,
+                              payload=bytes(payload)))
+
+
+class Rig:
+    """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
+
+    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", **kw):
+        cfg = {"name": "s1", "mode": mode, "pipeline": pipeline,
+               "ports": [{"number": n, "intf": f"p{n}", "rate_bps": rate,
+                          "buffer_bytes": kw.pop("buffer_bytes", 256 * 1024)}
+                         for n in range(1, nports + 1)],
+               "routes": {H[n]: [n] for n in range(1, nports + 1)},
+               "flood": list(range(1, nports + 1)),
+               "stats_path": str(tmp_path / "stats.json"), **kw}
+        self.dp = Datapath(cfg)
+        self.far = {}
+        near = {}
+        for n in range(1, nports + 1):
+            a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            a.setblocking(False)
+            b.settimeout(2)
+            near[n], self.far[n] = a, b
+        self.dp.attach(near)
+        self.thread = threading.Thread(target=self.dp.run, daemon=True)
+        self.thread.start()
+
+    def recv(self, port, n, timeout=3):
+        out = []
+        s = self.far[port]
+        deadline = time.monotonic() + timeout
+        while len(out) < n and time.monotonic() < deadline:
+            try:
+                out.append((time.monotonic_ns(), s.recv(65536)))
+            except socket.timeout:
+                break
+        return out
+
+    def stop(self):
+        self.dp.request_stop()
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+        stats = self.dp.stats(final=True)
+        self.dp.close()
+        for s in self.far.values():
+            s.close()
+        return stats
+
+
+def test_paces_at_the_port_rate_and_conserves(tmp_path):
+    rig = Rig(tmp_path, rate=8e6)                     # 1 byte per microsecond
+    f = frame(payload=910)                            # 1000 bytes + 24 overhead = 1024 us
+    for _ in range(10):
+        rig.far[1].send(f)
+    got = rig.recv(2, 10)
+    stats = rig.stop()
+    assert [g[1] for g in got] == [f] * 10
+    # Paced, not bursted: 9 gaps of 1024 us, give or take how late the first one left
+    # (the lateness figure says by how much; a loaded machine makes it ms).
+    span_us = (got[-1][0] - got[0][0]) / 1000
+    assert 9 * 1024 - 3000 <= span_us <= 9 * 1024 * 1.5 + 5000, span_us
+    c = stats["conservation"]
+    assert c["ok"] and c["frames_in"] == 10 and c["sent"] == 10 and c["queued"] == 0
+    assert stats["tx_frames"] == {1: 0, 2: 10, 3: 0}
+    lat = stats["lateness"]
+    assert lat["count"] == 10 and lat["p50_ns"] < 5_000_000
+
+
+def test_floods_broadcast_on_tree_ports_through_the_model(tmp_path):
+    rig = Rig(tmp_path, rate=1e9)
+    arp = bytes.fromhex("ffffffffffff") + bytes.fromhex(H[1].replace(":", "")) + b"\x08\x06" + bytes(28)
+    rig.far[1].send(arp)
+    assert [g[1] for g in rig.recv(2, 1)] == [arp]
+    assert [g[1] for g in rig.recv(3, 1)] == [arp]
+    rig.far[1].settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        rig.far[1].recv(100)                           # never back where it came from
+    stats = rig.stop()
+    assert stats["flood_frames"][1] == 1 and stats["flood_copies"][1] == 2
+    assert stats["rx_frames"][1] == 1 and stats["conservation"]["packets_in"] == 2
+    assert stats["conservation"]["ok"]
+
+
+def test_unknown_destination_is_counted_not_lost(tmp_path):
+    rig = Rig(tmp_path, rate=1e9)
+    stray = bytearray(frame())
+    stray[0:6] = bytes.fromhex("0000000000aa")
+    rig.far[1].send(bytes(stray))
+    rig.far[1].send(frame())
+    assert len(rig.recv(2, 1)) == 1
+    stats = rig.stop()
+    assert stats["conservation"]["dropped"] == {"no_route": 1} and stats["conservation"]["ok"]
+
+
+def test_trimming_is_applied_to_the_frame(tmp_path):
+    # NDP preset at a slow port: once 8 are queued, DLCP packets are cut to their header.
+    rig = Rig(tmp_path, rate=1e6, pipeline="ndp")
+    for _ in range(20):
+        rig.far[1].send(frame(payload=1000))
+    got = rig.recv(2, 20, timeout=10)
+    stats = rig.stop()
+    assert len(got) == 20
+    trimmed = [decode_frame(g[1]) for g in got if len(g[1]) == 90]
+    assert len(trimmed) == stats["model"]["ports"][2]["trimmed"] > 0
+    assert all(t.header.flags & Flags.TRIMMED for t in trimmed)
+    # Trimmed headers jump the queue: they arrive before the last full packets.
+    assert len(got[-1][1]) > 90
+
+
+def test_forward_mode_passes_frames_straight(tmp_path):
+    rig = Rig(tmp_path, mode="forward")
+    for p in range(5):
+        rig.far[1].send(frame(payload=p))
+    got = rig.recv(2, 5)
+    stats = rig.stop()
+    assert [len(g[1]) for g in got] == [90 + p for p in range(5)]
+    assert stats["rx_frames"][1] == 5 and stats["tx_frames"][2] == 5 and "model" not in stats
+
+
+def test_stats_file_is_written_periodically(tmp_path):
+    rig = Rig(tmp_path, stats_interval_s=0.05)
+    rig.far[1].send(frame())
+    rig.recv(2, 1)
+    deadline = time.monotonic() + 3
+    path = tmp_path / "stats.json"
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    data = json.loads(path.read_text())
+    rig.stop()
+    assert data["switch"] == "s1" and data["final"] is False
+
+
+# -- configs from a topology ---------------------------------------------------------------
+
+def test_flood_tree_is_a_spanning_tree():
+    t = build("leaf-spine", leaves=3, spines=2, hosts_per_leaf=2, host_rate_bps=1e9)
+    tree = flood_ports(t)
+    hosts = set(t.hosts())
+    edges = set()
+    for s, ports in tree.items():
+        by_num = {p.number: p for p in t.ports(s)}
+        for n in ports:
+            p = by_num[n]
+            if p.peer not in hosts:
+                edges.add(frozenset((s, p.peer)))
+                assert p.peer_port in tree[p.peer]           # both ends agree
+    assert len(edges) == len(t.switches()) - 1               # a tree: no loop
+    assert all(tree.values())
+
+
+def test_switch_config_routes_by_host_mac():
+    t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=1e9)
+    ports = [{"number": n, "intf": t.intf_name("l1", n), "rate_bps": 1e9} for n in range(1, 5)]
+    cfg = switch_config(t, "l1", ports, "dlcp")
+    assert cfg["routes"][t.host_mac("h1")] == [1]
+    assert cfg["routes"][t.host_mac("h3")] == [3, 4]          # both spines
+    Datapath(cfg)                                            # a valid config
+
+
+# -- cleanup records --------------------------------------------------------------------------
+
+def _dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_clean_kills_recorded_processes_of_dead_runs_only(tmp_path):
+    victim = subprocess.Popen(["sleep", "30"])
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        dead = cleanup.RunState(directory=str(tmp_path), owner_pid=os.getpid())
+        dead.data["owner"] = {"pid": _dead_pid(), "start": 1}
+        dead.add_process("traffic", "sleep", victim.pid)
+        # A recycled pid: same pid, other start time -> must not be touched.
+        dead.add_process("traffic", "recycled", bystander.pid,
+                         start=cleanup.proc_start_time(bystander.pid) + 1)
+        dead.add_interfaces(["dlcpnosuch0"])
+        live = cleanup.RunState(directory=str(tmp_path))
+        live.add_process("traffic", "bystander", bystander.pid)
+        reports = cleanup.clean(str(tmp_path))
+        by_id = {r["run_id"]: r for r in reports}
+        assert by_id[live.run_id]["skipped"] == "owner process still running"
+        assert [k[1] for k in by_id[dead.run_id]["killed"]] == ["sleep"]
+        assert by_id[dead.run_id]["deleted"] == []
+        assert victim.wait(timeout=5) is not None
+        assert bystander.poll() is None
+        assert not os.path.exists(dead.path) and os.path.exists(live.path)
+    finally:
+        for p in (victim, bystander):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_process_records_survive_pid_checks():
+    me = os.getpid()
+    assert cleanup.process_alive(me, cleanup.proc_start_time(me))
+    assert not cleanup.process_alive(me, cleanup.proc_start_time(me) + 1)
+    assert not cleanup.process_alive(_dead_pid(), 1)
+    assert cleanup.proc_start_time(10**9) is None

@@ -1,0 +1,328 @@
+"""Real Mininet, real packets, through our switch processes (root only).
+
+Each test builds its own small net with EmulationRun and checks, besides what it is about,
+that the switches conserved every frame and that nothing of the run is left behind.
+"""
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.root]
+
+if os.geteuid() != 0:
+    pytest.skip("emulation tests need root (network namespaces, veths, AF_PACKET)",
+                allow_module_level=True)
+for tool in ("mnexec", "iperf3", "ethtool", "ping"):
+    if not any(os.access(os.path.join(d, tool), os.X_OK)
+               for d in os.environ.get("PATH", "/usr/sbin:/usr/bin").split(":") + ["/usr/sbin", "/usr/bin"]):
+        pytest.skip(f"emulation tests need {tool}", allow_module_level=True)
+
+from dlcp_emu import cleanup  # noqa: E402
+from dlcp_emu.emulation import EmulationRun, root_interfaces  # noqa: E402
+from topologies import build  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+MBPS = 1e6
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+def link_names():
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
+
+
+def netns_list():
+    return subprocess.run(["ip", "netns"], capture_output=True, text=True).stdout.split()
+
+
+@contextlib.contextmanager
+def emulate(tmp_path, topology, pipeline, **kw):
+    """EmulationRun that afterwards checks: no interface, namespace, state file or recorded
+    process of the run is left."""
+    rt = tmp_path / "runtime"
+    links0, ns0 = link_names(), netns_list()
+    run = EmulationRun(topology, pipeline, runtime_dir=str(rt), run_dir=str(tmp_path / "run"), **kw)
+    recorded = []
+    try:
+        with run:
+            yield run
+            recorded = list(run.state.data["processes"])
+    finally:
+        recorded = recorded or (list(run.state.data["processes"]) if run.state else [])
+    ours = set(root_interfaces(topology))
+    assert not (link_names() - links0) & ours, "interfaces left behind"
+    assert link_names() & ours <= links0 & ours
+    assert netns_list() == ns0
+    assert not [p for p in recorded if cleanup.process_alive(p["pid"], p["start"])]
+    assert not list(rt.glob("*.json")), "state file left behind"
+
+
+def assert_conserved(stats):
+    for name, st in stats.items():
+        assert st is not None and st["final"], f"{name}: no final stats"
+        c = st["conservation"]
+        assert c["ok"], (name, c)
+        assert c["queued"] == 0, (name, c)
+        assert c["packets_in"] == c["sent"] + sum(c["dropped"].values()), (name, c)
+        assert sum(st["tx_errors"].values()) == 0, (name, st["tx_errors"])
+
+
+def traffic(run, host, *args):
+    return run.popen(host, [PY, "-m", "dlcp_emu.traffic", *map(str, args)], cwd=ROOT)
+
+
+def start_receiver(run, tmp_path, host, duration, idle=0.7, **kw):
+    ready = tmp_path / f"recv-{host}.ready"
+    extra = [a for k, v in kw.items() for a in (f"--{k}", v)]
+    p = traffic(run, host, "recv", "--intf", f"{host}-eth0", "--duration", duration, "--idle",
+                idle, "--ready", ready, *extra)
+    wait_for(lambda: ready.exists() or p.poll() is not None, 10, "receiver ready")
+    assert p.poll() is None, p.stderr.read().decode()
+    return p
+
+
+def sender_args(t, src, dst, rate_pps, duration, classes, **kw):
+    args = ["send", "--intf", f"{src}-eth0", "--src-mac", t.host_mac(src), "--dst-mac",
+            t.host_mac(dst), "--src-ip", t.host_ip(src), "--dst-ip", t.host_ip(dst),
+            "--rate-pps", rate_pps, "--duration", duration]
+    for c in classes:
+        args += ["--class", c]
+    for k, v in kw.items():
+        args += [f"--{k.replace('_', '-')}", v]
+    return args
+
+
+def finish(p, timeout=30):
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def iperf3(run, server, client, seconds, extra=()):
+    srv = run.popen(server, ["iperf3", "-s", "-1", "-J"])
+    h = run.host(server)
+    wait_for(lambda: ":5201" in h.cmd("ss -ltnH"), 10, "iperf3 server")
+    cli = run.popen(client, ["iperf3", "-c", h.IP(), "-t", str(seconds), "-J", *extra])
+    c_out, _ = cli.communicate(timeout=seconds + 20)
+    s_out, _ = srv.communicate(timeout=20)
+    return json.loads(c_out), json.loads(s_out)
+
+
+# -- tests ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_ping_and_tcp_across_leaf_spine(tmp_path):
+    t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)
+    with emulate(tmp_path, t, "fifo") as run:
+        # No static ARP: requests are flooded on the tree, replies routed.
+        assert run.net.pingAll(timeout=2) == 0
+        client, server = iperf3(run, "h3", "h1", 2)
+        rate = client["end"]["sum_received"]["bits_per_second"]
+        assert rate > 70 * MBPS, rate
+        assert client["end"]["sum_received"]["bytes"] > 10_000_000
+    assert_conserved(run.stats)
+    # h1 -> h3 crosses l1, one spine, l2: both leaves carried the flow.
+    assert run.stats["l1"]["tx_frames"]["3"] + run.stats["l1"]["tx_frames"]["4"] > 5000
+
+
+@pytest.mark.slow
+def test_tcp_is_paced_at_the_port_rate(tmp_path):
+    rate = 100 * MBPS
+    t = build("star", hosts=2, rate_bps=rate)
+    with emulate(tmp_path, t, "fifo") as run:
+        client, server = iperf3(run, "h2", "h1", 3)
+    got = client["end"]["sum_received"]["bits_per_second"]
+    assert got >= 0.9 * rate, got
+    assert got <= 1.02 * rate, got
+    # Whole-second intervals at the receiver never beat the wire either.
+    for iv in server["intervals"][1:-1]:
+        assert iv["sum"]["bits_per_second"] <= 1.02 * rate, iv["sum"]
+    assert_conserved(run.stats)
+    st = run.stats["s1"]
+    port = st["model"]["ports"]["2"]
+    secs = client["end"]["sum_received"]["seconds"]
+    wire_bits = (port["tx_bytes"] + 24 * port["tx_packets"]) * 8
+    assert wire_bits / secs <= 1.02 * rate
+
+
+@pytest.mark.slow
+def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
+    """h1 and h2 each send 100 Mbit/s to h3's 100 Mbit/s port (2:1). Classes: high (prio 0,
+    mag 7, not droppable) 20%, mid (prio 4, mag 6, droppable) 20%, low (prio 7, mag 0,
+    droppable) 60%."""
+    # 1 MB of buffer: the mid class is refused only above 87.5 % of it, the low one above
+    # 50 %; the margin absorbs the bursts in which a busy switch process takes frames in.
+    t = build("star", hosts=3, rate_bps=100 * MBPS, buffer_bytes=1_000_000)
+    payload = 1000
+    pps = 100 * MBPS / ((90 + payload + 24) * 8)          # each sender at the line rate
+    classes = [f"0:7:0:{payload}:1", f"4:6:1:{payload}:1", f"7:0:1:{payload}:3"]
+    with emulate(tmp_path, t, "dlcp") as run:
+        rx = start_receiver(run, tmp_path, "h3", 8, idle=1.0)
+        start = time.monotonic() + 0.5
+        senders = [traffic(run, h, *sender_args(t, h, "h3", pps, 2.0, classes, start_at=start))
+                   for h in ("h1", "h2")]
+        sent = [finish(s) for s in senders]
+        got = finish(rx)
+    assert_conserved(run.stats)
+    sent_by = [sum(s["per_class"][i] for s in sent) for i in range(3)]
+    cls = got["classes"]
+    high, mid, low = cls["0:7:0"], cls["4:6:1"], cls["7:0:1"]
+    # Non-droppable and high-magnitude packets all arrive; the low-magnitude ones pay.
+    assert high["count"] == sent_by[0], (high, sent_by)
+    assert mid["count"] == sent_by[1], (mid, sent_by)
+    assert low["count"] < 0.5 * sent_by[2], (low, sent_by)
+    drops = run.stats["s1"]["conservation"]["dropped"]
+    assert set(drops) <= {"dlcp_threshold", "dlcp_evicted"}, drops
+    assert sum(drops.values()) == sent_by[2] - low["count"]
+    # Strict priority: the high class barely queues, the low one waits behind everything.
+    assert high["delay_p99_us"] < low["delay_p50_us"], (high, low)
+    assert high["delay_p50_us"] * 5 < low["delay_p50_us"], (high, low)
+    assert mid["delay_p50_us"] < low["delay_p50_us"], (mid, low)
+
+
+@pytest.mark.slow
+def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
+    t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)
+    # Spray (dlcp preset): every packet takes the next spine.
+    with emulate(tmp_path / "spray", t, "dlcp") as run:
+        rx = start_receiver(run, tmp_path, "h3", 6)
+        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 4000, 1.0, ["0:7:0:200:1"], flows=4))
+        sent = finish(s)["sent"]
+        got = finish(rx)
+    assert got["received"] == sent
+    assert_conserved(run.stats)
+    up = run.stats["l1"]["tx_frames"]
+    a, b = up["3"], up["4"]
+    # Besides ours, only the odd flooded frame (a host's IPv6 chatter before it was muted).
+    assert sent <= a + b <= sent + 2 * sum(run.stats["l1"]["flood_frames"].values())
+    assert abs(a - b) <= 0.03 * sent, (a, b)
+    # ECMP (fifo preset): each flow stays on one uplink; read from the leaf's pcaps.
+    with emulate(tmp_path / "ecmp", t, "fifo", pcap=True) as run:
+        rx = start_receiver(run, tmp_path, "h3", 6)
+        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 3000, 1.0, ["0:7:0:200:1"], flows=16))
+        sent = finish(s)["sent"]
+        got = finish(rx)
+    assert got["received"] == sent
+    assert_conserved(run.stats)
+    pcap_dir = tmp_path / "ecmp" / "run" / "pcap"
+    flows_on = {}
+    for port in (3, 4):
+        from scapy.utils import rdpcap
+        pkts = rdpcap(str(pcap_dir / f"l1-eth{port}-tx.pcap"))
+        flows_on[port] = {bytes(p)[34] << 8 | bytes(p)[35] for p in pkts if len(p) >= 90}
+        assert len(pkts) == run.stats["l1"]["tx_frames"][str(port)]
+    assert flows_on[3] and flows_on[4], flows_on            # 16 flows: both spines used
+    assert not flows_on[3] & flows_on[4], flows_on          # no flow on both
+    assert len(flows_on[3] | flows_on[4]) == 16
+    out = subprocess.run(["tcpdump", "-nr", str(pcap_dir / "l1-eth3-tx.pcap"), "-c", "3"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "UDP" in out.stdout, out.stderr
+
+
+@pytest.mark.slow
+def test_clean_after_the_runner_is_killed(tmp_path):
+    rt = tmp_path / "runtime"
+    t_args = dict(leaves=2, spines=2, hosts_per_leaf=1, host_rate_bps=100 * MBPS)
+    topo = build("leaf-spine", **t_args)
+    ours = set(root_interfaces(topo))
+    links0 = link_names()
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {ROOT!r})
+        from topologies import build
+        from dlcp_emu.emulation import EmulationRun
+        run = EmulationRun(build("leaf-spine", **{t_args!r}), "fifo", runtime_dir={str(rt)!r},
+                           run_dir={str(tmp_path / 'run')!r})
+        run.__enter__()
+        run.popen("h1", ["sleep", "60"])     # a traffic process, recorded
+        print("UP", run.state.path, flush=True)
+        time.sleep(60)
+    """)
+    runner = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=ROOT, start_new_session=True)
+    try:
+        line = b""
+        deadline = time.monotonic() + 30
+        while not line.startswith(b"UP") and time.monotonic() < deadline and runner.poll() is None:
+            line = runner.stdout.readline()
+        assert line.startswith(b"UP"), runner.stderr.read().decode() if runner.poll() is not None else line
+        with open(line.split()[1]) as f:
+            state = json.load(f)
+        assert ours <= link_names()
+    finally:
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(timeout=10)
+    procs = state["processes"]
+    assert {p["kind"] for p in procs} >= {"host", "switch", "traffic"}
+    env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(rt))
+    out = subprocess.run([PY, "-m", "dlcp_emu.cli", "clean", "--json"], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert len(report["runs"]) == 1 and "skipped" not in report["runs"][0], report
+    wait_for(lambda: not [p for p in procs if cleanup.process_alive(p["pid"], p["start"])], 5,
+             "recorded processes to go")
+    assert not (link_names() - links0) & ours
+    assert not list(rt.glob("*.json"))
+    # A second clean finds nothing to do.
+    out = subprocess.run([PY, "-m", "dlcp_emu.cli", "clean", "--json"], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=60)
+    assert json.loads(out.stdout)["runs"] == []
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_runner_tears_everything_down(tmp_path):
+    rt = tmp_path / "runtime"
+    t_args = dict(hosts=2, rate_bps=100 * MBPS)
+    ours = set(root_interfaces(build("star", **t_args)))
+    links0 = link_names()
+    script = textwrap.dedent(f"""
+        import json, sys, time
+        sys.path.insert(0, {ROOT!r})
+        from topologies import build
+        from dlcp_emu.emulation import EmulationRun, RunTerminated
+        run = EmulationRun(build("star", **{t_args!r}), "fifo", runtime_dir={str(rt)!r},
+                           run_dir={str(tmp_path / 'run')!r})
+        try:
+            with run:
+                run.popen("h1", ["sleep", "60"])
+                print("UP", json.dumps(run.state.data["processes"]), flush=True)
+                time.sleep(60)
+        except RunTerminated:
+            print("STATS", json.dumps({{k: v["final"] for k, v in run.stats.items()}}), flush=True)
+    """)
+    runner = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=ROOT, start_new_session=True)
+    try:
+        line = runner.stdout.readline()
+        assert line.startswith(b"UP"), runner.stderr.read().decode()
+        procs = json.loads(line.split(b" ", 1)[1])
+        os.kill(runner.pid, signal.SIGTERM)
+        out, err = runner.communicate(timeout=30)
+    finally:
+        if runner.poll() is None:
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait()
+    assert b'STATS {"s1": true}' in out, err.decode()
+    assert not [p for p in procs if cleanup.process_alive(p["pid"], p["start"])]
+    assert not (link_names() - links0) & ours
+    assert not list(rt.glob("*.json"))
