@@ -125,7 +125,8 @@ class DlcpSwitch(Switch):
 
     def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
                  mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
-                 ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0, **params):
+                 ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
+                 rt_priority=None, **params):
         # Mininet passes batch=True when the class has batchStartup, which then waits.
         self.batch_startup = params.pop("batch", False)
         self.pipeline = pipeline
@@ -139,6 +140,7 @@ class DlcpSwitch(Switch):
         self.rx_ring = rx_ring
         self.stats_interval_s = stats_interval_s
         self.cpu = cpu
+        self.rt_priority = rt_priority
         self.on_spawn = on_spawn
         self.ready_timeout = ready_timeout
         self.proc = None
@@ -196,7 +198,7 @@ class DlcpSwitch(Switch):
             pcap_dir=os.path.join(self.stats_dir, "pcap") if self.pcap else None,
             late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,
             parent_pid=os.getpid(), cpu=self.cpu, rx_ring=self.rx_ring,
-            stats_interval_s=self.stats_interval_s)
+            stats_interval_s=self.stats_interval_s, rt_priority=self.rt_priority)
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self, controllers=None):

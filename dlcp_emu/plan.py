@@ -3,7 +3,7 @@
 Times are integer ns, already multiplied by the time-dilation factor; gradient sizes are
 already multiplied by the byte scale (rounded to whole float32 values, at least one).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +31,7 @@ class Plan:
     compute_ns: int                     # forward + backward of one iteration
     dilation: float
     byte_scale: float
+    mag_params: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def bytes_per_iteration(self):
@@ -55,18 +56,39 @@ def make_plan(trace, dilation=1.0, byte_scale=1.0, fusion_bytes=64 << 20, fusion
     backward = int(trace.backward_total_us * 1e3 * dilation)
     return Plan(model=trace.model, n_layers=n_layers, forward_ns=forward, backward_ns=backward,
                 buckets=tuple(buckets), bucket_of_layer=tuple(bucket_of),
-                compute_ns=sum(forward) + backward, dilation=dilation, byte_scale=byte_scale)
+                compute_ns=sum(forward) + backward, dilation=dilation, byte_scale=byte_scale,
+                mag_params=_magnitude_params(trace))
 
 
 def gradient(trace, plan, bucket, rank, iteration, seed):
     """The float32 gradient a rank contributes for a bucket: per member layer, magnitudes
     from the trace's model with random signs, from a generator seeded by (seed, rank,
-    iteration, bucket) so any process can regenerate any rank's values."""
+    iteration, bucket) so any process can regenerate any rank's values. Parametric models
+    are drawn for the whole bucket in one vectorised call: this runs on the critical path of
+    every collective, where a per-layer loop cost milliseconds a bucket."""
     rng = np.random.default_rng([seed, rank, iteration, bucket.index])
-    parts = []
-    for lid, nbytes in zip(bucket.layer_ids, bucket.sizes):
-        n = nbytes // 4
-        mags = trace.sample_magnitudes(lid, n, rng).astype(np.float32)
-        signs = rng.integers(0, 2, n, dtype=np.int8) * 2 - 1
-        parts.append(mags * signs)
-    return np.concatenate(parts).astype(np.float32, copy=False)
+    counts = np.fromiter((n // 4 for n in bucket.sizes), dtype=np.int64, count=len(bucket.sizes))
+    params = plan.mag_params
+    if params is None:   # a per-chunk magnitude table: per layer, as the trace samples it
+        mags = np.concatenate([trace.sample_magnitudes(lid, int(n), rng)
+                               for lid, n in zip(bucket.layer_ids, counts)])
+    else:
+        dist, mu, sigma = (np.repeat(a[list(bucket.layer_ids)], counts) for a in params)
+        z = rng.standard_normal(int(counts.sum()))
+        mags = np.where(dist == 0, np.exp(mu + sigma * z),                  # lognormal
+                        np.where(dist == 1, np.abs(mu + sigma * z),         # |normal|
+                                 mu + sigma * np.sqrt(3) * (2 * rng.random(z.size) - 1)))
+    signs = rng.integers(0, 2, mags.size, dtype=np.int8) * 2 - 1
+    return (mags * signs).astype(np.float32)
+
+
+_DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}
+
+
+def _magnitude_params(trace):
+    """(dist code, mu, sigma) arrays indexed by layer id, or None for a chunk table."""
+    if trace.magnitudes is not None:
+        return None
+    layers = trace.layers.set_index("layer_id").sort_index()
+    return (layers["mag_dist"].map(_DISTS).to_numpy(), layers["mag_mu"].to_numpy(float),
+            layers["mag_sigma"].to_numpy(float))

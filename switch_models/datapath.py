@@ -102,6 +102,10 @@ def load_config(cfg):
     out.setdefault("cpu", None)
     out.setdefault("rx_ring", True)
     out.setdefault("drain_s", 2.0)
+    out.setdefault("rt_priority", None)
+    rt = out["rt_priority"]
+    if rt is not None and not (isinstance(rt, int) and 1 <= rt <= 99):
+        raise ConfigError(f"rt_priority must be null or an integer in 1..99, got {rt!r}")
     ports = out["ports"]
     if not isinstance(ports, list) or not ports:
         raise ConfigError("ports must be a non-empty list of {number, intf, rate_bps, ...}")
@@ -422,6 +426,16 @@ class Datapath:
         _prctl(PR_SET_TIMERSLACK, 1)
         if cfg["cpu"] is not None:
             os.sched_setaffinity(0, {int(cfg["cpu"])})
+        if cfg["rt_priority"]:
+            # A switch sleeps until its next departure; under the ordinary scheduler a busy
+            # host process can hold the CPU for milliseconds past that time (lateness). As a
+            # real-time task it runs as soon as it wakes; it sleeps between events, and the
+            # kernel's RT throttling still bounds it if it ever spins.
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(cfg["rt_priority"])))
+                self.realtime = True
+            except OSError:
+                self.realtime = False
         socks = {}
         try:
             for n in self.numbers:
@@ -756,6 +770,7 @@ class Datapath:
             "rx_truncated": sum(r.truncated for r in getattr(self, "rings", {}).values()),
             "rx_rings": {n: r.state() for n, r in getattr(self, "rings", {}).items()} if final else None,
             "rx_ring": bool(getattr(self, "rings", None)),
+            "realtime": getattr(self, "realtime", False),
             "lateness": lat,
         }
         sock_drops = sum(self.socket_drops.values())

@@ -123,7 +123,7 @@ class Switch:
             "rx_packets": dict(self.rx_packets),
             "rx_bytes": dict(self.rx_bytes),
             "no_route": self.no_route,
-            "ports": {n: {**p.counters.as_dict(), "queued_packets": p.packets,
+            "ports": {n: {**p.counters.as_dict(), "rate_bps": p.rate_bps, "queued_packets": p.packets,
                           "queued_bytes": p.bytes, "inflight_packets": len(p.inflight)}
                       for n, p in self.ports.items()},
         }

@@ -1,0 +1,126 @@
+"""Run one experiment on Mininet: our switches, one agent process per host, real packets.
+
+Every exit path (completion, time limit, Ctrl-C, SIGTERM, a crash) stops the agents and
+switches, keeps what they measured so far, and cleans up what the run created.
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import results
+from .emulation import EmulationRun
+from .plan import make_plan
+from .runner import hostd_config, place, port_table, scaled_topology, summary, tables
+
+START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
+POLL_S = 0.25
+SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
+
+
+def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
+    """Returns (summary dict, tables dict). Writes the run's tables under run_dir."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    topo = scaled_topology(spec)
+    placement = place(spec, topo)
+    from .hostd import load_trace
+    plan = make_plan(load_trace(spec.workload), dilation=spec.time_dilation,
+                     byte_scale=spec.byte_scale, fusion_bytes=spec.workload["fusion_bytes"],
+                     fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
+    preset = pipeline if isinstance(pipeline, str) else json.dumps(pipeline)
+    records, procs, outs = [], {}, {}
+    t_start = time.monotonic()
+    interrupted = None
+    run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY})
+    with run:
+        start_at = time.monotonic_ns() + int(START_DELAY_S * 1e9)
+        for rank, host in placement.host_of_rank.items():
+            out = run_dir / f"host-{rank}.json"
+            out.unlink(missing_ok=True)   # never read a previous run's records as this one's
+            cfg = hostd_config(spec, placement, topo, rank, start_at_ns=start_at,
+                               deadline_s=spec.time_limit_s, out_path=str(out),
+                               results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
+            cfg_path = run_dir / f"host-{rank}.config.json"
+            cfg_path.write_text(json.dumps(cfg))
+            outs[rank] = out
+            procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.hostd", "--config", str(cfg_path)],
+                                    cwd=str(Path(__file__).resolve().parent.parent))
+        try:
+            interrupted = _wait(spec, placement, procs, outs, t_start, log)
+        except KeyboardInterrupt:
+            interrupted = "interrupted (Ctrl-C)"
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.terminate()
+            for rank, p in procs.items():
+                try:
+                    _, err = p.communicate(timeout=10)
+                except Exception:
+                    p.kill()
+                    _, err = p.communicate()
+                if p.returncode not in (0, -15) and err:
+                    log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
+    duration = time.monotonic() - t_start
+    for rank, out in outs.items():
+        if out.exists():
+            records.append(json.loads(out.read_text()))
+    starts = [r["started_ns"] for r in records if r.get("started_ns")]
+    its, tens, dels = tables(records, spec.time_dilation, t0_ns=min(starts) if starts else 0)
+    counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
+    ports = port_table(counters, duration - START_DELAY_S, spec.time_dilation)
+    fidelity = _fidelity(run.stats)
+    s = summary(spec, preset, its, tens, dels, ports, fidelity, duration, plan)
+    s["backend"] = "emulation"
+    s["completed"] = interrupted is None
+    if interrupted:
+        s["stopped_because"] = interrupted
+    s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
+                                      for st in run.stats.values() if st)
+    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports)):
+        results.write_table(run_dir, name, frame)
+    (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
+    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports}
+
+
+def _wait(spec, placement, procs, outs, t_start, log):
+    """Until every agent is done (None), or why not."""
+    iterations = spec.workload["iterations"]
+    last = None
+    while True:
+        time.sleep(POLL_S)
+        done, its = 0, []
+        for rank, out in outs.items():
+            try:
+                rec = json.loads(out.read_text())
+            except (OSError, ValueError):
+                continue
+            done += bool(rec.get("done"))
+            if rank not in placement.ps_ranks:
+                its.append(sum(1 for r in rec.get("iterations", []) if r.get("comm_end_ns", -1) >= 0))
+        elapsed = time.monotonic() - t_start
+        line = (f"  {elapsed:6.1f} s  iterations {min(its, default=0)}/{iterations} (slowest worker), "
+                f"agents done {done}/{len(outs)}")
+        if line != last:
+            log(line)
+            last = line
+        if done == len(outs):
+            return None
+        dead = [r for r, p in procs.items() if p.poll() is not None]
+        if dead:
+            return f"agent(s) {dead} exited before finishing"
+        if elapsed > spec.time_limit_s:
+            return f"time limit of {spec.time_limit_s:g} s reached"
+
+
+def _fidelity(stats):
+    """Worst p99 lateness of any switch port against its schedule, and whether any switch
+    fell behind (socket drops, or p99 lateness above its threshold)."""
+    p99 = [st["lateness"]["p99_ns"] for st in stats.values()
+           if st and st.get("lateness") and st["lateness"].get("p99_ns") is not None]
+    return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
+            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
+            "switches": len(stats)}

@@ -1,0 +1,130 @@
+"""The host agent process: one per emulated host, in its Mininet namespace.
+
+    python -m dlcp_emu.hostd --config FILE.json
+
+Builds the plan from the trace, the agent (worker or parameter server) and its transport
+stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
+time (CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
+deadline, and writes its records (`out_path`, JSON) and, if asked, its reduced tensors
+(`results_path`, .npz) for verification. Records are also written every second and on
+SIGTERM, so a run that is stopped keeps what was measured.
+
+Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
+"bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
+"transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
+"fusion_bytes", "fusion_cycle_ms", "start_at_ns", "deadline_s", "out_path", "results_path"}
+"""
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+import numpy as np
+
+from .agent import ParameterServer, Worker
+from .hoststack import HostStack
+from .plan import make_plan
+from .transport.udp_driver import UdpDriver
+
+MAX_WAIT_S = 0.002
+
+
+def load_trace(cfg):
+    from workloads import get_model, load_trace as load_file
+    return load_file(cfg["trace"]) if cfg.get("trace") else get_model(cfg["model"])
+
+
+def build_stack(cfg):
+    trace = load_trace(cfg)
+    plan = make_plan(trace, dilation=cfg["dilation"], byte_scale=cfg["byte_scale"],
+                     fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
+    rank = cfg["rank"]
+    if cfg["role"] == "ps":
+        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"])
+    else:
+        agent = Worker(rank, cfg["workers"], plan, trace, cfg["pattern"], cfg["iterations"],
+                       seed=cfg["seed"], ps_ranks=cfg["ps_ranks"], group_size=cfg.get("group_size"),
+                       keep_results=bool(cfg.get("results_path")))
+    stack = HostStack(rank, agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
+                      droppable_fraction=cfg["droppable_fraction"])
+    return plan, stack
+
+
+def records(cfg, stack, started_ns, finished):
+    a = stack.agent
+    out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
+           "started_ns": started_ns, "done": stack.done,
+           "deliveries": stack.deliveries,
+           "sends": [r.__dict__ for r in stack.completions]}
+    if cfg["role"] == "worker":
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["tensors"] = [r.__dict__ for r in a.tensors]
+    else:
+        out["lost"] = a.lost
+    return out
+
+
+def write_json_atomic(path, data):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="dlcp_emu.hostd")
+    p.add_argument("--config", required=True)
+    cfg = json.load(open(p.parse_args(argv).config))
+    plan, stack = build_stack(cfg)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(tuple(cfg["bind"]))
+    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
+    driver = UdpDriver(stack, sock, peers, ecn=True)
+
+    clock = time.monotonic_ns
+    start = cfg["start_at_ns"]
+    while clock() < start and not stopping:
+        time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
+    started = clock()
+    stack.start(started)
+    deadline = started + int(cfg["deadline_s"] * 1e9)
+    next_write = started + 1_000_000_000
+    out_path = cfg["out_path"]
+    reported_done = False
+    # Serve until told to stop: after our own work is done, peers may still need our
+    # feedback (ACKs, bitmaps) to finish theirs. The runner stops every host together.
+    while not stopping:
+        driver.read()
+        now = clock()
+        driver.flush(now)
+        if now >= deadline:
+            print(f"hostd rank {cfg['rank']}: deadline of {cfg['deadline_s']} s reached", file=sys.stderr)
+            break
+        if now >= next_write or (stack.done and not reported_done):
+            reported_done = stack.done
+            write_json_atomic(out_path, records(cfg, stack, started, False))
+            next_write = now + 1_000_000_000
+        wake = driver.timeout()
+        wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
+        select.select([driver], [driver] if driver.backlogged else [], [], wait)
+    write_json_atomic(out_path, records(cfg, stack, started, True))
+    if cfg.get("results_path") and cfg["role"] == "worker":
+        arrays = {}
+        for (it, b), (buf, lost) in stack.agent.results.items():
+            arrays[f"r_{it}_{b}"] = buf
+            arrays[f"l_{it}_{b}"] = np.asarray(lost, dtype=np.int64).reshape(-1, 2)
+        np.savez(cfg["results_path"], **arrays)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

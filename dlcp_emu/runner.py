@@ -1,0 +1,125 @@
+"""What `run` (emulation) and `simulate` share: the scaled topology, who runs where, and
+turning the agents' records into the run's tables and summary.
+
+Scaling: link rates are multiplied by byte_scale / time_dilation and delays by
+time_dilation; gradient bytes by byte_scale; compute times by time_dilation. A real-world
+second is then time_dilation emulated seconds, and every time written out is divided back.
+"""
+from dataclasses import dataclass
+
+import pandas as pd
+
+from topologies import build as build_topology
+
+from . import results
+
+
+def scaled_topology(spec):
+    params = {k: v for k, v in spec.topology.items() if k != "kind"}
+    factor = spec.byte_scale / spec.time_dilation
+    for key in list(params):
+        if key.endswith("rate_bps") and params[key] is not None:
+            params[key] = params[key] * factor
+        elif key.endswith("delay_ns") and params[key] is not None:
+            params[key] = int(params[key] * spec.time_dilation)
+    return build_topology(spec.topology["kind"], **params)
+
+
+@dataclass(frozen=True)
+class Placement:
+    workers: int
+    ps_ranks: tuple
+    host_of_rank: dict        # rank -> host name
+
+
+def place(spec, topology):
+    """Workers on the first hosts, parameter servers after them (one rack after another, so
+    a ring crosses the spines)."""
+    w = spec.workload
+    n = w["workers"]
+    ps = tuple(range(n, n + w["ps"])) if w["pattern"] == "ps" else ()
+    hosts = topology.hosts()
+    return Placement(n, ps, {r: hosts[r] for r in range(n + len(ps))})
+
+
+def hostd_config(spec, placement, topology, rank, **extra):
+    w, t = spec.workload, spec.transport
+    return {
+        "rank": rank, "role": "ps" if rank in placement.ps_ranks else "worker",
+        "workers": placement.workers, "ps_ranks": list(placement.ps_ranks),
+        "model": w.get("model"), "trace": w.get("trace"), "pattern": w["pattern"],
+        "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
+        "transport": t["kind"], "mtu": spec.mtu, "loss_bound": t["loss_bound"],
+        "droppable_fraction": t["droppable_fraction"], "dilation": spec.time_dilation,
+        "byte_scale": spec.byte_scale, "fusion_bytes": w["fusion_bytes"],
+        "fusion_cycle_ms": w["fusion_cycle_ms"],
+        "peers": {r: [topology.host_ip(h), 9796] for r, h in placement.host_of_rank.items()},
+        "bind": [topology.host_ip(placement.host_of_rank[rank]), 9796],
+        **extra,
+    }
+
+
+def tables(records, dilation, t0_ns=0):
+    """records: the hosts' record dicts (hostd's format). Returns (iterations, tensors,
+    deliveries) DataFrames with times in real-world seconds from the run's start."""
+    scale = 1e-9 / dilation
+    its, tens, dels = [], [], []
+    for rec in records:
+        rank = rec["rank"]
+        it = sorted(rec.get("iterations", []), key=lambda r: r["iteration"])
+        for i, r in enumerate(it):
+            end = it[i + 1]["start_ns"] if i + 1 < len(it) else r["comm_end_ns"]
+            done = end is not None and end >= 0
+            total = (end - r["start_ns"]) * scale if done else None
+            its.append({"rank": rank, "iteration": r["iteration"],
+                        "start_s": (r["start_ns"] - t0_ns) * scale,
+                        "compute_s": r["compute_ns"] * scale,
+                        "total_s": total,
+                        "comm_s": None if total is None else max(0.0, total - r["compute_ns"] * scale)})
+        for r in rec.get("tensors", []):
+            done = r["done_ns"] >= 0
+            tens.append({"rank": rank, "iteration": r["iteration"], "bucket": r["bucket"],
+                         "nbytes": r["nbytes"], "ready_s": (r["ready_ns"] - t0_ns) * scale,
+                         "done_s": (r["done_ns"] - t0_ns) * scale if done else None,
+                         "fct_s": (r["done_ns"] - r["ready_ns"]) * scale if done else None,
+                         "lost_bytes": r["lost_bytes"]})
+        for src, it_, tid, nbytes, lost, first, done in rec.get("deliveries", []):
+            dels.append({"src": src, "dst": rank, "iteration": it_, "tensor_id": tid,
+                         "nbytes": nbytes, "lost_bytes": lost,
+                         "first_s": (first - t0_ns) * scale, "done_s": (done - t0_ns) * scale})
+    return pd.DataFrame(its), pd.DataFrame(tens), pd.DataFrame(dels)
+
+
+def port_table(counters_by_switch, duration_s, dilation):
+    """Switch counters -> one row per egress port, with utilisation over the run."""
+    rows = []
+    for sw, c in counters_by_switch.items():
+        for port, p in c["ports"].items():
+            rate = p.get("rate_bps")
+            row = {"switch": sw, "port": int(port), "tx_packets": p["tx_packets"],
+                   "tx_bytes": p["tx_bytes"], "enqueued": p["enqueued"],
+                   "trimmed": p["trimmed"], "marked": p["marked"],
+                   "max_queue_bytes": p["max_bytes"], "dropped": sum(p["drops"].values()),
+                   "rate_bps": rate,
+                   "utilization": (p["tx_bytes"] * 8 / (rate * duration_s * dilation))
+                   if rate and duration_s else None}
+            for reason, count in p["drops"].items():
+                row[f"drop_{reason}"] = count
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary(spec, preset, its, tens, dels, ports, fidelity, duration_s, plan):
+    loss_bytes = float(dels["lost_bytes"].sum()) if len(dels) else 0.0
+    total = float(dels["nbytes"].sum()) if len(dels) else 0.0
+    s = results.summarize(its, tens, ports, compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
+                          workers=spec.workload["workers"], loss_bound=spec.transport["loss_bound"]
+                          if spec.transport["kind"] == "dlcp" else 0.0,
+                          fidelity=fidelity, duration_s=duration_s)
+    s["loss_fraction"] = loss_bytes / total if total else 0.0
+    s["loss_within_bound"] = s["loss_fraction"] <= s["loss_bound"] + 1e-12
+    s.update({"preset": preset, "transport": spec.transport["kind"],
+              "model": spec.workload.get("model") or spec.workload.get("trace"),
+              "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
+              "byte_scale": spec.byte_scale})
+    return s
