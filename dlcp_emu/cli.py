@@ -9,6 +9,8 @@ import sys
 COMMAND_MODULES = [
     "dlcp_emu.commands.bench",
     "dlcp_emu.commands.whatif",
+    "dlcp_emu.commands.run",
+    "dlcp_emu.commands.report",
     "dlcp_emu.commands.clean",
 ]
 

@@ -4,7 +4,6 @@ Every exit path (completion, time limit, Ctrl-C, SIGTERM, a crash) stops the age
 switches, keeps what they measured so far, and cleans up what the run created.
 """
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -12,7 +11,8 @@ from pathlib import Path
 from . import results
 from .emulation import EmulationRun
 from .plan import make_plan
-from .runner import hostd_config, place, port_table, scaled_topology, summary, tables
+from .runner import (hostd_config, place, port_table, preset_name, queue_table, scaled_topology,
+                     summary, tables)
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
@@ -29,7 +29,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     plan = make_plan(load_trace(spec.workload), dilation=spec.time_dilation,
                      byte_scale=spec.byte_scale, fusion_bytes=spec.workload["fusion_bytes"],
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
-    preset = pipeline if isinstance(pipeline, str) else json.dumps(pipeline)
+    preset = preset_name(pipeline)
+    transport = spec.transport_for(preset)
     records, procs, outs = [], {}, {}
     t_start = time.monotonic()
     interrupted = None
@@ -40,7 +41,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         for rank, host in placement.host_of_rank.items():
             out = run_dir / f"host-{rank}.json"
             out.unlink(missing_ok=True)   # never read a previous run's records as this one's
-            cfg = hostd_config(spec, placement, topo, rank, start_at_ns=start_at,
+            cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
                                deadline_s=spec.time_limit_s, out_path=str(out),
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
             cfg_path = run_dir / f"host-{rank}.config.json"
@@ -69,21 +70,28 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         if out.exists():
             records.append(json.loads(out.read_text()))
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
-    its, tens, dels = tables(records, spec.time_dilation, t0_ns=min(starts) if starts else 0)
+    t0 = min(starts) if starts else 0
+    its, tens, dels = tables(records, spec.time_dilation, t0_ns=t0)
+    queues = queue_table({name: st.get("queue_samples") for name, st in run.stats.items() if st},
+                         t0, spec.time_dilation)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, duration - START_DELAY_S, spec.time_dilation)
     fidelity = _fidelity(run.stats)
-    s = summary(spec, preset, its, tens, dels, ports, fidelity, duration, plan)
+    s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["completed"] = interrupted is None
     if interrupted:
         s["stopped_because"] = interrupted
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
-    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports)):
+    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
+                        ("queues", queues)):
         results.write_table(run_dir, name, frame)
+    for st in run.stats.values():   # the samples are in queues.parquet
+        if st:
+            st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
-    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports}
+    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports, "queues": queues}
 
 
 def _wait(spec, placement, procs, outs, t_start, log):

@@ -23,7 +23,8 @@ class HostStack:
         self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound)
         self.receiver = receiver_cls(rank, mtu=mtu)
         self.senders = {}
-        self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns)
+        self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
+                                  #  {magnitude class: lost bytes})
         self.completions = []     # SendResults
 
     # -- endpoint surface ---------------------------------------------------------------
@@ -65,7 +66,8 @@ class HostStack:
     def _pump(self, now):
         for d in self.receiver.take_delivered():
             self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.data.nbytes,
-                                    d.lost_bytes, d.first_ns, d.done_ns))
+                                    d.lost_bytes, d.first_ns, d.done_ns,
+                                    {int(k): int(v) for k, v in d.lost_bytes_by_class.items()}))
             data = np.asarray(d.data, dtype=np.float32).ravel()
             self.agent.on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
         for m in self.agent.take_sends():

@@ -32,6 +32,10 @@ class Placement:
     host_of_rank: dict        # rank -> host name
 
 
+def preset_name(pipeline):
+    return pipeline if isinstance(pipeline, str) else pipeline.get("preset", "custom") + "+custom"
+
+
 def place(spec, topology):
     """Workers on the first hosts, parameter servers after them (one rack after another, so
     a ring crosses the spines)."""
@@ -42,14 +46,14 @@ def place(spec, topology):
     return Placement(n, ps, {r: hosts[r] for r in range(n + len(ps))})
 
 
-def hostd_config(spec, placement, topology, rank, **extra):
+def hostd_config(spec, placement, topology, rank, transport, **extra):
     w, t = spec.workload, spec.transport
     return {
         "rank": rank, "role": "ps" if rank in placement.ps_ranks else "worker",
         "workers": placement.workers, "ps_ranks": list(placement.ps_ranks),
         "model": w.get("model"), "trace": w.get("trace"), "pattern": w["pattern"],
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
-        "transport": t["kind"], "mtu": spec.mtu, "loss_bound": t["loss_bound"],
+        "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
         "droppable_fraction": t["droppable_fraction"], "dilation": spec.time_dilation,
         "byte_scale": spec.byte_scale, "fusion_bytes": w["fusion_bytes"],
         "fusion_cycle_ms": w["fusion_cycle_ms"],
@@ -83,10 +87,13 @@ def tables(records, dilation, t0_ns=0):
                          "done_s": (r["done_ns"] - t0_ns) * scale if done else None,
                          "fct_s": (r["done_ns"] - r["ready_ns"]) * scale if done else None,
                          "lost_bytes": r["lost_bytes"]})
-        for src, it_, tid, nbytes, lost, first, done in rec.get("deliveries", []):
-            dels.append({"src": src, "dst": rank, "iteration": it_, "tensor_id": tid,
-                         "nbytes": nbytes, "lost_bytes": lost,
-                         "first_s": (first - t0_ns) * scale, "done_s": (done - t0_ns) * scale})
+        for src, it_, tid, nbytes, lost, first, done, by_class in rec.get("deliveries", []):
+            row = {"src": src, "dst": rank, "iteration": it_, "tensor_id": tid,
+                   "nbytes": nbytes, "lost_bytes": lost,
+                   "first_s": (first - t0_ns) * scale, "done_s": (done - t0_ns) * scale}
+            for k in range(-1, 8):   # -1: class unknown (never seen, not even trimmed)
+                row[f"lost_mag{k}"] = int(by_class.get(k, by_class.get(str(k), 0)))
+            dels.append(row)
     return pd.DataFrame(its), pd.DataFrame(tens), pd.DataFrame(dels)
 
 
@@ -109,17 +116,34 @@ def port_table(counters_by_switch, duration_s, dilation):
     return pd.DataFrame(rows)
 
 
-def summary(spec, preset, its, tens, dels, ports, fidelity, duration_s, plan):
+def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_s, plan):
     loss_bytes = float(dels["lost_bytes"].sum()) if len(dels) else 0.0
     total = float(dels["nbytes"].sum()) if len(dels) else 0.0
     s = results.summarize(its, tens, ports, compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
-                          workers=spec.workload["workers"], loss_bound=spec.transport["loss_bound"]
-                          if spec.transport["kind"] == "dlcp" else 0.0,
+                          workers=spec.workload["workers"],
+                          loss_bound=spec.transport["loss_bound"] if transport == "dlcp" else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
     s["loss_fraction"] = loss_bytes / total if total else 0.0
     s["loss_within_bound"] = s["loss_fraction"] <= s["loss_bound"] + 1e-12
-    s.update({"preset": preset, "transport": spec.transport["kind"],
+    s.update({"preset": preset, "transport": transport,
               "model": spec.workload.get("model") or spec.workload.get("trace"),
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
               "byte_scale": spec.byte_scale})
     return s
+
+
+def queue_table(samples_by_switch, t0_ns, dilation):
+    """{switch: {"ports": [...], "samples": [(t_ns, bytes...), ...]}} -> long table of
+    (switch, port, t_s, queued_bytes), t_s in real-world seconds from t0; ports that never
+    queued anything are left out."""
+    rows = []
+    for sw, q in samples_by_switch.items():
+        if not q or not q.get("samples"):
+            continue
+        ports, samples = q["ports"], q["samples"]
+        for i, port in enumerate(ports):
+            if not any(smp[i + 1] for smp in samples):
+                continue
+            rows.extend({"switch": sw, "port": int(port), "t_s": (smp[0] - t0_ns) * 1e-9 / dilation,
+                         "queued_bytes": smp[i + 1]} for smp in samples)
+    return pd.DataFrame(rows, columns=["switch", "port", "t_s", "queued_bytes"])

@@ -1,6 +1,5 @@
 """Run one experiment in virtual time: the same switch models, transports and agents as the
 emulator, on the discrete-event network. Writes the same tables and summary as `run`."""
-import json
 import time
 from pathlib import Path
 
@@ -9,7 +8,7 @@ from .agent import ParameterServer, Worker
 from .hostd import load_trace
 from .hoststack import HostStack
 from .plan import make_plan
-from .runner import place, port_table, scaled_topology, summary, tables
+from .runner import place, port_table, preset_name, queue_table, scaled_topology, summary, tables
 from .sim import SimNetwork
 from .sim.hosts import SimHosts
 
@@ -17,6 +16,7 @@ MAX_EVENTS = 200_000_000
 
 
 def build(spec, pipeline, keep_results=False):
+    transport = spec.transport_for(preset_name(pipeline))
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     trace = load_trace(spec.workload)
@@ -31,7 +31,7 @@ def build(spec, pipeline, keep_results=False):
             agent = Worker(rank, placement.workers, plan, trace, w["pattern"], w["iterations"],
                            seed=spec.seed, ps_ranks=placement.ps_ranks, group_size=w["group_size"],
                            keep_results=keep_results)
-        stacks[rank] = HostStack(rank, agent, t["kind"], mtu=spec.mtu, loss_bound=t["loss_bound"],
+        stacks[rank] = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                                  droppable_fraction=t["droppable_fraction"])
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
@@ -42,8 +42,20 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     topo, plan, net, hosts = build(spec, pipeline, keep_results)
-    preset = pipeline if isinstance(pipeline, str) else json.dumps(pipeline)
+    preset = preset_name(pipeline)
     wall = time.monotonic()
+    samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.nodes.items()
+               if not sw.is_host}
+    sample_ns = int(1e6 * spec.time_dilation)   # 1 ms of real-world time
+
+    def sample():
+        for name, q in samples.items():
+            ports = net.nodes[name].ports
+            q["samples"].append((net.loop.now, *[ports[n].bytes for n in q["ports"]]))
+        if not hosts.done():
+            net.loop.at(net.loop.now + sample_ns, sample)
+
+    net.loop.at(0, sample)
     hosts.start()
     limit_ns = int(spec.time_limit_s * 1e9)
     # Run in slices so that progress shows and the time limit (virtual) is honoured.
@@ -59,7 +71,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     its, tens, dels = tables(records, spec.time_dilation)
     virtual_s = net.loop.now * 1e-9
     ports = port_table(net.counters(), virtual_s / spec.time_dilation, spec.time_dilation)
-    s = summary(spec, preset, its, tens, dels, ports,
+    s = summary(spec, preset, spec.transport_for(preset), its, tens, dels, ports,
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"
@@ -67,9 +79,12 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
-    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports)):
+    queues = queue_table(samples, 0, spec.time_dilation)
+    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
+                        ("queues", queues)):
         results.write_table(run_dir, name, frame)
-    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports, "hosts": hosts}
+    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+               "queues": queues, "hosts": hosts}
 
 
 def _records(rank, stack):

@@ -26,7 +26,7 @@
     fusion_cycle_ms = 5.0
 
     [transport]
-    kind = "dlcp"               # tcp | reliable | dlcp
+    kind = "dlcp"               # reliable | dlcp | auto (dlcp for dlcp* presets, else reliable)
     loss_bound = 0.01           # dlcp: fraction of a tensor's bytes that may be lost
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
 
@@ -48,7 +48,7 @@ from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from topologies import builder_params, build as build_topology
 
 PATTERNS = ("ring", "ps", "ds-sync")
-TRANSPORTS = ("tcp", "reliable", "dlcp")
+TRANSPORTS = ("reliable", "dlcp", "auto")
 DISTRIBUTIONS = ("web-search", "data-mining")
 
 
@@ -81,6 +81,14 @@ class Spec:
         """The same experiment with another switch spec (a preset name or a table)."""
         table = {"preset": switch} if isinstance(switch, str) else dict(switch)
         return parse_spec({**self.raw, "switch": table}, self.source)
+
+    def transport_for(self, preset):
+        """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
+        transport and every other preset with the reliable one (the fair baseline)."""
+        kind = self.transport["kind"]
+        if kind != "auto":
+            return kind
+        return "dlcp" if str(preset).startswith("dlcp") else "reliable"
 
     def build_topology(self):
         params = {k: v for k, v in self.topology.items() if k != "kind"}

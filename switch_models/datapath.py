@@ -103,6 +103,8 @@ def load_config(cfg):
     out.setdefault("rx_ring", True)
     out.setdefault("drain_s", 2.0)
     out.setdefault("rt_priority", None)
+    out.setdefault("queue_sample_ns", 1_000_000)
+    out.setdefault("queue_samples_max", 200_000)
     rt = out["rt_priority"]
     if rt is not None and not (isinstance(rt, int) and 1 <= rt <= 99):
         raise ConfigError(f"rt_priority must be null or an integer in 1..99, got {rt!r}")
@@ -394,6 +396,7 @@ class Datapath:
         self.numbers = [p["number"] for p in self.ports]
         self.intf = {p["number"]: p["intf"] for p in self.ports}
         self.switch = build_switch(cfg) if self.mode == "model" else None
+        self.queue_samples = []   # (t_ns, queued bytes of each port in self.numbers order)
         self.flood = flood_table(self.numbers, cfg["flood"])
         self.routes = {mac_bytes(d): tuple(n) for d, n in cfg["routes"].items()}
         self.lateness = Lateness()
@@ -600,6 +603,10 @@ class Datapath:
         tx_errors, rx_errors = self.tx_errors, self.rx_errors
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
+        samples = self.queue_samples
+        sample_ports = [sw.ports[n] for n in self.numbers]
+        sample_ns, max_samples = int(self.cfg["queue_sample_ns"]), int(self.cfg["queue_samples_max"])
+        next_sample = 0
         loops = 0
         while not self.stopping:
             loops += 1
@@ -640,7 +647,12 @@ class Datapath:
                             receive(copy(pkt, q), port, now)
                     else:
                         receive(pkt, port, now)
-            out = poll(clock())
+            now = clock()
+            if now >= next_sample and len(samples) < max_samples:
+                # Queue occupancy over time, for the report's bottleneck plot.
+                samples.append((now, *[p.bytes for p in sample_ports]))
+                next_sample = now + sample_ns
+            out = poll(now)
             for port, pkt in out:
                 frame = pkt.frame
                 if pkt.rewrite:
@@ -771,6 +783,8 @@ class Datapath:
             "rx_rings": {n: r.state() for n, r in getattr(self, "rings", {}).items()} if final else None,
             "rx_ring": bool(getattr(self, "rings", None)),
             "realtime": getattr(self, "realtime", False),
+            "queue_samples": {"ports": list(self.numbers), "samples": self.queue_samples}
+            if final else None,
             "lateness": lat,
         }
         sock_drops = sum(self.socket_drops.values())

@@ -12,7 +12,6 @@ eviction from the middle of a queue is O(1); live counts exclude them.
 """
 from collections import deque
 
-from .packet import REWRITE_CE, REWRITE_TRIM  # noqa: F401  (re-exported for drivers)
 
 # Preamble, start delimiter, inter-frame gap and FCS: what a real link spends per frame
 # beyond the bytes a veth carries.

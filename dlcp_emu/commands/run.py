@@ -1,0 +1,118 @@
+"""`dlcp-emu run`, `simulate`, `compare`, `emulate`: experiments from a spec."""
+import os
+import sys
+from pathlib import Path
+
+from switch_models import preset_names
+
+DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
+DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
+
+
+def add_parser(sub):
+    r = sub.add_parser("run", help="emulate one spec on Mininet (root)")
+    _common(r)
+    r.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    r.set_defaults(func=_run, backend="emu")
+
+    s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
+    _common(s)
+    s.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    s.set_defaults(func=_run, backend="sim")
+
+    c = sub.add_parser("compare", help="run one spec under several presets and print a table")
+    _common(c)
+    c.add_argument("--presets", default=DEFAULT_PRESETS,
+                   help=f"comma-separated presets (default {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
+    c.add_argument("--seeds", type=int, default=1, help="runs per preset with seeds seed..seed+N-1")
+    c.add_argument("--backend", choices=("emu", "sim"), default="emu",
+                   help="emu: Mininet, real packets (root); sim: virtual time")
+    c.set_defaults(func=_compare)
+
+    e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
+    e.add_argument("--results", type=Path, default=Path("results"))
+    e.add_argument("--no-report", action="store_true")
+    e.set_defaults(func=_emulate)
+
+
+def _common(p):
+    p.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _load(path):
+    from dlcp_emu.spec import SpecError, load_spec
+    try:
+        return load_spec(path)
+    except SpecError as e:
+        print(f"dlcp-emu: {e}", file=sys.stderr)
+        return None
+
+
+def _need_root(backend):
+    if backend == "emu" and os.geteuid() != 0:
+        print("dlcp-emu: emulation needs root (Mininet, namespaces, AF_PACKET): run with sudo, "
+              "or use `simulate` / `compare --backend sim`", file=sys.stderr)
+        return True
+    return False
+
+
+def _check_presets(names):
+    bad = [p for p in names if p not in preset_names()]
+    if bad:
+        print(f"dlcp-emu: unknown preset(s) {', '.join(bad)}; known: {', '.join(preset_names())}",
+              file=sys.stderr)
+        return True
+    return False
+
+
+def _run(args):
+    spec = _load(args.spec)
+    if spec is None or _need_root(args.backend):
+        return 2
+    preset = args.preset or spec.switch.get("preset", "custom")
+    if args.preset and _check_presets([preset]):
+        return 2
+    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else None, 1)
+
+
+def _compare(args):
+    spec = _load(args.spec)
+    if spec is None or _need_root(args.backend):
+        return 2
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    if _check_presets(presets) or args.seeds < 1:
+        if args.seeds < 1:
+            print("dlcp-emu: --seeds must be >= 1", file=sys.stderr)
+        return 2
+    return _finish(args, spec, presets, args.seeds)
+
+
+def _finish(args, spec, presets, seeds, report=False):
+    from dlcp_emu import compare
+    pipelines = presets if presets is not None else [spec.switch]
+    run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
+                                       root=args.results, log=lambda m: print(m, flush=True))
+    if args.json:
+        compare.print_json(summary)
+    else:
+        print()
+        print(compare.table(summary))
+        print(f"\nresults: {run_dir}  (also {args.results / 'latest'})")
+    if report:
+        from dlcp_emu import report as rep
+        pngs = rep.draw(run_dir)
+        print("plots:\n" + "\n".join(f"  {p}" for p in pngs))
+    return 0 if summary["complete"] else 1
+
+
+def _emulate(args):
+    if _need_root("emu"):
+        return 2
+    spec = _load(DEFAULT_SPEC)
+    if spec is None:
+        return 2
+    args.backend, args.json = "emu", False
+    print(f"dlcp-emu: default experiment {DEFAULT_SPEC} (presets {DEFAULT_PRESETS})")
+    return _finish(args, spec, DEFAULT_PRESETS.split(","), 1, report=not args.no_report)

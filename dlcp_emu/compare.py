@@ -1,0 +1,107 @@
+"""Run one spec under several switch presets (and seeds) and put the results side by side.
+
+    results/<run-id>/<preset>/seed-<k>/   the tables of each run
+    results/<run-id>/summary.json         {"presets": {preset: figures}, ...}
+    results/<run-id>/spec.toml            the spec as given
+
+A preset's figures are the mean over its seeds; each seed's own figures are kept under
+`per_seed`. A run that stops early (Ctrl-C, time limit, crash) still writes what it has.
+"""
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import results
+
+FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
+           "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
+
+
+def run_one(spec, preset, run_dir, backend, log):
+    if backend == "sim":
+        from .simulate import run_simulation
+        s, _ = run_simulation(spec, preset, run_dir, log=log)
+    else:
+        from .emulate import run_emulation
+        s, _ = run_emulation(spec, preset, run_dir, log=log)
+    return s
+
+
+def compare(spec, presets, seeds=1, backend="emu", root="results", log=print):
+    run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
+    if spec.source != "spec" and Path(spec.source).is_file():
+        shutil.copy(spec.source, run_dir / "spec.toml")
+    summary = {"spec": spec.name, "backend": backend, "seeds": seeds, "presets": {},
+               "started": time.strftime("%Y-%m-%d %H:%M:%S"), "complete": False}
+    results.point_latest(run_dir)
+    try:
+        for preset in presets:
+            per_seed = []
+            for k in range(seeds):
+                s_spec = spec if k == 0 else _with_seed(spec, spec.seed + k)
+                log(f"{preset} (seed {s_spec.seed}, {spec.transport_for(preset)} transport, {backend}):")
+                per_seed.append(run_one(s_spec, preset, run_dir / preset / f"seed-{s_spec.seed}", backend, log))
+                summary["presets"][preset] = _combine(per_seed)
+                results.write_summary(run_dir, summary)
+        summary["complete"] = True
+    except KeyboardInterrupt:
+        summary["stopped_because"] = "interrupted (Ctrl-C)"
+        log("interrupted: keeping what was measured so far")
+    finally:
+        results.write_summary(run_dir, summary)
+    return run_dir, summary
+
+
+def _with_seed(spec, seed):
+    from .spec import parse_spec
+    return parse_spec({**spec.raw, "seed": seed}, spec.source)
+
+
+def _combine(per_seed):
+    out = dict(per_seed[0])
+    for key in FIGURES:
+        values = [s[key] for s in per_seed if s.get(key) is not None]
+        out[key] = float(np.mean(values)) if values else None
+    out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
+    out["completed"] = all(s.get("completed") for s in per_seed)
+    fid = [s["fidelity"] for s in per_seed]
+    lat = [f.get("p99_lateness_us") for f in fid if f.get("p99_lateness_us") is not None]
+    out["fidelity"] = {"p99_lateness_us": max(lat) if lat else None,
+                       "fell_behind": any(f.get("fell_behind") for f in fid)}
+    if len(per_seed) > 1:
+        out["per_seed"] = per_seed
+    return out
+
+
+def table(summary):
+    """A plain-text table of the presets' figures, times in milliseconds."""
+    head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
+            "loss", "util", "scaling", "fidelity"]
+    rows = []
+    for preset, s in summary["presets"].items():
+        fid = s["fidelity"]
+        fid_text = "behind!" if fid.get("fell_behind") else "ok"
+        if fid.get("p99_lateness_us") is not None:
+            fid_text += f" ({fid['p99_lateness_us']:.0f} us)"
+        rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
+                     _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
+                     _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
+                     f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
+                     "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
+                     "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
+                     fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n(times in ms, real-world; loss = zero-filled gradient bytes)"
+
+
+def _ms(v):
+    return "-" if v is None else f"{v * 1e3:.1f}"
+
+
+def print_json(summary):
+    print(json.dumps(summary, indent=2, default=str))
