@@ -11,8 +11,8 @@ from pathlib import Path
 from . import results
 from .emulation import EmulationRun
 from .plan import make_plan
-from .runner import (hostd_config, place, port_table, preset_name, queue_table, scaled_topology,
-                     summary, tables)
+from .runner import (active_seconds, hostd_config, place, port_table, preset_name, queue_table,
+                     scaled_topology, summary, tables)
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
@@ -75,7 +75,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     queues = queue_table({name: st.get("queue_samples") for name, st in run.stats.items() if st},
                          t0, spec.time_dilation)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
-    ports = port_table(counters, duration - START_DELAY_S, spec.time_dilation)
+    ports = port_table(counters, active_seconds(tens), spec.time_dilation)
     fidelity = _fidelity(run.stats)
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"

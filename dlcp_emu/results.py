@@ -69,6 +69,9 @@ def summarize(iterations, tensors, ports, *, compute_s, workers, loss_bound, fid
     per-worker batch is T_1 / T_n: one worker's pure compute time over the measured mean
     iteration time (1.0 means the network costs nothing)."""
     it = iterations[iterations["total_s"].notna()] if len(iterations) else iterations
+    if len(it) and it["iteration"].nunique() > 1:
+        # Iteration 0 waits for no update (nothing was synchronised before it): warm-up.
+        it = it[it["iteration"] > 0]
     fct = tensors["fct_s"].dropna() if len(tensors) else pd.Series(dtype=float)
     mean_it = float(it["total_s"].mean()) if len(it) else None
     lost = float(tensors["lost_bytes"].sum()) if len(tensors) else 0.0

@@ -37,12 +37,19 @@ def preset_name(pipeline):
 
 
 def place(spec, topology):
-    """Workers on the first hosts, parameter servers after them (one rack after another, so
-    a ring crosses the spines)."""
+    """Which host runs which rank: workers first, then parameter servers. `spread` deals
+    the ranks round robin over the racks (edge switches), so that neighbours in a ring sit in
+    different racks and synchronisation crosses the fabric; `packed` fills rack after rack."""
     w = spec.workload
     n = w["workers"]
     ps = tuple(range(n, n + w["ps"])) if w["pattern"] == "ps" else ()
     hosts = topology.hosts()
+    if w["placement"] == "spread":
+        racks = {}
+        for h in hosts:
+            racks.setdefault(topology.attached_switch(h)[0], []).append(h)
+        columns = list(racks.values())
+        hosts = [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
     return Placement(n, ps, {r: hosts[r] for r in range(n + len(ps))})
 
 
@@ -97,8 +104,15 @@ def tables(records, dilation, t0_ns=0):
     return pd.DataFrame(its), pd.DataFrame(tens), pd.DataFrame(dels)
 
 
+def active_seconds(tensors):
+    """Real-world seconds from the start to the last synchronised tensor: the span over
+    which link utilisation is averaged."""
+    return float(tensors["done_s"].max()) if len(tensors) and tensors["done_s"].notna().any() else None
+
+
 def port_table(counters_by_switch, duration_s, dilation):
-    """Switch counters -> one row per egress port, with utilisation over the run."""
+    """Switch counters -> one row per egress port, with utilisation over duration_s
+    (real-world seconds; the counters' rates are the scaled ones, so time is dilated back)."""
     rows = []
     for sw, c in counters_by_switch.items():
         for port, p in c["ports"].items():

@@ -8,7 +8,8 @@ from .agent import ParameterServer, Worker
 from .hostd import load_trace
 from .hoststack import HostStack
 from .plan import make_plan
-from .runner import place, port_table, preset_name, queue_table, scaled_topology, summary, tables
+from .runner import (active_seconds, place, port_table, preset_name, queue_table, scaled_topology,
+                     summary, tables)
 from .sim import SimNetwork
 from .sim.hosts import SimHosts
 
@@ -70,7 +71,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     records = [_records(rank, s) for rank, s in hosts.stacks.items()]
     its, tens, dels = tables(records, spec.time_dilation)
     virtual_s = net.loop.now * 1e-9
-    ports = port_table(net.counters(), virtual_s / spec.time_dilation, spec.time_dilation)
+    ports = port_table(net.counters(), active_seconds(tens), spec.time_dilation)
     s = summary(spec, preset, spec.transport_for(preset), its, tens, dels, ports,
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)

@@ -24,6 +24,7 @@
     group_size = 2              # DS-Sync group size
     fusion_bytes = 67108864     # Horovod tensor fusion threshold; 0 disables fusion
     fusion_cycle_ms = 5.0
+    placement = "spread"        # spread: ranks dealt round robin over racks; packed: rack by rack
 
     [transport]
     kind = "dlcp"               # reliable | dlcp | auto (dlcp for dlcp* presets, else reliable)
@@ -50,6 +51,7 @@ from topologies import builder_params, build as build_topology
 PATTERNS = ("ring", "ps", "ds-sync")
 TRANSPORTS = ("reliable", "dlcp", "auto")
 DISTRIBUTIONS = ("web-search", "data-mining")
+PLACEMENTS = ("spread", "packed")
 
 
 class SpecError(ValueError):
@@ -177,6 +179,7 @@ def _workload_fields():
         "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
         "fusion_bytes": (64 * 1024 * 1024, _int(0), "an integer >= 0 (0 disables fusion)"),
         "fusion_cycle_ms": (5.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
+        "placement": ("spread", _one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
     }
 
 
