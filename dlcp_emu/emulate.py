@@ -49,6 +49,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             outs[rank] = out
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.hostd", "--config", str(cfg_path)],
                                     cwd=str(Path(__file__).resolve().parent.parent))
+        bg_outs = _start_background(spec, topo, run, run_dir, start_at, log)
         try:
             interrupted = _wait(spec, placement, procs, outs, t_start, log)
         except KeyboardInterrupt:
@@ -84,8 +85,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         s["stopped_because"] = interrupted
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
+    background = _background_table(bg_outs, spec.time_dilation)
+    if len(background):
+        done = background[background["state"] == "done"]
+        s["background"] = {"flows": int(len(background)), "completed": int(len(done)),
+                           "fct_p50_s": results.percentile(done["fct_s"], 50),
+                           "fct_p99_s": results.percentile(done["fct_s"], 99)}
     for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues)):
+                        ("queues", queues), ("background", background)):
         results.write_table(run_dir, name, frame)
     for st in run.stats.values():   # the samples are in queues.parquet
         if st:
@@ -132,3 +139,54 @@ def _fidelity(stats):
     return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
             "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
             "switches": len(stats)}
+
+
+BACKGROUND_PORT = 5001
+MAX_BACKGROUND_FLOWS = 20_000
+
+
+def _start_background(spec, topo, run, run_dir, start_at, log):
+    """Poisson flows of the spec's size distribution over kernel TCP between all hosts, one
+    bgtraffic process per host (sink and sources). Sizes are scaled by byte_scale and rates
+    are the scaled ones, so the offered load is the spec's fraction of each host link."""
+    if not spec.background:
+        return {}
+    from workloads import poisson_flows
+    hosts = topo.hosts()
+    host_rate = topo.ports(hosts[0])[0].link.rate_bps
+    bg = spec.background
+    # Arrivals as in the real-world network slowed by the dilation (real flow sizes over the
+    # unscaled rate); each flow then carries byte_scale of its real size.
+    flows = poisson_flows(bg["distribution"], bg["load"], host_rate / spec.byte_scale * len(hosts),
+                          spec.time_limit_s, hosts, spec.seed, max_flows=MAX_BACKGROUND_FLOWS)
+    by_src = {h: [] for h in hosts}
+    for f in flows:
+        size = max(1, int(f.nbytes * spec.byte_scale))
+        by_src[f.src].append([f.start_s, topo.host_ip(f.dst), size])
+    log(f"  background: {len(flows)} {bg['distribution']} flows at load {bg['load']:g} over kernel TCP")
+    outs = {}
+    for h in hosts:
+        out = run_dir / f"background-{h}.json"
+        out.unlink(missing_ok=True)
+        cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_PORT, "flows": by_src[h],
+               "start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
+               "out_path": str(out)}
+        path = run_dir / f"background-{h}.config.json"
+        path.write_text(json.dumps(cfg))
+        outs[h] = out
+        run.popen(h, [sys.executable, "-m", "dlcp_emu.bgtraffic", "--config", str(path)],
+                  cwd=str(Path(__file__).resolve().parent.parent))
+    return outs
+
+
+def _background_table(outs, dilation):
+    import pandas as pd
+    rows = []
+    for host, out in outs.items():
+        if not out.exists():
+            continue
+        for f in json.loads(out.read_text())["flows"]:
+            rows.append({"src": host, "dst": f["dst"], "bytes": f["bytes"], "state": f["state"],
+                         "start_s": f["start_ns"] * 1e-9 / dilation,
+                         "fct_s": None if f["fct_ns"] is None else f["fct_ns"] * 1e-9 / dilation})
+    return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])

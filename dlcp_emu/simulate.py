@@ -3,6 +3,8 @@ emulator, on the discrete-event network. Writes the same tables and summary as `
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from . import results
 from .agent import ParameterServer, Worker
 from .hostd import load_trace
@@ -11,6 +13,7 @@ from .plan import make_plan
 from .runner import (active_seconds, place, port_table, preset_name, queue_table, scaled_topology,
                      summary, tables)
 from .sim import SimNetwork
+from .sim.background import JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
 
 MAX_EVENTS = 200_000_000
@@ -36,7 +39,27 @@ def build(spec, pipeline, keep_results=False):
                                  droppable_fraction=t["droppable_fraction"])
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
+    hosts.background = _background(spec, topo, hosts) if spec.background else {}
     return topo, plan, net, hosts
+
+
+def _background(spec, topo, hosts):
+    """The emulator's background flows (same arrivals and sizes), each a `reliable` message
+    marked as non-DLCP traffic: see sim/background.py for what this approximates."""
+    from workloads import poisson_flows
+    names = topo.hosts()
+    rate = topo.ports(names[0])[0].link.rate_bps
+    bg = spec.background
+    flows = poisson_flows(bg["distribution"], bg["load"], rate / spec.byte_scale * len(names),
+                          spec.time_limit_s, names, spec.seed, max_flows=20_000)
+    index = {h: i for i, h in enumerate(names)}
+    by_src = {i: [] for i in range(len(names))}
+    for fid, f in enumerate(flows):
+        by_src[index[f.src]].append((int(f.start_s * 1e9), index[f.dst],
+                                     max(1, int(f.nbytes * spec.byte_scale)), fid))
+    endpoints = {i: BackgroundEndpoint(i, fl, spec.mtu) for i, fl in by_src.items()}
+    hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)), dlcp=False)
+    return endpoints
 
 
 def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
@@ -81,8 +104,19 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
     queues = queue_table(samples, 0, spec.time_dilation)
+    background = pd.DataFrame(
+        [{"src": topo.hosts()[ep.index], "dst": topo.hosts()[dst], "bytes": n, "state": "done",
+          "start_s": start * 1e-9 / spec.time_dilation, "fct_s": (done - start) * 1e-9 / spec.time_dilation}
+         for ep in hosts.background.values() for _, dst, n, start, done in ep.finished],
+        columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
+    if hosts.background:
+        s["background"] = {"flows": int(sum(len(ep.finished) + len(ep.started) for ep in hosts.background.values())),
+                           "completed": int(len(background)),
+                           "fct_p50_s": results.percentile(background["fct_s"], 50),
+                           "fct_p99_s": results.percentile(background["fct_s"], 99),
+                           "model": "reliable transport standing in for kernel TCP"}
     for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues)):
+                        ("queues", queues), ("background", background)):
         results.write_table(run_dir, name, frame)
     return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
                "queues": queues, "hosts": hosts}

@@ -36,7 +36,7 @@
 
     [background]                # optional
     load = 0.2                  # fraction of host link rate, Poisson arrivals over kernel TCP
-    distribution = "web-search" # web-search | data-mining
+    distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
 
 `load_spec(path)` and `parse_spec(dict)` check every field and report all problems at once,
 each naming the field and what is allowed; unknown fields are errors.
@@ -50,7 +50,7 @@ from topologies import builder_params, build as build_topology
 
 PATTERNS = ("ring", "ps", "ds-sync")
 TRANSPORTS = ("reliable", "dlcp", "auto")
-DISTRIBUTIONS = ("web-search", "data-mining")
+DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 PLACEMENTS = ("spread", "packed")
 
 
@@ -191,7 +191,7 @@ TRANSPORT_FIELDS = {
 
 BACKGROUND_FIELDS = {
     "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
-    "distribution": ("web-search", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
+    "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
 }
 
 

@@ -1,6 +1,9 @@
-"""Host stacks on the simulated network: each stack's packets become `switch_models.Packet`
+"""Endpoints on the simulated network: each endpoint's packets become `switch_models.Packet`
 objects carrying (header, payload), and what the switches did to them (trim, CE) is applied
-on delivery, as the emulator's data path applies it to frames."""
+on delivery, as the emulator's data path applies it to frames.
+
+Endpoints are keyed by (job, rank): job 0 is the training (HostStacks), job 1 background
+traffic; each job has its own rank -> host map, and a host demultiplexes by the job field."""
 import dataclasses
 
 from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
@@ -8,62 +11,87 @@ from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
 from ..wire import FRAME_OVERHEAD, Flags
 
 MIN_FRAME = 60   # Ethernet minimum, without FCS
+TRAINING = 0
 
 
 class SimHosts:
     def __init__(self, net, stacks, host_of_rank, ect=True):
-        """stacks: {rank: HostStack}; host_of_rank: {rank: host name}."""
+        """stacks: {rank: HostStack} of the training job; host_of_rank: {rank: host name}."""
         self.net, self.loop = net, net.loop
         self.stacks = stacks
-        self.host_of = dict(host_of_rank)
-        self.index = {r: i for i, r in enumerate(sorted(self.host_of))}
+        self.endpoints = {(TRAINING, r): s for r, s in stacks.items()}
+        self.host_of = {TRAINING: dict(host_of_rank)}
+        self.index = {h: i for i, h in enumerate(net.topology.hosts())}
+        self.by_host = {}
+        self.dlcp_job = {TRAINING: True}
         self.armed = {}
         self.ect = ect
         self.packets_sent = 0
-        for rank, host in self.host_of.items():
-            net.on_receive(host, self._receiver(rank))
+        for rank, host in host_of_rank.items():
+            self.by_host.setdefault(host, {})[TRAINING] = rank
+        for host in net.topology.hosts():
+            net.on_receive(host, self._receiver(host))
+
+    def add_job(self, job, endpoints, host_of_rank, dlcp=False):
+        """More endpoints (e.g. background flows); dlcp=False marks their packets as other
+        traffic, as switches see kernel TCP."""
+        self.host_of[job] = dict(host_of_rank)
+        self.dlcp_job[job] = dlcp
+        for rank, ep in endpoints.items():
+            self.endpoints[(job, rank)] = ep
+            self.by_host.setdefault(host_of_rank[rank], {})[job] = rank
 
     def start(self):
         now = self.loop.now
-        for rank, stack in self.stacks.items():
-            stack.start(now)
-            self._flush(rank, now)
+        for key, ep in self.endpoints.items():
+            if hasattr(ep, "start"):
+                ep.start(now)
+            self._flush(key, now)
 
-    def _receiver(self, rank):
-        stack = self.stacks[rank]
-
+    def _receiver(self, host):
         def deliver(pkt, now):
             h, payload = pkt.frame
+            rank = self.by_host.get(host, {}).get(h.job)
+            if rank is None:
+                return
             if pkt.rewrite & REWRITE_TRIM:
                 h = dataclasses.replace(h, flags=h.flags | Flags.TRIMMED)
                 payload = b""
-            stack.receive(h, payload, now, bool(pkt.rewrite & REWRITE_CE))
-            self._flush(rank, now)
+            key = (h.job, rank)
+            self.endpoints[key].receive(h, payload, now, bool(pkt.rewrite & REWRITE_CE))
+            self._flush(key, now)
         return deliver
 
-    def _flush(self, rank, now):
-        stack = self.stacks[rank]
-        src = self.host_of[rank]
+    def _flush(self, key, now):
+        job, rank = key
+        ep = self.endpoints[key]
+        hosts = self.host_of[job]
+        src = hosts[rank]
+        dlcp = self.dlcp_job[job]
+        index = self.index
         send = self.net.send
-        for h, payload in stack.poll(now):
+        for h, payload in ep.poll(now):
             size = FRAME_OVERHEAD + len(payload)
-            pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, self.host_of[h.dst_rank],
-                         flow=self.index[h.src_rank] << 16 | self.index[h.dst_rank],
-                         prio=h.priority, mag=h.mag_class, layer=h.tensor_id >> 16,
-                         droppable=bool(h.flags & Flags.DROPPABLE), dlcp=True, ect=self.ect,
-                         header_size=FRAME_OVERHEAD, frame=(h, payload))
+            dst = hosts[h.dst_rank]
+            # One flow per endpoint pair (one UDP socket pair in the emulator); background
+            # flows are one TCP connection each.
+            flow = index[src] << 16 | index[dst] | (job and (h.tensor_id + 1) << 32)
+            pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, dst, flow=flow,
+                         prio=h.priority if dlcp else 7, mag=h.mag_class, layer=h.tensor_id >> 16,
+                         droppable=dlcp and bool(h.flags & Flags.DROPPABLE), dlcp=dlcp,
+                         ect=self.ect, header_size=FRAME_OVERHEAD, frame=(h, payload))
             send(src, pkt, now)
             self.packets_sent += 1
-        t = stack.next_timeout()
-        if t is not None and self.armed.get(rank) != t:
-            self.armed[rank] = t
-            self.loop.at(t, self._timer, rank, t)
+        t = ep.next_timeout()
+        if t is not None and self.armed.get(key) != t:
+            self.armed[key] = t
+            self.loop.at(t, self._timer, key, t)
 
-    def _timer(self, rank, t):
-        if self.armed.get(rank) != t:
+    def _timer(self, key, t):
+        if self.armed.get(key) != t:
             return
-        self.armed[rank] = None
-        self._flush(rank, self.loop.now)
+        self.armed[key] = None
+        self._flush(key, self.loop.now)
 
     def done(self):
         return all(s.done for s in self.stacks.values())
