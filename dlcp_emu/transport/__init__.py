@@ -1,0 +1,26 @@
+"""Sans-I/O packet transports: endpoints are plain objects given packets and the time (integer
+ns) that answer what to send. A packet here is (DlcpHeader, payload bytes or memoryview).
+
+- `reliable`: every byte delivered (ReliableSender / ReliableReceiver);
+- `dlcp`: bounded loss with probe + bitmap selective retransmission (DlcpSender / DlcpReceiver).
+
+Drivers: `channel.run_pair` (virtual time, lossy), `udp_driver` (real UDP sockets).
+"""
+
+from .congestion import CongestionControl, RttEstimator
+from .message import (DEFAULT_MTU, ChunkPlan, MagnitudePolicy, Message, chunk_magnitudes,
+                      chunk_payload_size, layer_priority, transport_payload_size)
+from .receiver import Delivery, DlcpReceiver, ReliableReceiver
+from .sender import DlcpSender, ReliableSender, SendResult
+
+TRANSPORTS = {
+    "reliable": (ReliableSender, ReliableReceiver),
+    "dlcp": (DlcpSender, DlcpReceiver),
+}
+
+__all__ = [
+    "DEFAULT_MTU", "ChunkPlan", "CongestionControl", "Delivery", "DlcpReceiver", "DlcpSender",
+    "MagnitudePolicy", "Message", "ReliableReceiver", "ReliableSender", "RttEstimator",
+    "SendResult", "TRANSPORTS", "chunk_magnitudes", "chunk_payload_size", "layer_priority",
+    "transport_payload_size",
+]

@@ -1,0 +1,494 @@
+"""The sending endpoint, sans-I/O: `send(message, now)` queues a tensor, `poll(now)` answers
+what to put on the wire, `receive(header, payload, now)` takes ACKs and BITMAPs,
+`next_timeout()` says when to call `poll` again without input, `take_completed()` lists
+finished tensors. One sender serves one (job, src_rank, dst_rank) pair and shares one
+congestion window among its tensors; the tensor with the highest layer priority (lowest
+number, then the oldest) sends first, its retransmissions before its new chunks.
+
+Loss detection is RACK-like (RFC 8985): a packet is lost once a packet sent after it has been
+delivered and a reordering window has passed. Evidence is taken only within a lane (layer
+priority, magnitude class): switches queue lanes separately (layer and magnitude priority),
+so a delivered packet proves nothing about an earlier one in another lane. Trimmed packets
+are NACKed at once. A retransmission timeout (RFC 6298) catches the rest.
+
+`ReliableSender` retransmits every lost chunk. `DlcpSender` retransmits lost non-droppable
+chunks, gives up droppable ones while their bytes fit in the loss bound, sends a PROBE after
+the last chunk and again on each timeout, and finishes when the receiver reports completion.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..wire import DlcpHeader, Flags, PacketType
+from . import feedback as fb
+from .congestion import CongestionControl, RttEstimator
+from .message import (DEFAULT_MTU, FLOAT, MAX_CHUNKS, MagnitudePolicy, Message, chunk_magnitudes,
+                      transport_payload_size)
+
+UNSENT, IN_FLIGHT, ACKED, LOST, ABANDONED = range(5)  # chunk states; LOST = awaiting retransmission
+DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP
+_FLAGS = [Flags(i) for i in range(16)]  # Flags(i) is slow; the data path indexes this
+DROPPABLE, RETX, LAST = int(Flags.DROPPABLE), int(Flags.RETRANSMISSION), int(Flags.LAST_CHUNK)
+HAS_TRIMMED = frozenset(f for f in range(256) if f & Flags.TRIMMED)  # cheaper than `flags & X`
+
+
+@dataclass
+class SendResult:
+    iteration: int
+    tensor_id: int
+    nbytes: int
+    chunks: int
+    start_ns: int        # send() was called
+    done_ns: int         # the sender learnt the tensor is complete
+    packets: int         # data packets sent, retransmissions included
+    retransmissions: int
+    probe_rounds: int
+
+
+class _Outbound:
+    __slots__ = ("key", "iteration", "tensor_id", "priority", "count", "cs", "total", "view",
+                 "mag", "flags", "state", "xmit_ts", "tx_seq", "next_new", "retx", "cum",
+                 "acked", "inflight", "abandoned", "bound", "probes", "probe_rounds", "probe_ts",
+                 "probe_due", "done", "order", "in_ready", "start_ns", "packets",
+                 "retransmits", "lane_base")
+
+
+class _Lane:
+    __slots__ = ("idx", "q", "rack_ts", "rack_seq", "rack_rtt", "deadline")
+
+    def __init__(self, idx: int):
+        self.idx = idx        # priority << 3 | magnitude class
+        self.q = deque()      # (seq, xmit_ts, msg, chunk) in send order; stale entries skipped
+        self.rack_ts = -1     # send time of the latest-sent delivered packet
+        self.rack_seq = -1
+        self.rack_rtt = 0
+        self.deadline = None  # pending reordering timer
+
+
+class Sender:
+    """Base sender; use ReliableSender or DlcpSender."""
+
+    bounded_loss = False
+    ect = True  # data packets are ECN-capable
+
+    def __init__(self, src_rank: int, dst_rank: int, *, job: int = 0, mtu: int = DEFAULT_MTU,
+                 cc: CongestionControl | None = None, rtt: RttEstimator | None = None,
+                 policy: MagnitudePolicy | None = None, reorder_fraction: float = 0.25):
+        self.src_rank, self.dst_rank, self.job = src_rank, dst_rank, job
+        self.payload_size = transport_payload_size(mtu)
+        self.cc = cc or CongestionControl()
+        self.rtt = rtt or RttEstimator()
+        self.policy = policy or MagnitudePolicy()
+        self.reorder_fraction = reorder_fraction
+        self._msgs: dict[tuple[int, int], _Outbound] = {}
+        self._ready: list = []           # heap of (priority, order, msg) with work to send
+        self._order = 0
+        self._inflight = 0
+        self._lanes = [_Lane(i) for i in range(64)]
+        self._timers: list = []          # heap of (deadline, lane index)
+        self._rto_deadline: int | None = None
+        self._next_release = 0           # pacing
+        self._probe_queue: list[_Outbound] = []
+        self._completed: list[SendResult] = []
+        self._reo_mult = 1
+        self._reo_decay = 16
+        self.timeouts = self.losses = self.malformed = self.spurious = 0
+
+    # ---- sans-I/O interface -----------------------------------------------------------
+    def send(self, msg: Message, now: int) -> None:
+        if (msg.job, msg.src_rank, msg.dst_rank) != (self.job, self.src_rank, self.dst_rank):
+            raise ValueError(f"message is for job {msg.job} rank {msg.src_rank}->{msg.dst_rank}, "
+                             f"this sender for job {self.job} rank {self.src_rank}->{self.dst_rank}")
+        if not 0 <= msg.priority <= 7:
+            raise ValueError(f"priority must be in 0..7, got {msg.priority}")
+        key = msg.key
+        if key in self._msgs:
+            raise ValueError(f"tensor {key} (iteration, tensor_id) is already being sent")
+        data = np.asarray(msg.data)
+        if data.dtype != np.float32:
+            raise TypeError(f"gradients must be float32, got {data.dtype}")
+        raw = np.ascontiguousarray(data.ravel(), dtype=FLOAT).tobytes()  # own copy: caller may reuse
+        total, cs = len(raw), self.payload_size
+        count = -(-total // cs)
+        if not 0 < total < 1 << 32 or count >= MAX_CHUNKS:
+            raise ValueError(f"tensor must hold 1 byte to 4 GiB, got {total} bytes")
+        mag, drop = self._plan(msg, data, total, count)
+        flags = bytearray(count)
+        if self.bounded_loss:
+            flags[:] = drop
+        flags[-1] |= LAST
+
+        m = _Outbound()
+        m.key, m.iteration, m.tensor_id, m.priority = key, msg.iteration, msg.tensor_id, msg.priority
+        m.count, m.cs, m.total, m.view = count, cs, total, memoryview(raw)
+        m.mag, m.flags = mag, flags
+        m.state = bytearray(count)
+        m.xmit_ts = [0] * count
+        m.tx_seq = [-1] * count
+        m.next_new = m.cum = m.acked = m.inflight = m.abandoned = 0
+        m.retx = deque()
+        m.bound = self.policy.bound_bytes(total) if self.bounded_loss else 0
+        m.probes = (fb.encode_probes(total, cs, m.bound, bytes(drop), mag, self.payload_size)
+                    if self.bounded_loss else [])
+        m.probe_rounds = 0
+        m.probe_ts = -1
+        m.probe_due = m.done = m.in_ready = False
+        m.order = self._order
+        self._order += 1
+        m.start_ns = now
+        m.packets = m.retransmits = 0
+        m.lane_base = msg.priority << 3
+        self._msgs[key] = m
+        self._make_ready(m)
+
+    def poll(self, now: int) -> list:
+        self._run_timers(now)
+        out = []
+        for m in self._probe_queue:
+            if not m.done:
+                m.probe_due = False
+                out.extend(self._probe_packets(m, now))
+        self._probe_queue.clear()
+        cwnd = max(1, int(self.cc.cwnd))
+        gap = self.cc.pacing_gap_ns(self.rtt.srtt_ns)
+        ready = self._ready
+        while ready and self._inflight < cwnd:
+            if gap and now < self._next_release:
+                break
+            m = ready[0][2]
+            c, retx = self._next_chunk(m) if not m.done else (-1, False)
+            if c >= 0:
+                out.append(self._emit(m, c, retx, now))
+                if gap:
+                    self._next_release = max(self._next_release, now) + int(gap + 0.5)
+            if self.bounded_loss and m.next_new >= m.count and not m.probe_rounds and not m.done:
+                out.extend(self._probe_packets(m, now))  # right behind the last new chunk
+            if c < 0:
+                heapq.heappop(ready)
+                m.in_ready = False
+        return out
+
+    def receive(self, h: DlcpHeader, payload, now: int, ce: bool = False) -> None:
+        if h.job != self.job or h.src_rank != self.dst_rank or h.dst_rank != self.src_rank:
+            self.malformed += 1
+            return
+        m = self._msgs.get((h.iteration, h.tensor_id))
+        if m is None:
+            return  # finished already: a late or duplicate answer
+        if h.type == ACK:
+            self._on_ack(m, h, payload, now)
+        elif h.type == BITMAP:
+            self._on_bitmap(m, h, payload, now)
+
+    def next_timeout(self) -> int | None:
+        t = self._rto_deadline
+        timers, lanes = self._timers, self._lanes
+        while timers and lanes[timers[0][1]].deadline != timers[0][0]:
+            heapq.heappop(timers)
+        if timers and (t is None or timers[0][0] < t):
+            t = timers[0][0]
+        if (self.cc.pacing and self._ready and self._inflight < max(1, int(self.cc.cwnd))
+                and (t is None or self._next_release < t)):
+            t = self._next_release
+        return t
+
+    def take_completed(self) -> list[SendResult]:
+        out, self._completed = self._completed, []
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Tensors not yet known to be complete."""
+        return len(self._msgs)
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    # ---- sending ----------------------------------------------------------------------
+    def _plan(self, msg: Message, data: np.ndarray, total: int, count: int) -> tuple[bytes, bytes]:
+        need_drop = self.bounded_loss and msg.droppable is None
+        if msg.mag_class is None or need_drop:
+            mags = msg.chunk_magnitudes
+            if mags is None:
+                mags = chunk_magnitudes(data, self.payload_size)
+            plan = self.policy.plan(mags, total, self.payload_size, droppable_allowed=self.bounded_loss)
+            mag, drop = plan.mag_class, plan.droppable
+        if msg.mag_class is not None:
+            mag = _per_chunk(msg.mag_class, count, "mag_class", np.uint8)
+            if max(mag) > 7:
+                raise ValueError("mag_class values must be in 0..7")
+        if not self.bounded_loss:
+            drop = bytes(count)
+        elif msg.droppable is not None:
+            drop = _per_chunk(msg.droppable, count, "droppable", bool)
+        return mag, drop
+
+    def _make_ready(self, m: _Outbound) -> None:
+        if not m.in_ready and not m.done:
+            m.in_ready = True
+            heapq.heappush(self._ready, (m.priority, m.order, m))
+
+    def _next_chunk(self, m: _Outbound) -> tuple[int, bool]:
+        retx, state = m.retx, m.state
+        while retx:
+            c = retx.popleft()
+            if state[c] == LOST:
+                return c, True
+        c = m.next_new
+        while c < m.count and state[c] != UNSENT:  # acknowledged before sent: a stale duplicate
+            c += 1
+        if c < m.count:
+            m.next_new = c + 1
+            return c, False
+        m.next_new = c
+        return -1, False
+
+    def _emit(self, m: _Outbound, c: int, retx: bool, now: int):
+        seq = self.cc.on_send()
+        m.state[c] = IN_FLIGHT
+        m.inflight += 1
+        self._inflight += 1
+        m.xmit_ts[c] = now
+        m.tx_seq[c] = seq
+        mag = m.mag[c]
+        self._lanes[m.lane_base | mag].q.append((seq, now, m, c))
+        if self._rto_deadline is None:
+            self._rto_deadline = now + self.rtt.rto_ns
+        off = c * m.cs
+        payload = m.view[off:off + m.cs]
+        fl = m.flags[c]
+        m.packets += 1
+        if retx:
+            fl |= RETX
+            m.retransmits += 1
+        return (DlcpHeader(DATA, _FLAGS[fl], m.priority, mag, self.job, self.src_rank,
+                           self.dst_rank, len(payload), m.iteration, m.tensor_id, c, m.count,
+                           off, now), payload)
+
+    def _probe_packets(self, m: _Outbound, now: int) -> list:
+        # The probe trails the tensor's data: its priority, the lowest magnitude class, so a
+        # priority switch serves it after the chunks sent before it.
+        fl = _FLAGS[RETX if m.probe_rounds else 0]
+        m.probe_rounds += 1
+        m.probe_ts = now
+        return [(DlcpHeader(PROBE, fl, m.priority, 0, self.job, self.src_rank, self.dst_rank,
+                            len(p), m.iteration, m.tensor_id, seg, m.count, 0, now), p)
+                for seg, p in enumerate(m.probes)]
+
+    def _queue_probe(self, m: _Outbound) -> None:
+        if not m.probe_due:
+            m.probe_due = True
+            self._probe_queue.append(m)
+
+    # ---- feedback ---------------------------------------------------------------------
+    def _on_ack(self, m: _Outbound, h: DlcpHeader, payload, now: int) -> None:
+        c = h.chunk_index
+        if c >= m.count:
+            self.malformed += 1
+            return
+        if h.flags in HAS_TRIMMED or len(payload) < fb.FEEDBACK.size:
+            newly = self._deliver(m, c)  # a trimmed ACK still names the chunk that arrived
+            self._progress(m, newly, -1, False, now)
+            return
+        echo, cum, fl, extra = fb.decode_ack(payload)
+        if echo <= now:
+            self.rtt.sample(now - echo)
+        if fl & fb.FB_COMPLETE:
+            self._finish(m, now)
+            return
+        if m.xmit_ts[c] == echo:
+            seq = m.tx_seq[c]
+        else:
+            seq = -1
+            if echo < m.xmit_ts[c] and m.state[c] != ACKED:
+                self._spurious()  # an earlier copy arrived after all: widen the reordering window
+        newly = self._deliver(m, c)
+        count = m.count
+        for e in extra:
+            if e < count:
+                newly += self._deliver(m, e)
+        if cum > m.cum:
+            newly += self._advance_cum(m, min(cum, count))
+        lane = self._lanes[m.lane_base | m.mag[c]]
+        if echo > lane.rack_ts or seq > lane.rack_seq:
+            lane.rack_ts = max(lane.rack_ts, echo)
+            lane.rack_seq = max(lane.rack_seq, seq)
+            lane.rack_rtt = now - echo
+        self._progress(m, newly, seq, bool(fl & fb.FB_CE), now)
+        self._detect(lane, now)
+
+    def _on_bitmap(self, m: _Outbound, h: DlcpHeader, payload, now: int) -> None:
+        if h.flags in HAS_TRIMMED or len(payload) < fb.BITMAP_HEAD.size:
+            return
+        echo, cum, fl, base, bits = fb.decode_bitmap(payload)
+        if echo <= now:
+            self.rtt.sample(now - echo)
+        if fl & fb.FB_COMPLETE:
+            self._finish(m, now)
+            return
+        count, state = m.count, m.state
+        newly = self._advance_cum(m, min(cum, count)) if cum > m.cum else 0
+        if fl & fb.FB_NACK:
+            # The transmission sent at echo was trimmed: lost for certain, no need to wait.
+            if base < count and state[base] == IN_FLIGHT and m.xmit_ts[base] == echo:
+                self._lost(m, base, m.tx_seq[base])
+        else:
+            for c in (np.flatnonzero(bits) + base).tolist():
+                if c < count:
+                    newly += self._deliver(m, c)
+            # Missing at the probe's arrival although sent a reordering window before it.
+            latest = echo - self._reorder_window()
+            xmit_ts = m.xmit_ts
+            for c in (np.flatnonzero(bits == 0) + base).tolist():
+                if c < count and state[c] == IN_FLIGHT and xmit_ts[c] <= latest:
+                    self._lost(m, c, m.tx_seq[c])
+        if fl & fb.FB_NEED_PROBE and echo == m.probe_ts:
+            self._queue_probe(m)  # once per probe round, not once per packet of its answer
+        self._progress(m, newly, -1, False, now)
+
+    def _progress(self, m: _Outbound, newly: int, seq: int, ce: bool, now: int) -> None:
+        self.cc.on_ack(seq, ce, newly)
+        if m.acked == m.count:
+            self._finish(m, now)
+        elif newly:
+            self._rto_deadline = now + self.rtt.rto_ns
+
+    def _advance_cum(self, m: _Outbound, cum: int) -> int:
+        newly = 0
+        for c in range(m.cum, cum):
+            newly += self._deliver(m, c)
+        m.cum = cum
+        return newly
+
+    def _deliver(self, m: _Outbound, c: int) -> int:
+        s = m.state[c]
+        if s == ACKED:
+            return 0
+        if s == IN_FLIGHT:
+            m.inflight -= 1
+            self._inflight -= 1
+        elif s == ABANDONED:
+            m.abandoned -= self._size(m, c)
+        m.state[c] = ACKED
+        m.acked += 1
+        return 1
+
+    @staticmethod
+    def _size(m: _Outbound, c: int) -> int:
+        return m.cs if c < m.count - 1 else m.total - c * m.cs
+
+    def _lost(self, m: _Outbound, c: int, seq: int) -> None:
+        m.inflight -= 1
+        self._inflight -= 1
+        self.losses += 1
+        if self._reo_mult > 1:
+            self._reo_decay -= 1
+            if not self._reo_decay:
+                self._reo_mult, self._reo_decay = 1, 16
+        self.cc.on_loss(seq)
+        if m.flags[c] & DROPPABLE:
+            size = self._size(m, c)
+            if m.abandoned + size <= m.bound:  # within the loss bound: let it go
+                m.state[c] = ABANDONED
+                m.abandoned += size
+                return
+        m.state[c] = LOST
+        m.retx.append(c)
+        self._make_ready(m)
+
+    def _finish(self, m: _Outbound, now: int) -> None:
+        m.done = True
+        self._inflight -= m.inflight
+        m.inflight = 0
+        del self._msgs[m.key]
+        self._completed.append(SendResult(m.iteration, m.tensor_id, m.total, m.count, m.start_ns,
+                                          now, m.packets, m.retransmits, m.probe_rounds))
+        self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
+
+    # ---- timers -----------------------------------------------------------------------
+    def _reorder_window(self) -> int:
+        srtt = self.rtt.srtt_ns
+        return int(srtt * min(self.reorder_fraction * self._reo_mult, 1.0)) if srtt else 0
+
+    def _spurious(self) -> None:
+        """RACK's adaptation (RFC 8985 6.2): each spurious retransmission widens the window by
+        one more reorder_fraction of the SRTT, up to one SRTT; it decays back after 16
+        losses without one."""
+        self.spurious += 1
+        self._reo_mult = min(self._reo_mult + 1, 1 / self.reorder_fraction if self.reorder_fraction else 1)
+        self._reo_decay = 16
+
+    def _detect(self, lane: _Lane, now: int) -> None:
+        """Declare lost the packets of this lane sent before its latest delivered one, once
+        they are a reordering window overdue; arm the lane's timer for the next one."""
+        q = lane.q
+        reo = self._reorder_window()
+        while q:
+            seq, ts, m, c = q[0]
+            if m.done or m.tx_seq[c] != seq or m.state[c] != IN_FLIGHT:
+                q.popleft()
+            elif seq < lane.rack_seq or ts < lane.rack_ts:
+                deadline = ts + lane.rack_rtt + reo
+                if now < deadline:
+                    if lane.deadline != deadline:
+                        lane.deadline = deadline
+                        heapq.heappush(self._timers, (deadline, lane.idx))
+                    return
+                q.popleft()
+                self._lost(m, c, seq)
+            else:
+                break
+        lane.deadline = None
+
+    def _run_timers(self, now: int) -> None:
+        timers, lanes = self._timers, self._lanes
+        while timers and timers[0][0] <= now:
+            deadline, i = heapq.heappop(timers)
+            if lanes[i].deadline == deadline:
+                lanes[i].deadline = None
+                self._detect(lanes[i], now)
+        if self._rto_deadline is not None and now >= self._rto_deadline:
+            self._on_rto(now)
+
+    def _on_rto(self, now: int) -> None:
+        self.timeouts += 1
+        self.rtt.backoff()
+        if self._inflight:
+            self.cc.on_timeout()
+            for lane in self._lanes:
+                for seq, _, m, c in lane.q:
+                    if not m.done and m.tx_seq[c] == seq and m.state[c] == IN_FLIGHT:
+                        self._lost(m, c, seq)
+                lane.q.clear()
+                lane.deadline = None
+        if self.bounded_loss:
+            for m in self._msgs.values():
+                if m.next_new >= m.count and m.probe_rounds:
+                    self._queue_probe(m)
+        self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
+
+
+def _per_chunk(values, count: int, name: str, dtype) -> bytes:
+    a = np.asarray(values, dtype=dtype).ravel()
+    if a.shape != (count,):
+        raise ValueError(f"{name} needs one value per chunk ({count}), got {a.size}")
+    return a.astype(np.uint8).tobytes()
+
+
+class ReliableSender(Sender):
+    """Every byte delivered: every lost chunk is retransmitted."""
+
+    bounded_loss = False
+
+
+class DlcpSender(Sender):
+    """Bounded loss: droppable chunks (the policy's smallest gradients) may be lost within
+    the bound; PROBE + BITMAP drive selective retransmission of the rest."""
+
+    bounded_loss = True

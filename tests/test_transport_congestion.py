@@ -1,0 +1,152 @@
+"""Congestion window and RTO (dlcp_emu.transport.congestion)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlcp_emu.transport import CongestionControl, RttEstimator
+
+US = 1000
+
+
+def test_rto_follows_rfc6298():
+    r = RttEstimator(initial_rto_ns=50_000 * US, min_rto_ns=1, max_rto_ns=10**12, granularity_ns=1)
+    assert r.rto_ns == 50_000 * US and r.srtt_ns is None
+    r.sample(100 * US)  # first: SRTT = R, RTTVAR = R/2, RTO = SRTT + 4 RTTVAR
+    assert (r.srtt_ns, r.rttvar_ns, r.rto_ns) == (100 * US, 50 * US, 300 * US)
+    r.sample(200 * US)  # RTTVAR = 3/4 50 + 1/4 |100 - 200|, SRTT = 7/8 100 + 1/8 200
+    assert r.rttvar_ns == pytest.approx(62.5 * US)
+    assert r.srtt_ns == pytest.approx(112.5 * US)
+    assert r.rto_ns == int(112.5 * US + 4 * 62.5 * US)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 10**8), min_size=1, max_size=50))
+def test_rto_matches_reference_and_stays_in_bounds(samples):
+    lo, hi, g = 1_000 * US, 500_000 * US, 1_000 * US
+    r = RttEstimator(min_rto_ns=lo, max_rto_ns=hi, granularity_ns=g)
+    srtt = var = None
+    for s in samples:
+        r.sample(s)
+        if srtt is None:
+            srtt, var = s, s / 2
+        else:
+            var = 0.75 * var + 0.25 * abs(srtt - s)
+            srtt = 0.875 * srtt + 0.125 * s
+        want = min(max(srtt + max(g, 4 * var), lo), hi)
+        assert r.rto_ns == pytest.approx(want, rel=1e-9, abs=1)
+        assert lo <= r.rto_ns <= hi
+
+
+def test_rto_floor_backoff_and_cap():
+    r = RttEstimator(min_rto_ns=1_000 * US, max_rto_ns=8_000 * US, granularity_ns=1)
+    r.sample(10 * US)  # sub-ms RTT: the floor wins
+    assert r.rto_ns == 1_000 * US
+    for want in (2_000, 4_000, 8_000, 8_000):
+        r.backoff()
+        assert r.rto_ns == want * US
+    r.sample(10 * US)  # a new sample undoes the backoff
+    assert r.rto_ns == 1_000 * US
+
+
+def test_identical_samples_keep_a_margin_over_srtt():
+    r = RttEstimator()
+    for _ in range(200):
+        r.sample(3_000 * US)  # RTTVAR decays towards 0
+    assert r.rto_ns >= 3_000 * US + r.granularity_ns
+
+
+def ack_all(cc, n, ce=False):
+    """One round trip: send n packets, then their acks arrive."""
+    for s in [cc.on_send() for _ in range(n)]:
+        cc.on_ack(s, ce, 1)
+
+
+def test_slow_start_then_congestion_avoidance():
+    cc = CongestionControl(initial_window=10)
+    ack_all(cc, 10)
+    assert cc.cwnd == 20  # +1 per packet acknowledged: doubles per round trip
+    cc.ssthresh = 20
+    ack_all(cc, 20)
+    assert cc.cwnd == pytest.approx(21, abs=0.05)  # +1 per window
+
+
+def test_loss_halves_once_per_window():
+    cc = CongestionControl(initial_window=40)
+    seqs = [cc.on_send() for _ in range(40)]
+    for s in seqs[:5]:  # five losses of one window: one congestion event
+        cc.on_loss(s)
+    assert cc.cwnd == 20 and cc.ssthresh == 20 and cc.reductions == 1
+    for s in seqs[10:]:
+        cc.on_ack(s, False, 1)  # acks of packets sent before the cut do not grow the window
+    assert cc.cwnd == 20
+    later = cc.on_send()
+    cc.on_loss(later)  # a loss in the next window halves again
+    assert cc.cwnd == 10 and cc.reductions == 2
+
+
+def test_ecn_halve_mode_halves_once_per_window():
+    cc = CongestionControl(initial_window=32, ecn="halve")
+    seqs = [cc.on_send() for _ in range(32)]
+    for s in seqs:
+        cc.on_ack(s, True, 1)
+    assert cc.cwnd == 16 and cc.reductions == 1
+
+
+def ack_clocked(cc, n_acks, marked=lambda i: False):
+    """A steady pipe: each ack releases new packets up to the window."""
+    pipe = deque(cc.on_send() for _ in range(int(cc.cwnd)))
+    for i in range(n_acks):
+        cc.on_ack(pipe.popleft(), marked(i), 1)
+        while len(pipe) < int(cc.cwnd):
+            pipe.append(cc.on_send())
+
+
+def test_dctcp_first_mark_halves_then_alpha_decays():
+    cc = CongestionControl(initial_window=32, max_window=32)
+    assert cc.alpha == 1.0
+    cc.on_ack(cc.on_send(), True, 1)
+    assert cc.cwnd == 16  # alpha starts at 1: the first reaction is a halving
+    ack_clocked(cc, 5000)  # ~200 windows without marks: alpha decays by (1 - g) per window
+    assert cc.alpha < 0.01 and cc.cwnd == 32
+    ack_clocked(cc, 1, marked=lambda i: True)
+    assert cc.cwnd == pytest.approx(32 * (1 - cc.alpha / 2), rel=1e-3)
+    assert cc.cwnd > 0.99 * 32  # a light mark rate cuts the window only a little
+
+
+def test_dctcp_alpha_converges_to_mark_fraction():
+    cc = CongestionControl(initial_window=20, min_window=20, max_window=20)
+    ack_clocked(cc, 20 * 400, marked=lambda i: i % 4 == 0)  # 25% of the packets marked
+    assert cc.alpha == pytest.approx(0.25, abs=0.03)
+
+
+def test_timeout_collapses_window():
+    cc = CongestionControl(initial_window=30)
+    cc.on_timeout()
+    assert cc.cwnd == 1 and cc.ssthresh == 15 and cc.timeouts == 1
+    ack_all(cc, 14)  # slow start again up to ssthresh
+    assert cc.cwnd == 15
+    ack_all(cc, 15)
+    assert cc.cwnd == pytest.approx(16, abs=0.1)
+
+
+def test_pacing_gap():
+    assert CongestionControl().pacing_gap_ns(100_000) == 0
+    cc = CongestionControl(initial_window=10, pacing=True, pacing_gain=2)
+    assert cc.pacing_gap_ns(None) == 0
+    assert cc.pacing_gap_ns(100_000) == pytest.approx(5_000)
+
+
+def test_invalid_settings():
+    with pytest.raises(ValueError):
+        CongestionControl(ecn="reno")
+    with pytest.raises(ValueError):
+        CongestionControl(initial_window=0.5)
+    with pytest.raises(ValueError):
+        RttEstimator(min_rto_ns=0)
+    assert math.isinf(CongestionControl().ssthresh)

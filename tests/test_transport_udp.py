@@ -1,0 +1,64 @@
+"""The transports over real UDP sockets on 127.0.0.1 (loopback only), bounded in time."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from dlcp_emu.transport import Message, TRANSPORTS
+from dlcp_emu.transport.udp_driver import UdpDriver, run
+
+
+@pytest.fixture
+def sockets():
+    socks = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    yield socks
+    for s in socks:
+        s.close()
+
+
+@pytest.mark.parametrize("kind", ["reliable", "dlcp"])
+def test_transfer_over_loopback(sockets, kind):
+    a, b = sockets
+    S, R = TRANSPORTS[kind]
+    sender, receiver = S(0, 1), R(1)
+    # The receiver learns where to answer from the data's source address.
+    drivers = [UdpDriver(sender, a, {1: b.getsockname()}), UdpDriver(receiver, b)]
+    rng = np.random.default_rng(0)
+    msgs = [Message(rng.standard_normal(n).astype(np.float32), iteration=1, tensor_id=i,
+                    priority=i, src_rank=0, dst_rank=1)
+            for i, n in enumerate([1_000_000, 250_000, 7])]  # ~5 MB in all
+    for m in msgs:
+        sender.send(m, time.monotonic_ns())
+    run(drivers, lambda: sender.pending == 0 and receiver.pending == 0, timeout_s=20)
+    got = {d.tensor_id: d for d in receiver.take_delivered()}
+    assert sorted(got) == [0, 1, 2]
+    for m in msgs:
+        d = got[m.tensor_id]
+        if kind == "reliable":
+            assert np.array_equal(d.data, m.data)
+        else:  # only the accounted (droppable) ranges may differ, and they are zero
+            want = m.data.copy().view(np.uint8)
+            for lo, hi in d.lost_ranges:
+                want[lo:hi] = 0
+            assert np.array_equal(d.data.view(np.uint8), want) and d.lost_bytes <= d.bound_bytes
+    assert drivers[0].malformed == drivers[1].malformed == 0
+
+
+def test_run_gives_up_at_the_deadline(sockets):
+    a, b = sockets
+    S, _ = TRANSPORTS["reliable"]
+    sender = S(0, 1)
+    b.close()  # nobody listens: nothing is ever acknowledged
+    sender.send(Message(np.ones(1000, np.float32), src_rank=0, dst_rank=1), time.monotonic_ns())
+    t = time.monotonic()
+    with pytest.raises(TimeoutError):
+        run([UdpDriver(sender, a, {1: ("127.0.0.1", 9)})], lambda: sender.pending == 0, timeout_s=0.3)
+    assert time.monotonic() - t < 2
