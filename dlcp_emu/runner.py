@@ -9,20 +9,43 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from topologies import build as build_topology
+from topologies import build as build_topology, builder_params
 
 from . import results
 
 
+# A scaled buffer holds at least this many full frames: packets are not scaled, only their
+# number, so a buffer scaled below a few frames could not queue at all.
+MIN_BUFFER_FRAMES = 16
+
+
 def scaled_topology(spec):
+    """The topology as emulated: rates * byte_scale / dilation, delays * dilation, buffers *
+    byte_scale (the same queueing delay in real-world time), but never under
+    MIN_BUFFER_FRAMES frames: with strong byte scaling buffers are then deeper, in real-world
+    time, than the spec's (`buffer_floor` in the summary says so)."""
+    kind = spec.topology["kind"]
     params = {k: v for k, v in spec.topology.items() if k != "kind"}
+    defaults = builder_params(kind)
     factor = spec.byte_scale / spec.time_dilation
     for key in list(params):
         if key.endswith("rate_bps") and params[key] is not None:
             params[key] = params[key] * factor
         elif key.endswith("delay_ns") and params[key] is not None:
             params[key] = int(params[key] * spec.time_dilation)
-    return build_topology(spec.topology["kind"], **params)
+    floor = MIN_BUFFER_FRAMES * (spec.mtu + 14)
+    for key, default in defaults.items():
+        if key.endswith("buffer_bytes"):
+            real = params.get(key, default)
+            if real is not None:
+                params[key] = max(floor, int(real * spec.byte_scale))
+    return build_topology(kind, **params)
+
+
+def buffer_floor_applied(spec):
+    defaults = builder_params(spec.topology["kind"])
+    real = [spec.topology.get(k, v) for k, v in defaults.items() if k.endswith("buffer_bytes")]
+    return any(b is not None and b * spec.byte_scale < MIN_BUFFER_FRAMES * (spec.mtu + 14) for b in real)
 
 
 @dataclass(frozen=True)
@@ -142,7 +165,7 @@ def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_
     s.update({"preset": preset, "transport": transport,
               "model": spec.workload.get("model") or spec.workload.get("trace"),
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
-              "byte_scale": spec.byte_scale})
+              "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})
     return s
 
 
