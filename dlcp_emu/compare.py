@@ -46,7 +46,9 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print):
                 per_seed.append(run_one(s_spec, preset, run_dir / preset / f"seed-{s_spec.seed}", backend, log))
                 summary["presets"][preset] = _combine(per_seed)
                 results.write_summary(run_dir, summary)
-        summary["complete"] = True
+                if per_seed[-1].get("interrupted"):
+                    raise KeyboardInterrupt
+        summary["complete"] = all(s.get("completed") for s in summary["presets"].values())
     except KeyboardInterrupt:
         summary["stopped_because"] = "interrupted (Ctrl-C)"
         log("interrupted: keeping what was measured so far")

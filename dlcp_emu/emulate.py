@@ -83,6 +83,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["completed"] = interrupted is None
     if interrupted:
         s["stopped_because"] = interrupted
+        s["interrupted"] = interrupted.startswith("interrupted")
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
     background = _background_table(bg_outs, spec.time_dilation)

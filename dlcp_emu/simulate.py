@@ -85,12 +85,19 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     # Run in slices so that progress shows and the time limit (virtual) is honoured.
     step = max(1, limit_ns // 50)
     t = 0
-    while not hosts.done() and net.loop.pending() and t < limit_ns:
-        t = net.loop.run(until=t + step, max_events=MAX_EVENTS)
-        its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
-                  for s in hosts.stacks.values() if isinstance(s.agent, Worker))
-        log(f"  virtual {t / 1e9 / spec.time_dilation:8.3f} s  iterations {its}/{spec.workload['iterations']}  "
-            f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
+    interrupted = None
+    try:
+        while not hosts.done() and net.loop.pending() and t < limit_ns:
+            t = net.loop.run(until=t + step, max_events=MAX_EVENTS)
+            its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
+                      for s in hosts.stacks.values() if isinstance(s.agent, Worker))
+            log(f"  virtual {t / 1e9 / spec.time_dilation:8.3f} s  iterations {its}/{spec.workload['iterations']}  "
+                f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
+    except KeyboardInterrupt:
+        interrupted = "interrupted (Ctrl-C)"
+    if not hosts.done() and interrupted is None:
+        interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
+                       else "no events left before the agents were done (stalled)")
     records = [_records(rank, s) for rank, s in hosts.stacks.items()]
     its, tens, dels = tables(records, spec.time_dilation)
     virtual_s = net.loop.now * 1e-9
@@ -100,6 +107,9 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"
     s["completed"] = hosts.done()
+    if interrupted:
+        s["stopped_because"] = interrupted
+        s["interrupted"] = interrupted.startswith("interrupted")
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())

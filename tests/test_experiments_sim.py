@@ -1,0 +1,82 @@
+"""Experiments end to end in virtual time: spec -> compare -> tables, summary, table, plots.
+(The same runner code paths as emulation, minus Mininet.)"""
+import json
+
+import pandas as pd
+import pytest
+
+from dlcp_emu import compare, report
+from dlcp_emu.cli import main
+from dlcp_emu.results import SUMMARY_KEYS
+from dlcp_emu.spec import parse_spec
+
+TINY = {
+    "name": "tiny", "seed": 2, "time_dilation": 2.0, "byte_scale": 0.002, "time_limit_s": 30,
+    "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
+                 "host_rate_bps": 10e9, "oversubscription": 2.0},
+    "workload": {"model": "resnet50", "pattern": "ring", "workers": 4, "iterations": 3},
+    "transport": {"kind": "auto"},
+    "background": {"load": 0.1},
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    spec = parse_spec(TINY)
+    run_dir, summary = compare.compare(spec, ["fifo", "dlcp"], backend="sim", root=root, log=lambda m: None)
+    return root, run_dir, summary
+
+
+def test_summary_has_every_key_per_preset(run):
+    root, run_dir, summary = run
+    assert summary["complete"]
+    assert (root / "latest").resolve() == run_dir.resolve()
+    on_disk = json.loads((run_dir / "summary.json").read_text())
+    assert set(on_disk["presets"]) == {"fifo", "dlcp"}
+    for preset, s in on_disk["presets"].items():
+        for key in SUMMARY_KEYS:
+            assert key in s, (preset, key)
+        assert s["completed"] and s["switch_conservation_ok"]
+        assert 0 < s["scaling_factor"] <= 1.0
+        assert s["iteration_time_mean_s"] >= 0.12809   # never faster than ResNet-50's compute
+        assert s["tensor_fct_p50_s"] <= s["tensor_fct_p99_s"] <= s["tensor_fct_p999_s"]
+        assert s["loss_within_bound"]
+        assert s["background"]["completed"] > 0
+    assert on_disk["presets"]["dlcp"]["transport"] == "dlcp"
+    assert on_disk["presets"]["fifo"]["transport"] == "reliable"
+
+
+def test_tables_are_in_real_world_seconds(run):
+    _, run_dir, summary = run
+    its = pd.read_parquet(run_dir / "fifo" / "seed-2" / "iterations.parquet")
+    # ResNet-50's single-GPU batch is 128.09 ms whatever the dilation.
+    assert its["compute_s"].iloc[0] == pytest.approx(0.12809, rel=1e-3)
+    assert len(its) == 4 * 3
+    tensors = pd.read_parquet(run_dir / "fifo" / "seed-2" / "tensors.parquet")
+    assert (tensors["fct_s"] > 0).all()
+    for name in ("deliveries", "ports", "queues", "background"):
+        assert len(pd.read_parquet(run_dir / "fifo" / "seed-2" / f"{name}.parquet")) > 0
+
+
+def test_table_and_plots(run):
+    _, run_dir, summary = run
+    text = compare.table(summary)
+    assert "fifo" in text and "dlcp" in text and "iter mean" in text
+    pngs = report.draw(run_dir)
+    assert [p.name for p in pngs] == ["fct_cdf.png", "iteration_time.png", "queue_occupancy.png",
+                                      "loss_by_magnitude.png"]
+    assert all(p.stat().st_size > 15_000 for p in pngs)
+
+
+def test_cli_rejects_bad_spec_and_preset(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nmtu = 1\n[topology]\nkind = "star"\nhosts = 2\nrate_bps = 1e9\n'
+                   '[workload]\nmodel = "resnet50"\nworkers = 2\n')
+    assert main(["simulate", str(bad), "--results", str(tmp_path)]) == 2
+    assert "mtu: 1 is not allowed; must be an integer in 576..9000" in capsys.readouterr().err
+    good = tmp_path / "good.toml"
+    good.write_text(bad.read_text().replace("mtu = 1\n", ""))
+    assert main(["compare", str(good), "--backend", "sim", "--presets", "fifo,nosuch",
+                 "--results", str(tmp_path)]) == 2
+    assert "unknown preset(s) nosuch" in capsys.readouterr().err
