@@ -43,6 +43,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             out.unlink(missing_ok=True)   # never read a previous run's records as this one's
             cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
                                deadline_s=spec.time_limit_s, out_path=str(out),
+                               packets_path=str(run_dir / f"packets-{rank}"),
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
             cfg_path = run_dir / f"host-{rank}.config.json"
             cfg_path.write_text(json.dumps(cfg))
@@ -86,6 +87,9 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         s["interrupted"] = interrupted.startswith("interrupted")
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
+    packets = _packets(run_dir, outs, spec.time_dilation, t0)
+    if len(packets):
+        s["packets"] = packets["fate"].value_counts().to_dict()
     background = _background_table(bg_outs, spec.time_dilation)
     if len(background):
         done = background[background["state"] == "done"]
@@ -93,13 +97,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                            "fct_p50_s": results.percentile(done["fct_s"], 50),
                            "fct_p99_s": results.percentile(done["fct_s"], 99)}
     for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues), ("background", background)):
+                        ("queues", queues), ("background", background), ("packets", packets)):
         results.write_table(run_dir, name, frame)
     for st in run.stats.values():   # the samples are in queues.parquet
         if st:
             st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
-    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports, "queues": queues}
+    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports, "queues": queues,
+               "packets": packets, "background": background}
 
 
 def _wait(spec, placement, procs, outs, t_start, log):
@@ -191,3 +196,19 @@ def _background_table(outs, dilation):
                          "start_s": f["start_ns"] * 1e-9 / dilation,
                          "fct_s": None if f["fct_ns"] is None else f["fct_ns"] * 1e-9 / dilation})
     return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
+
+
+def _packets(run_dir, outs, dilation, t0):
+    """The hosts' per-packet logs joined into one table with each packet's fate."""
+    import pandas as pd
+    from .packet_log import packet_table
+    logs = []
+    for rank in outs:
+        base = run_dir / f"packets-{rank}"
+        sent, received = Path(f"{base}.sent.parquet"), Path(f"{base}.received.parquet")
+        if sent.exists() and received.exists():
+            logs.append({"sent": list(pd.read_parquet(sent).itertuples(index=False, name=None)),
+                         "received": list(pd.read_parquet(received).itertuples(index=False, name=None))})
+            sent.unlink()
+            received.unlink()
+    return packet_table(logs, dilation, t0)

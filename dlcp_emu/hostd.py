@@ -27,6 +27,7 @@ import numpy as np
 
 from .agent import ParameterServer, Worker
 from .hoststack import HostStack
+from .packet_log import COLUMNS, PacketLog
 from .plan import make_plan
 from .transport.udp_driver import UdpDriver
 
@@ -88,7 +89,8 @@ def main(argv=None):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))
     peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
-    driver = UdpDriver(stack, sock, peers, ecn=True)
+    log = PacketLog(stack) if cfg.get("packets_path") else None
+    driver = UdpDriver(log or stack, sock, peers, ecn=True)
 
     clock = time.monotonic_ns
     start = cfg["start_at_ns"]
@@ -117,6 +119,12 @@ def main(argv=None):
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
     write_json_atomic(out_path, records(cfg, stack, started, True))
+    if log is not None:
+        import pandas as pd
+        rec = log.records()
+        pd.DataFrame(rec["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
+        pd.DataFrame(rec["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
+            cfg["packets_path"] + ".received.parquet")
     if cfg.get("results_path") and cfg["role"] == "worker":
         arrays = {}
         for (it, b), (buf, lost) in stack.agent.results.items():

@@ -9,6 +9,7 @@ from . import results
 from .agent import ParameterServer, Worker
 from .hostd import load_trace
 from .hoststack import HostStack
+from .packet_log import PacketLog, packet_table
 from .plan import make_plan
 from .runner import (active_seconds, place, port_table, preset_name, queue_table, scaled_topology,
                      summary, tables)
@@ -35,8 +36,9 @@ def build(spec, pipeline, keep_results=False):
             agent = Worker(rank, placement.workers, plan, trace, w["pattern"], w["iterations"],
                            seed=spec.seed, ps_ranks=placement.ps_ranks, group_size=w["group_size"],
                            keep_results=keep_results)
-        stacks[rank] = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
-                                 droppable_fraction=t["droppable_fraction"])
+        stacks[rank] = PacketLog(HostStack(rank, agent, transport, mtu=spec.mtu,
+                                           loss_bound=t["loss_bound"],
+                                           droppable_fraction=t["droppable_fraction"]))
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts) if spec.background else {}
@@ -114,6 +116,9 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
     queues = queue_table(samples, 0, spec.time_dilation)
+    packets = packet_table([st.records() for st in hosts.stacks.values()], spec.time_dilation)
+    if len(packets):
+        s["packets"] = packets["fate"].value_counts().to_dict()
     background = pd.DataFrame(
         [{"src": topo.hosts()[ep.index], "dst": topo.hosts()[dst], "bytes": n, "state": "done",
           "start_s": start * 1e-9 / spec.time_dilation, "fct_s": (done - start) * 1e-9 / spec.time_dilation}
@@ -126,7 +131,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                            "fct_p99_s": results.percentile(background["fct_s"], 99),
                            "model": "reliable transport standing in for kernel TCP"}
     for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues), ("background", background)):
+                        ("queues", queues), ("background", background), ("packets", packets)):
         results.write_table(run_dir, name, frame)
     return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
                "queues": queues, "hosts": hosts}

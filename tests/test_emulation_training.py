@@ -71,6 +71,8 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern):
                 got = results[r][f"r_{it}_{b.index}"]
                 assert got.shape == expected.shape
                 np.testing.assert_allclose(got[~lost], expected[~lost], rtol=1e-5, atol=1e-6)
+    packets = tables["packets"]
+    assert len(packets) and (packets["fate"] == "delivered").mean() > 0.9
     tens = tables["tensors"]
     assert len(tens) == 4 * ITERATIONS * len(plan.buckets)
     # Zero-filled values are exactly those the records account for: the union over ranks of

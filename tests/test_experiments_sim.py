@@ -57,6 +57,13 @@ def test_tables_are_in_real_world_seconds(run):
     assert (tensors["fct_s"] > 0).all()
     for name in ("deliveries", "ports", "queues", "background"):
         assert len(pd.read_parquet(run_dir / "fifo" / "seed-2" / f"{name}.parquet")) > 0
+    packets = pd.read_parquet(run_dir / "fifo" / "seed-2" / "packets.parquet")
+    assert set(packets["fate"]) <= {"delivered", "trimmed", "lost"}
+    delivered = packets[packets["fate"] == "delivered"]
+    assert (delivered["recv_s"] > delivered["send_s"]).all()
+    # Every data packet the switches dropped shows up as lost, and no other.
+    ports = pd.read_parquet(run_dir / "fifo" / "seed-2" / "ports.parquet")
+    assert (packets["fate"] == "lost").sum() <= ports["dropped"].sum()
 
 
 def test_table_and_plots(run):
