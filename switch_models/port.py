@@ -176,9 +176,13 @@ class EgressPort:
         """Start serialising every packet whose turn has come by `now`."""
         busy = self.busy_until
         pick = self.scheduler.pick
+        stateless = self.scheduler.stateless
         c = self.counters
         while self.mask and busy <= now:
-            if self.last_arrival <= busy:
+            if self.packets == 1 and stateless:
+                # One packet queued (the usual case below saturation): no choice to make.
+                q = self.mask.bit_length() - 1
+            elif self.last_arrival <= busy:
                 q = pick(self, self.mask)
             else:
                 # Causality: at `busy` the port may only choose among packets that had

@@ -11,6 +11,8 @@ SCHEDULERS = Registry("scheduler")
 class Fifo:
     """One queue in arrival order; classes still drive the queue manager's decisions."""
 
+    stateless = True   # picks depend on nothing but the queues (a lone packet needs no pick)
+
     def __init__(self):
         pass
 
@@ -24,6 +26,8 @@ class Fifo:
 @SCHEDULERS.register("strict")
 class Strict:
     """Strict priority: the lowest-numbered queue with a live packet always goes first."""
+
+    stateless = True
 
     def __init__(self):
         pass
@@ -39,6 +43,8 @@ class Strict:
 class Drr:
     """Deficit round robin (Shreedhar & Varghese): each backlogged queue may send up to its
     quantum of bytes a round, so classes share the link in proportion to their weights."""
+
+    stateless = False  # deficits and the round-robin turn change with every pick
 
     def __init__(self, *, quantum=1514, weights=None):
         require(isinstance(quantum, int) and quantum >= 64, "drr", "quantum", "an integer >= 64 bytes")
