@@ -32,11 +32,59 @@ from .plan import make_plan
 from .transport.udp_driver import UdpDriver
 
 MAX_WAIT_S = 0.002
+TCP_PORT = 9797
 
 
 def load_trace(cfg):
     from workloads import get_model, load_trace as load_file
     return load_file(cfg["trace"]) if cfg.get("trace") else get_model(cfg["model"])
+
+
+def run_tcp(cfg, stack, stopping):
+    """The `tcp` transport: the agent's messages over kernel TCP connections."""
+    from .tcp_messenger import TcpMessenger
+    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
+    bind = (cfg["bind"][0], TCP_PORT)
+    m = TcpMessenger(cfg["rank"], stack.agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
+    clock = time.monotonic_ns
+    while clock() < cfg["start_at_ns"] and not stopping:
+        time.sleep(0.005)
+    started = clock()
+    m.start(started)
+    deadline = started + int(cfg["deadline_s"] * 1e9)
+    out_path, next_write, reported = cfg["out_path"], started + 1_000_000_000, False
+    while not stopping and clock() < deadline:
+        wake = m.next_timeout()
+        now = clock()
+        wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
+        readable, writable, _ = select.select(m.sockets(), m.writers(), [], wait)
+        now = clock()
+        for s in writable:
+            m.on_writable(s)
+        for s in readable:
+            m.on_readable(s, now)
+        m.on_timer(clock())
+        for s in m.writers():
+            m.on_writable(s)
+        if now >= next_write or (m.done and not reported):
+            reported = m.done
+            write_json_atomic(out_path, tcp_records(cfg, m, started))
+            next_write = now + 1_000_000_000
+    write_json_atomic(out_path, tcp_records(cfg, m, started))
+    save_results(cfg, stack.agent)
+    return 0
+
+
+def tcp_records(cfg, m, started):
+    a = m.agent
+    out = {"rank": cfg["rank"], "role": cfg["role"], "started_ns": started, "done": m.done,
+           "deliveries": m.deliveries, "sends": []}
+    if cfg["role"] == "worker":
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["tensors"] = [r.__dict__ for r in a.tensors]
+    else:
+        out["lost"] = []
+    return out
 
 
 def build_stack(cfg):
@@ -50,7 +98,8 @@ def build_stack(cfg):
         agent = Worker(rank, cfg["workers"], plan, trace, cfg["pattern"], cfg["iterations"],
                        seed=cfg["seed"], ps_ranks=cfg["ps_ranks"], group_size=cfg.get("group_size"),
                        keep_results=bool(cfg.get("results_path")))
-    stack = HostStack(rank, agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
+    stack = HostStack(rank, agent, "reliable" if cfg["transport"] == "tcp" else cfg["transport"],
+                      mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
                       droppable_fraction=cfg["droppable_fraction"])
     return plan, stack
 
@@ -85,6 +134,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
 
+    if cfg["transport"] == "tcp":
+        return run_tcp(cfg, stack, stopping)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))
@@ -125,13 +176,18 @@ def main(argv=None):
         pd.DataFrame(rec["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
         pd.DataFrame(rec["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
             cfg["packets_path"] + ".received.parquet")
+    save_results(cfg, stack.agent)
+    return 0
+
+
+def save_results(cfg, agent):
+    """The reduced tensors and their zero-filled ranges, for verification (if asked)."""
     if cfg.get("results_path") and cfg["role"] == "worker":
         arrays = {}
-        for (it, b), (buf, lost) in stack.agent.results.items():
+        for (it, b), (buf, lost) in agent.results.items():
             arrays[f"r_{it}_{b}"] = buf
             arrays[f"l_{it}_{b}"] = np.asarray(lost, dtype=np.int64).reshape(-1, 2)
         np.savez(cfg["results_path"], **arrays)
-    return 0
 
 
 if __name__ == "__main__":

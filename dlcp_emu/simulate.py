@@ -22,6 +22,9 @@ MAX_EVENTS = 200_000_000
 
 def build(spec, pipeline, keep_results=False):
     transport = spec.transport_for(preset_name(pipeline))
+    if transport == "tcp":
+        raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
+                         "the simulator runs 'reliable' or 'dlcp'")
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     trace = load_trace(spec.workload)

@@ -27,7 +27,8 @@
     placement = "spread"        # spread: ranks dealt round robin over racks; packed: rack by rack
 
     [transport]
-    kind = "dlcp"               # reliable | dlcp | auto (dlcp for dlcp* presets, else reliable)
+    kind = "dlcp"               # tcp (kernel, emulation only) | reliable | dlcp | auto (dlcp for
+                                # dlcp* presets, else reliable)
     loss_bound = 0.01           # dlcp: fraction of a tensor's bytes that may be lost
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
 
@@ -49,7 +50,7 @@ from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from topologies import builder_params, build as build_topology
 
 PATTERNS = ("ring", "ps", "ds-sync")
-TRANSPORTS = ("reliable", "dlcp", "auto")
+TRANSPORTS = ("tcp", "reliable", "dlcp", "auto")
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 PLACEMENTS = ("spread", "packed")
 

@@ -25,7 +25,7 @@ from dlcp_emu.spec import parse_spec  # noqa: E402
 ITERATIONS = 3
 
 
-def spec_for(pattern):
+def spec_for(pattern, transport):
     return parse_spec({
         "name": f"t-{pattern}", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002,
         "time_limit_s": 90,
@@ -33,13 +33,13 @@ def spec_for(pattern):
                      "host_rate_bps": 20e9, "oversubscription": 1.5},
         "workload": {"model": "resnet50", "pattern": pattern, "workers": 4, "ps": 1,
                      "iterations": ITERATIONS},
-        "transport": {"kind": "dlcp", "loss_bound": 0.01},
+        "transport": {"kind": transport, "loss_bound": 0.01},
         "switch": {"preset": "dlcp"}})
 
 
-@pytest.mark.parametrize("pattern", ["ring", "ps"])
-def test_training_sums_are_exact_where_delivered(tmp_path, pattern):
-    spec = spec_for(pattern)
+@pytest.mark.parametrize("pattern, transport", [("ring", "dlcp"), ("ps", "dlcp"), ("ring", "tcp")])
+def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport):
+    spec = spec_for(pattern, transport)
     summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
     assert summary["completed"], summary
     assert summary["switch_conservation_ok"]
@@ -71,8 +71,9 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern):
                 got = results[r][f"r_{it}_{b.index}"]
                 assert got.shape == expected.shape
                 np.testing.assert_allclose(got[~lost], expected[~lost], rtol=1e-5, atol=1e-6)
-    packets = tables["packets"]
-    assert len(packets) and (packets["fate"] == "delivered").mean() > 0.9
+    if transport != "tcp":   # kernel TCP packets are not ours to log
+        packets = tables["packets"]
+        assert len(packets) and (packets["fate"] == "delivered").mean() > 0.9
     tens = tables["tensors"]
     assert len(tens) == 4 * ITERATIONS * len(plan.buckets)
     # Zero-filled values are exactly those the records account for: the union over ranks of

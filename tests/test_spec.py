@@ -36,7 +36,7 @@ def test_every_problem_is_reported_at_once():
         "workload.model: 'resnet5' is not allowed; must be one of bert-base",
         "workload.workers: 0 is not allowed; must be an integer in 1..1024",
         "workload.pattern: 'tree' is not allowed; must be one of ring, ps, ds-sync",
-        "transport.kind: 'quic' is not allowed; must be one of reliable, dlcp, auto",
+        "transport.kind: 'quic' is not allowed; must be one of tcp, reliable, dlcp, auto",
         "switch: unknown preset 'fifoo'",
         "background.load: 1.5 is not allowed; must be a fraction of the host link rate in (0, 0.95]",
     ]:
