@@ -5,6 +5,7 @@ Sans-I/O, in the manner of h11: the caller hands in packets with the current tim
 (`next_event_time`). The emulator's data path calls it with the monotonic clock, the
 simulator with virtual time, tests with whatever they like.
 """
+import zlib
 from dataclasses import dataclass
 
 from .pipeline import PipelineSpec
@@ -28,7 +29,9 @@ class Switch:
         equal-cost egress ports toward each destination."""
         self.name = name
         self.spec = PipelineSpec.parse(pipeline)
-        self.load_balancer = self.spec.load_balancer_for(seed)
+        # Each switch salts its load balancer by its name, so that hops do not all make the
+        # same hash choice, and an emulated and a simulated switch of one name choose alike.
+        self.load_balancer = self.spec.load_balancer_for(seed * 1_000_003 ^ zlib.crc32(name.encode()))
         self.classifier = self.spec.classifier_for()
         self.drop_log = [] if record_drops else None
         n_classes = self.classifier.n_classes

@@ -5,10 +5,11 @@ on delivery, as the emulator's data path applies it to frames.
 Endpoints are keyed by (job, rank): job 0 is the training (HostStacks), job 1 background
 traffic; each job has its own rank -> host map, and a host demultiplexes by the job field."""
 import dataclasses
+import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
 
-from ..wire import FRAME_OVERHEAD, Flags
+from ..wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 
 MIN_FRAME = 60   # Ethernet minimum, without FCS
 TRAINING = 0
@@ -21,7 +22,9 @@ class SimHosts:
         self.stacks = stacks
         self.endpoints = {(TRAINING, r): s for r, s in stacks.items()}
         self.host_of = {TRAINING: dict(host_of_rank)}
-        self.index = {h: i for i, h in enumerate(net.topology.hosts())}
+        topo = net.topology
+        self.index = {h: i for i, h in enumerate(topo.hosts())}
+        self.ip = {h: int(ipaddress.IPv4Address(topo.host_ip(h))) for h in topo.hosts()}
         self.by_host = {}
         self.dlcp_job = {TRAINING: True}
         self.armed = {}
@@ -68,14 +71,18 @@ class SimHosts:
         hosts = self.host_of[job]
         src = hosts[rank]
         dlcp = self.dlcp_job[job]
-        index = self.index
+        ip = self.ip
         send = self.net.send
         for h, payload in ep.poll(now):
             size = FRAME_OVERHEAD + len(payload)
             dst = hosts[h.dst_rank]
-            # One flow per endpoint pair (one UDP socket pair in the emulator); background
-            # flows are one TCP connection each.
-            flow = index[src] << 16 | index[dst] | (job and (h.tensor_id + 1) << 32)
+            # The emulator's data path hashes the UDP 5-tuple (frames.py); the same hash here
+            # makes ECMP choose the same paths in both worlds. Background flows stand for
+            # TCP connections: one flow each.
+            if job == TRAINING:
+                flow = hash((ip[src], ip[dst], 17, DLCP_UDP_PORT, DLCP_UDP_PORT))
+            else:
+                flow = hash((ip[src], ip[dst], 6, h.tensor_id & 0xFFFF, 5001))
             pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, dst, flow=flow,
                          prio=h.priority if dlcp else 7, mag=h.mag_class, layer=h.tensor_id >> 16,
                          droppable=dlcp and bool(h.flags & Flags.DROPPABLE), dlcp=dlcp,

@@ -21,11 +21,11 @@ class SimNetwork:
         self.peer = {}   # (node, port) -> (peer node object, peer port)
         self.handlers = {}
         self.delivered = 0
-        for i, name in enumerate(topology.switches()):
+        for name in topology.switches():
             ports = {p: PortConfig(link.rate_bps, link.delay_ns, link.buffer_bytes)
                      for p, _, link in topology.port_map()[name]}
             self.nodes[name] = Switch(name, ports, topology.equal_cost_next_hops(name), pipeline,
-                                      seed=seed * 7919 + i, record_drops=record_drops)
+                                      seed=seed, record_drops=record_drops)
         hosts = topology.hosts()
         for name in hosts:
             (port,) = topology.ports(name)
