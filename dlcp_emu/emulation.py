@@ -35,7 +35,7 @@ def root_interfaces(topology):
 class EmulationRun:
     def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, static_arp=False,
                  mode="model", run_dir=None, runtime_dir=None, switch_opts=None,
-                 switch=None, late_threshold_ns=1_000_000, configure_hosts=True):
+                 switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500):
         """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
         switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
         DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
@@ -52,6 +52,7 @@ class EmulationRun:
         self.switch_override = switch
         self.late_threshold_ns = late_threshold_ns
         self.configure_hosts = configure_hosts
+        self.mtu = mtu
         self.net = None
         self.state = None
         self.stats = {}
@@ -120,8 +121,20 @@ class EmulationRun:
                 configure_host(h)
         if self.static_arp:
             self.net.staticArp()
+        if self.mtu != 1500:
+            self._set_mtu()
         self.net.start()
         return self
+
+    def _set_mtu(self):
+        """Jumbo frames: every interface of the run, host ends in their namespaces, switch
+        ends in the root one, before the switch processes size their buffers."""
+        import subprocess
+        for h in self.net.hosts:
+            for intf in h.intfList():
+                h.cmd(f"ip link set dev {intf.name} mtu {self.mtu}")
+        for name in root_interfaces(self.topology):
+            subprocess.run(["ip", "link", "set", "dev", name, "mtu", str(self.mtu)], check=True)
 
     # -- use ------------------------------------------------------------------------------
     def host(self, name):

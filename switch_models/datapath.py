@@ -461,9 +461,12 @@ class Datapath:
         self.socks = dict(socks)
         self.rings = {}
         if cfg["rx_ring"]:
+            # A ring slot holds the frame after the kernel's tpacket header: the next power
+            # of two above a full frame (2048 for 1500, 16384 for jumbo 9000).
+            frame_size = 1 << (mtu + 18 + 128 - 1).bit_length()
             for n, sock in self.socks.items():
                 if sock.family == socket.AF_PACKET:
-                    self.rings[n] = RxRing(sock)
+                    self.rings[n] = RxRing(sock, frame_size=max(2048, frame_size))
                     # Frames queued before the ring existed would keep select reporting
                     # the socket readable; they arrived before we were ready: discard.
                     try:

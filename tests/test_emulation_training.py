@@ -25,9 +25,9 @@ from dlcp_emu.spec import parse_spec  # noqa: E402
 ITERATIONS = 3
 
 
-def spec_for(pattern, transport):
+def spec_for(pattern, transport, mtu):
     return parse_spec({
-        "name": f"t-{pattern}", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002,
+        "name": f"t-{pattern}", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002, "mtu": mtu,
         "time_limit_s": 90,
         "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 3,
                      "host_rate_bps": 20e9, "oversubscription": 1.5},
@@ -37,9 +37,10 @@ def spec_for(pattern, transport):
         "switch": {"preset": "dlcp"}})
 
 
-@pytest.mark.parametrize("pattern, transport", [("ring", "dlcp"), ("ps", "dlcp"), ("ring", "tcp")])
-def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport):
-    spec = spec_for(pattern, transport)
+@pytest.mark.parametrize("pattern, transport, mtu", [
+    ("ring", "dlcp", 1500), ("ps", "dlcp", 1500), ("ring", "tcp", 1500), ("ring", "dlcp", 9000)])
+def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, mtu):
+    spec = spec_for(pattern, transport, mtu)
     summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
     assert summary["completed"], summary
     assert summary["switch_conservation_ok"]
@@ -74,6 +75,8 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport):
     if transport != "tcp":   # kernel TCP packets are not ours to log
         packets = tables["packets"]
         assert len(packets) and (packets["fate"] == "delivered").mean() > 0.9
+        # Full-sized frames are exactly the MTU plus the Ethernet header: jumbo frames crossed.
+        assert packets["size"].max() == mtu + 14
     tens = tables["tensors"]
     assert len(tens) == 4 * ITERATIONS * len(plan.buckets)
     # Zero-filled values are exactly those the records account for: the union over ranks of
