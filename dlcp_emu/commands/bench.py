@@ -16,6 +16,10 @@ def add_parser(sub):
     m.set_defaults(func=_bench_model)
     from . import bench_switch
     bench_switch.add_kind(kinds)
+    sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
+    sim.add_argument("--k", type=_positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.set_defaults(func=_bench_sim)
     return p
 
 
@@ -43,3 +47,18 @@ def _bench_model(args):
               f"{best['forwarded']:,} forwarded, {best['dropped']:,} dropped, "
               f"conserved={best['conserved']}")
     return 0 if best["conserved"] else 1
+
+
+def _bench_sim(args):
+    from dlcp_emu import bench_sim
+    curve = bench_sim.scaling_curve(k=args.k)
+    best = max(curve, key=lambda r: r["packet_hops_per_s"])
+    out = {"packet_hops_per_s": best["packet_hops_per_s"], "k": args.k, "curve": curve}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"fat-tree k={args.k}, permutation traffic, dlcp preset:")
+        for r in curve:
+            print(f"  {r['packet_hops']:>9,} packet-hops in {r['seconds']:6.3f} s: "
+                  f"{r['packet_hops_per_s']:,}/s")
+    return 0
