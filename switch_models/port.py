@@ -226,6 +226,18 @@ class EgressPort:
             c.tx_bytes += pkt.size
             out.append((self.number, pkt))
 
+    def take_started(self, now, out):
+        """Start what is due by `now` and hand over every started packet at once, with its
+        future `depart` (a discrete-event caller schedules the arrival itself)."""
+        self.start(now)
+        inflight = self.inflight
+        if inflight:
+            c = self.counters
+            c.tx_packets += len(inflight)
+            c.tx_bytes += sum(p.size for p in inflight)
+            out.extend(inflight)
+            inflight.clear()
+
     def next_event(self):
         """The earliest time this port has something to do, or None."""
         t = self.inflight[0].depart if self.inflight else None

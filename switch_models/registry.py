@@ -33,9 +33,12 @@ class Registry:
 
     def parameters(self, name):
         """The keyword parameters a stage accepts, with their defaults."""
-        sig = inspect.signature(self.get(name).__init__)
-        return {p.name: p.default for p in list(sig.parameters.values())[1:]
-                if p.kind is p.KEYWORD_ONLY}
+        cls = self.get(name)
+        if "_parameters" not in cls.__dict__:   # inspect is slow; topologies build thousands
+            sig = inspect.signature(cls.__init__)
+            cls._parameters = {p.name: p.default for p in list(sig.parameters.values())[1:]
+                               if p.kind is p.KEYWORD_ONLY}
+        return dict(cls._parameters)
 
     def check(self, name, params):
         allowed = self.parameters(name)

@@ -56,7 +56,8 @@ class Switch:
         self._busy = set()   # ports with queued or in-flight packets
 
     def receive(self, pkt, in_port, now):
-        """Take in one packet that arrived on `in_port` at `now`."""
+        """Take in one packet that arrived on `in_port` at `now`; returns the egress port it
+        was handed to (admitted or not), or None without a route."""
         self.rx_packets[in_port] += 1
         self.rx_bytes[in_port] += pkt.size
         candidates = self.routes.get(pkt.dst)
@@ -74,6 +75,7 @@ class Switch:
         pkt.arrival = now
         port.qm.enqueue(port, pkt, now)
         self._busy.add(port)
+        return port
 
     def poll(self, now):
         """Packets that leave by `now`, as a list of (egress port number, packet) in order of

@@ -37,7 +37,8 @@ class SimNetwork:
             self.nodes[name] = nic
         for name, node in self.nodes.items():
             node.is_host = getattr(node, "is_host", False)
-            node.wake_at = None
+            for port in node.ports.values():
+                port.wake_at = None
             for port in topology.ports(name):
                 self.peer[(node, port.number)] = (self.nodes[port.peer], port.peer_port)
 
@@ -49,8 +50,9 @@ class SimNetwork:
         """A host hands a packet to its NIC (at the loop's time unless `now` is given)."""
         nic = self.nodes[host]
         now = self.loop.now if now is None else now
-        nic.receive(pkt, nic.nic_port, now)
-        self._forward(nic, now)
+        port = nic.receive(pkt, nic.nic_port, now)
+        if port is not None:
+            self._forward(nic, port, now)
 
     def _arrive(self, node, in_port, pkt):
         now = self.loop.now
@@ -60,24 +62,30 @@ class SimNetwork:
             if handler is not None:
                 handler(pkt, now)
             return
-        node.receive(pkt, in_port, now)
-        self._forward(node, now)
+        port = node.receive(pkt, in_port, now)
+        if port is not None:
+            self._forward(node, port, now)
 
-    def _forward(self, node, now):
-        at, peer = self.loop.at, self.peer
-        for port, pkt in node.poll_ahead(now):
-            dst, dst_port = peer[(node, port)]
-            at(pkt.depart, self._arrive, dst, dst_port, pkt)
-        t = node.next_event_time()
-        if t is not None and (node.wake_at is None or t < node.wake_at):
-            node.wake_at = t
-            at(t, self._wake, node, t)
+    def _forward(self, node, port, now):
+        """Hand on what this port has started, and come back when it can start more."""
+        started = []
+        port.take_started(now, started)
+        if started:
+            at, arrive = self.loop.at, self._arrive
+            dst, dst_port = self.peer[(node, port.number)]
+            for pkt in started:
+                at(pkt.depart, arrive, dst, dst_port, pkt)
+        if port.mask:
+            t = port.busy_until
+            if port.wake_at is None or t < port.wake_at:
+                port.wake_at = t
+                self.loop.at(t, self._wake, node, port, t)
 
-    def _wake(self, node, t):
-        if node.wake_at != t:
+    def _wake(self, node, port, t):
+        if port.wake_at != t:
             return   # superseded by an earlier wake-up, which rescheduled
-        node.wake_at = None
-        self._forward(node, t)
+        port.wake_at = None
+        self._forward(node, port, t)
 
     def conservation(self):
         """Every switch's (taken in, accounted for)."""
