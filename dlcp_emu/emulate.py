@@ -35,7 +35,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     t_start = time.monotonic()
     interrupted = None
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
-                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu)
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
+                       pace_hosts=True)
     with run:
         start_at = time.monotonic_ns() + int(START_DELAY_S * 1e9)
         for rank, host in placement.host_of_rank.items():

@@ -35,7 +35,8 @@ def root_interfaces(topology):
 class EmulationRun:
     def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, static_arp=False,
                  mode="model", run_dir=None, runtime_dir=None, switch_opts=None,
-                 switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500):
+                 switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500,
+                 pace_hosts=False):
         """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
         switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
         DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
@@ -53,6 +54,7 @@ class EmulationRun:
         self.late_threshold_ns = late_threshold_ns
         self.configure_hosts = configure_hosts
         self.mtu = mtu
+        self.pace_hosts = pace_hosts
         self.net = None
         self.state = None
         self.stats = {}
@@ -123,8 +125,27 @@ class EmulationRun:
             self.net.staticArp()
         if self.mtu != 1500:
             self._set_mtu()
+        if self.pace_hosts:
+            self._pace_hosts()
         self.net.start()
         return self
+
+    def _pace_hosts(self):
+        """A host's NIC serialises at its link rate: a token bucket on the host's egress,
+        counting the same 24 bytes of Ethernet overhead per frame as the switch ports, with a
+        burst of two frames. Without it a host hands a whole window to its veth at once and
+        its switch sees bursts no real NIC would send."""
+        frame = self.mtu + 14
+        for h in self.net.hosts:
+            (port,) = self.topology.ports(h.name)
+            rate = int(port.link.rate_bps)
+            for intf in h.intfList():
+                if intf.name == "lo":
+                    continue
+                out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead 24 tbf "
+                            f"rate {rate}bit burst {2 * (frame + 24)} limit {64 * frame}")
+                if out.strip():
+                    raise RuntimeError(f"pacing {h.name} {intf.name} with tbf failed: {out.strip()}")
 
     def _set_mtu(self):
         """Jumbo frames: every interface of the run, host ends in their namespaces, switch
