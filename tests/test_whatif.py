@@ -69,3 +69,15 @@ def test_cli_sweep_writes_table_and_plot(tmp_path, capsys):
     assert len(table) == 3 * 3 * 5 * 5
     assert (tmp_path / "scaling_vs_bandwidth.png").stat().st_size > 10_000
     assert "resnet101: scaling factor" in capsys.readouterr().out
+
+
+def test_packet_level_answer_beside_the_closed_form(tmp_path):
+    from dlcp_emu.whatif_sim import whatif_sim
+    slow = whatif_sim("resnet50", 4, 10, tmp_path / "slow")
+    fast = whatif_sim("resnet50", 4, 100, tmp_path / "fast")
+    assert slow["completed"] and fast["completed"]
+    # A real transport cannot beat a fully used network; at 100 Gbit/s both say near-linear.
+    assert slow["simulated_scaling_factor"] <= slow["closed_form_scaling_factor"] + 0.02
+    assert fast["simulated_scaling_factor"] > 0.95 and fast["closed_form_scaling_factor"] > 0.95
+    assert slow["simulated_scaling_factor"] < fast["simulated_scaling_factor"]
+    assert 0 < slow["simulated_link_utilization"] <= 1

@@ -18,6 +18,9 @@ def add_parser(sub):
                         "for resnet50, resnet101 and vgg16, with a plot")
     p.add_argument("--out", type=Path, default=Path("results/whatif"),
                    help="where --sweep writes its table and plot (default results/whatif)")
+    p.add_argument("--sim", action="store_true",
+                   help="also answer with the packet-level simulator (ring all-reduce over the "
+                        "`reliable` transport on a star at the bandwidth)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run, parser=p)
 
@@ -42,6 +45,8 @@ def _run(args):
                                     ("--bandwidth-gbps", args.bandwidth_gbps)) if v is None]
     if missing:
         args.parser.error(f"give {', '.join(missing)} (or --sweep)")
+    if args.sim:
+        return _sim(args)
     r = whatif.whatif(args.model, args.workers, args.bandwidth_gbps, args.compression)
     if args.json:
         print(json.dumps(r.as_dict()))
@@ -72,3 +77,21 @@ def _sweep(args, whatif):
         print(wide.round(3).to_string())
     print(f"\ntable: {args.out / 'sweep.csv'}\nplot:  {plot}")
     return 0
+
+
+def _sim(args):
+    import tempfile
+    from dlcp_emu.whatif_sim import whatif_sim
+    if args.compression != 1:
+        args.parser.error("--sim models no compression; leave --compression at 1")
+    with tempfile.TemporaryDirectory() as tmp:
+        r = whatif_sim(args.model, args.workers, args.bandwidth_gbps, tmp)
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"{r['model']}, {r['workers']} workers, {r['bandwidth_gbps']:g} Gbit/s:\n"
+              f"  closed form (fully used network): scaling {r['closed_form_scaling_factor']:.3f}\n"
+              f"  packet-level ({r['transport']} transport): scaling {r['simulated_scaling_factor']:.3f}, "
+              f"iteration {r['simulated_iteration_time_s'] * 1e3:.1f} ms, "
+              f"busiest link {r['simulated_link_utilization'] * 100:.0f}% used")
+    return 0 if r["completed"] else 1
