@@ -17,7 +17,7 @@ from .sim import SimNetwork
 from .sim.background import JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
 
-MAX_EVENTS = 200_000_000
+SLICE_EVENTS = 200_000
 
 
 def build(spec, pipeline, keep_results=False):
@@ -87,13 +87,13 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     net.loop.at(0, sample)
     hosts.start()
     limit_ns = int(spec.time_limit_s * 1e9)
-    # Run in slices so that progress shows and the time limit (virtual) is honoured.
-    step = max(1, limit_ns // 50)
+    # Run in slices of events so that progress shows every second or so of wall time, and
+    # the time limit (virtual) is honoured.
     t = 0
     interrupted = None
     try:
         while not hosts.done() and net.loop.pending() and t < limit_ns:
-            t = net.loop.run(until=t + step, max_events=MAX_EVENTS)
+            t = net.loop.run(until=limit_ns, max_events=SLICE_EVENTS)
             its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
                       for s in hosts.stacks.values() if isinstance(s.agent, Worker))
             log(f"  virtual {t / 1e9 / spec.time_dilation:8.3f} s  iterations {its}/{spec.workload['iterations']}  "
