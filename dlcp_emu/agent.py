@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workloads import ds_sync_groups, ring_allreduce, split_ranges
+from workloads import ds_sync_groups, split_ranges
 from workloads.patterns import Transfer
 
 from .plan import gradient
@@ -213,15 +213,23 @@ class Worker:
         return tuple(range(self.n))
 
     def _ring_steps(self, group, bucket):
-        """Each step: (phase, what I send, what I receive), from the ring schedule with group
-        positions mapped to ranks. Step k of the collective is message step k."""
+        """Each step: (phase, step id, what I send, what I receive), this rank's share of
+        `workloads.ring_allreduce` (reduce-scatter step s: position p sends chunk p - s to
+        p + 1; all-gather step s: chunk p + 1 - s), computed for this rank alone: building the
+        whole schedule at every rank costs O(n^2) a rank, minutes at 1024 ranks."""
+        n = len(group)
         me = group.index(self.rank)
-        sched = ring_allreduce(len(group), bucket.nbytes)
+        chunks = split_ranges(bucket.nbytes, n)
+        nxt, prv = group[(me + 1) % n], group[(me - 1) % n]
         steps = []
-        for k, (phase_name, _, transfers) in enumerate(sched.steps()):
-            phase = 0 if phase_name == "reduce_scatter" else 1
-            send = next((t._replace(src=self.rank, dst=group[t.dst]) for t in transfers if t.src == me), None)
-            recv = next((t._replace(src=group[t.src], dst=self.rank) for t in transfers if t.dst == me), None)
+        for k in range(2 * (n - 1)):
+            phase, s = (0, k) if k < n - 1 else (1, k - (n - 1))
+            offset = -s if phase == 0 else 1 - s
+            c_send, c_recv = (me + offset) % n, (me - 1 + offset) % n
+            a, b = chunks[c_send]
+            send = Transfer(self.rank, nxt, c_send, a, b) if b > a else None
+            a, b = chunks[c_recv]
+            recv = Transfer(prv, self.rank, c_recv, a, b) if b > a else None
             steps.append((phase, k, send, recv))
         return steps
 

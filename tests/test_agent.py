@@ -151,3 +151,21 @@ def test_real_trace_plan_keeps_bucket_structure_when_scaled():
     full, small = make_plan(trace), make_plan(trace, byte_scale=0.01)
     assert [b.layer_ids for b in full.buckets] == [b.layer_ids for b in small.buckets]
     assert small.bytes_per_iteration == pytest.approx(full.bytes_per_iteration * 0.01, rel=0.01)
+
+
+@pytest.mark.parametrize("n, nbytes", [(2, 4000), (3, 4004), (5, 12), (8, 4 * 1001)])
+def test_each_ranks_ring_steps_are_its_share_of_the_schedule(n, nbytes):
+    """The per-rank steps the worker computes are exactly what the full schedule gives it."""
+    from workloads import ring_allreduce
+    from dlcp_emu.plan import BucketPlan
+    trace = small_trace()
+    plan = make_plan(trace)
+    bucket = BucketPlan(0, 0, (0,), (nbytes,), nbytes, 0)
+    sched = ring_allreduce(n, nbytes)
+    for r in range(n):
+        mine = Worker(r, n, plan, trace)._ring_steps(tuple(range(n)), bucket)
+        for k, (phase_name, _, transfers) in enumerate(sched.steps()):
+            phase, step, send, recv = mine[k]
+            assert (phase, step) == (0 if phase_name == "reduce_scatter" else 1, k)
+            assert send == next((t for t in transfers if t.src == r), None)
+            assert recv == next((t for t in transfers if t.dst == r), None)
