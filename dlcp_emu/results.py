@@ -61,21 +61,22 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if values.size else None
 
 
-def summarize(iterations, tensors, ports, *, compute_s, workers, loss_bound, fidelity,
-              duration_s, bytes_offered=None):
+def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, loss_bound,
+              fidelity, duration_s):
     """The per-preset figures of summary.json from the tables of one run (seconds, real-world).
 
     scaling_factor = T_n / (n T) in throughput terms, which for data parallelism with a fixed
     per-worker batch is T_1 / T_n: one worker's pure compute time over the measured mean
-    iteration time (1.0 means the network costs nothing)."""
+    iteration time (1.0 means the network costs nothing). loss_fraction: gradient bytes the
+    transports zero-filled over all bytes they delivered."""
     it = iterations[iterations["total_s"].notna()] if len(iterations) else iterations
     if len(it) and it["iteration"].nunique() > 1:
         # Iteration 0 waits for no update (nothing was synchronised before it): warm-up.
         it = it[it["iteration"] > 0]
     fct = tensors["fct_s"].dropna() if len(tensors) else pd.Series(dtype=float)
     mean_it = float(it["total_s"].mean()) if len(it) else None
-    lost = float(tensors["lost_bytes"].sum()) if len(tensors) else 0.0
-    total = float(tensors["nbytes"].sum()) if len(tensors) else 0.0
+    total = float(deliveries["nbytes"].sum()) if len(deliveries) else 0.0
+    loss = float(deliveries["lost_bytes"].sum()) / total if total else 0.0
     util = None
     if len(ports) and "utilization" in ports:
         busy = ports[ports["utilization"].notna()]
@@ -86,9 +87,9 @@ def summarize(iterations, tensors, ports, *, compute_s, workers, loss_bound, fid
         "tensor_fct_p50_s": percentile(fct, 50),
         "tensor_fct_p99_s": percentile(fct, 99),
         "tensor_fct_p999_s": percentile(fct, 99.9),
-        "loss_fraction": lost / total if total else 0.0,
+        "loss_fraction": loss,
         "loss_bound": loss_bound,
-        "loss_within_bound": (lost / total if total else 0.0) <= loss_bound + 1e-12,
+        "loss_within_bound": loss <= loss_bound + 1e-12,
         "link_utilization": util,
         "scaling_factor": (compute_s / mean_it) if mean_it else None,
         "workers": workers,

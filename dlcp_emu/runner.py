@@ -154,14 +154,11 @@ def port_table(counters_by_switch, duration_s, dilation):
 
 
 def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_s, plan):
-    loss_bytes = float(dels["lost_bytes"].sum()) if len(dels) else 0.0
-    total = float(dels["nbytes"].sum()) if len(dels) else 0.0
-    s = results.summarize(its, tens, ports, compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
+    s = results.summarize(its, tens, dels, ports,
+                          compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
                           workers=spec.workload["workers"],
                           loss_bound=spec.transport["loss_bound"] if transport == "dlcp" else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
-    s["loss_fraction"] = loss_bytes / total if total else 0.0
-    s["loss_within_bound"] = s["loss_fraction"] <= s["loss_bound"] + 1e-12
     s.update({"preset": preset, "transport": transport,
               "model": spec.workload.get("model") or spec.workload.get("trace"),
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
