@@ -44,7 +44,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             out.unlink(missing_ok=True)   # never read a previous run's records as this one's
             cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
                                deadline_s=spec.time_limit_s, out_path=str(out),
-                               packets_path=str(run_dir / f"packets-{rank}"),
+                               packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
             cfg_path = run_dir / f"host-{rank}.config.json"
             cfg_path.write_text(json.dumps(cfg))

@@ -39,9 +39,9 @@ def build(spec, pipeline, keep_results=False):
             agent = Worker(rank, placement.workers, plan, trace, w["pattern"], w["iterations"],
                            seed=spec.seed, ps_ranks=placement.ps_ranks, group_size=w["group_size"],
                            keep_results=keep_results)
-        stacks[rank] = PacketLog(HostStack(rank, agent, transport, mtu=spec.mtu,
-                                           loss_bound=t["loss_bound"],
-                                           droppable_fraction=t["droppable_fraction"]))
+        stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
+                          droppable_fraction=t["droppable_fraction"])
+        stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts) if spec.background else {}
@@ -119,7 +119,8 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
     queues = queue_table(samples, 0, spec.time_dilation)
-    packets = packet_table([st.records() for st in hosts.stacks.values()], spec.time_dilation)
+    packets = packet_table([st.records() for st in hosts.stacks.values() if isinstance(st, PacketLog)],
+                           spec.time_dilation)
     if len(packets):
         s["packets"] = packets["fate"].value_counts().to_dict()
     background = pd.DataFrame(

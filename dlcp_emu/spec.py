@@ -6,6 +6,7 @@
     byte_scale = 1.0            # gradient bytes and link rates * s (keeps the comm/compute ratio)
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
+    packet_records = true       # per-packet table (memory grows with packets: off for large runs)
 
     [topology]                  # kind + the builder's own parameters (rates as real-world bit/s)
     kind = "leaf-spine"
@@ -72,6 +73,7 @@ class Spec:
     byte_scale: float
     mtu: int
     time_limit_s: float
+    packet_records: bool
     topology: dict
     workload: dict
     transport: dict
@@ -159,6 +161,7 @@ TOP_FIELDS = {
     "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
     "mtu": (1500, _int(576, 9000), "an integer in 576..9000"),
     "time_limit_s": (300, _num(1, 86400), "a number of seconds in 1..86400"),
+    "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "transport": ({"kind": "reliable"}, lambda v: isinstance(v, dict), "a table"),
@@ -231,7 +234,8 @@ def parse_spec(raw, source="spec"):
         raise SpecError(c.problems, source)
     return Spec(name=top["name"], seed=top["seed"], time_dilation=float(top["time_dilation"]),
                 byte_scale=float(top["byte_scale"]), mtu=top["mtu"],
-                time_limit_s=float(top["time_limit_s"]), topology=dict(topology),
+                time_limit_s=float(top["time_limit_s"]), packet_records=top["packet_records"],
+                topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, source=source, raw=raw)
 
