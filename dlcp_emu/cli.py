@@ -7,12 +7,16 @@ import sys
 
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES = [
-    "dlcp_emu.commands.bench",
-    "dlcp_emu.commands.whatif",
     "dlcp_emu.commands.run",
     "dlcp_emu.commands.report",
+    "dlcp_emu.commands.whatif",
+    "dlcp_emu.commands.bench",
     "dlcp_emu.commands.clean",
 ]
+
+DESCRIPTION = ("Packet-level emulation (Mininet, real frames) and simulation (virtual time) of "
+               "DL-aware transport and switch policies: FIFO, PIAS, layer priority, pFabric, NDP, "
+               "DLCP. Start with `sudo make emulate`, or `dlcp-emu run examples/default.toml`.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
-    parser = _Parser(prog="dlcp-emu", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="dlcp-emu", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
     for name in COMMAND_MODULES:
