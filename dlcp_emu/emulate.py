@@ -80,6 +80,10 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, active_seconds(tens), spec.time_dilation)
     fidelity = _fidelity(run.stats)
+    late = [x for r in records for x in r.get("timer_lateness_ns", [])]
+    # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
+    # like the switches' figure.
+    fidelity["host_timer_p99_lateness_us"] = results.percentile(late, 99) / 1e3 if late else None
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["completed"] = interrupted is None

@@ -108,6 +108,7 @@ def records(cfg, stack, started_ns, finished):
     a = stack.agent
     out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
            "started_ns": started_ns, "done": stack.done,
+           "timer_lateness_ns": stack.timer_lateness[-10_000:],
            "deliveries": stack.deliveries,
            "sends": [r.__dict__ for r in stack.completions]}
     if cfg["role"] == "worker":

@@ -26,6 +26,7 @@ class HostStack:
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
                                   #  {magnitude class: lost bytes})
         self.completions = []     # SendResults
+        self.timer_lateness = []  # ns each compute timer fired after its planned time
 
     # -- endpoint surface ---------------------------------------------------------------
     def start(self, now):
@@ -45,6 +46,8 @@ class HostStack:
     def poll(self, now):
         t = self.agent.next_timer()
         if t is not None and t <= now:
+            # How late compute ended against the plan: the host side of fidelity.
+            self.timer_lateness.append(now - t)
             self.agent.on_timer(now)
             self._pump(now)
         out = self.receiver.poll(now)
