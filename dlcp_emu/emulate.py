@@ -16,6 +16,7 @@ from .runner import (active_seconds, hostd_config, place, port_table, preset_nam
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
+PROGRESS_EVERY_S = 3.0
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
@@ -115,24 +116,26 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
 def _wait(spec, placement, procs, outs, t_start, log):
     """Until every agent is done (None), or why not."""
     iterations = spec.workload["iterations"]
-    last = None
+    last = (None, 0.0)
     while True:
         time.sleep(POLL_S)
-        done, its = 0, []
+        done, its, packets = 0, [], 0
         for rank, out in outs.items():
             try:
                 rec = json.loads(out.read_text())
             except (OSError, ValueError):
                 continue
             done += bool(rec.get("done"))
+            packets += rec.get("packets_sent", 0)
             if rank not in placement.ps_ranks:
                 its.append(sum(1 for r in rec.get("iterations", []) if r.get("comm_end_ns", -1) >= 0))
         elapsed = time.monotonic() - t_start
-        line = (f"  {elapsed:6.1f} s  iterations {min(its, default=0)}/{iterations} (slowest worker), "
-                f"agents done {done}/{len(outs)}")
-        if line != last:
-            log(line)
-            last = line
+        state = (min(its, default=0), done)
+        # A line when an iteration or an agent finishes, else every few seconds.
+        if state != last[0] or elapsed - last[1] >= PROGRESS_EVERY_S:
+            log(f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
+                f"agents done {done}/{len(outs)}, packets sent {packets:,}")
+            last = (state, elapsed)
         if done == len(outs):
             return None
         dead = [r for r, p in procs.items() if p.poll() is not None]

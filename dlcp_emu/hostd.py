@@ -104,10 +104,12 @@ def build_stack(cfg):
     return plan, stack
 
 
-def records(cfg, stack, started_ns, finished):
+def records(cfg, stack, started_ns, finished, driver=None):
     a = stack.agent
     out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
            "started_ns": started_ns, "done": stack.done,
+           "packets_sent": driver.sent if driver else 0,
+           "packets_received": driver.received if driver else 0,
            "timer_lateness_ns": stack.timer_lateness[-10_000:],
            "deliveries": stack.deliveries,
            "sends": [r.__dict__ for r in stack.completions]}
@@ -165,12 +167,12 @@ def main(argv=None):
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
-            write_json_atomic(out_path, records(cfg, stack, started, False))
+            write_json_atomic(out_path, records(cfg, stack, started, False, driver))
             next_write = now + 1_000_000_000
         wake = driver.timeout()
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    write_json_atomic(out_path, records(cfg, stack, started, True))
+    write_json_atomic(out_path, records(cfg, stack, started, True, driver))
     if log is not None:
         import pandas as pd
         rec = log.records()
