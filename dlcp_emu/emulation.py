@@ -91,6 +91,12 @@ class EmulationRun:
                                       topology=self.topology.name)
         state = self.state
         names = root_interfaces(self.topology)
+        taken = [n for n in names if os.path.exists(f"/sys/class/net/{n}")]
+        if taken:
+            # Mininet would fail later with "RTNETLINK answers: File exists".
+            raise RuntimeError(f"interface {taken[0]} already exists: another emulation is running, "
+                               "or a killed one left it behind (`dlcp-emu clean` removes those); "
+                               "one emulation at a time per machine")
         if self.switch_override is not None:
             # Kernel bridges (LinuxBridge) are interfaces named after their switch.
             names += self.topology.switches()

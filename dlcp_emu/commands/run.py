@@ -92,8 +92,12 @@ def _compare(args):
 def _finish(args, spec, presets, seeds, report=False):
     from dlcp_emu import compare
     pipelines = presets if presets is not None else [spec.switch]
-    run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
-                                       root=args.results, log=lambda m: print(m, flush=True))
+    try:
+        run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
+                                           root=args.results, log=lambda m: print(m, flush=True))
+    except (RuntimeError, ValueError) as e:   # set-up problems: say what, not a traceback
+        print(f"dlcp-emu: {e}", file=sys.stderr)
+        return 2
     if args.json:
         compare.print_json(summary)
     else:
