@@ -13,12 +13,13 @@ seconds after start_at_ns), "start_at_ns", "deadline_s", "out_path"}
 """
 import argparse
 import json
-import os
 import selectors
 import signal
 import socket
 import sys
 import time
+
+from .jsonio import write_json_atomic
 
 CHUNK = 64 * 1024
 ZEROS = memoryview(bytes(CHUNK))
@@ -121,10 +122,7 @@ def write(cfg, flows, received, start):
     rows = [{"start_ns": f.start_ns - start, "dst": f.dst, "bytes": f.size, "state": f.state,
              "fct_ns": (f.done_ns - f.start_ns) if f.done_ns else None, "error": f.error}
             for f in flows if f.state != "waiting"]
-    tmp = cfg["out_path"] + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump({"flows": rows, "sink_bytes": received}, fh)
-    os.replace(tmp, cfg["out_path"])
+    write_json_atomic(cfg["out_path"], {"flows": rows, "sink_bytes": received})
 
 
 def main(argv=None):

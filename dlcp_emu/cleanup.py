@@ -17,6 +17,8 @@ import subprocess
 import time
 import uuid
 
+from .jsonio import write_json_atomic
+
 DEFAULT_RUNTIME_DIR = "/run/dlcp-emu"
 KILL_WAIT_S = 3.0
 
@@ -74,15 +76,6 @@ def ifindex(name):
         return None
 
 
-def _write_atomic(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 class RunState:
     """The state file of one run, rewritten (atomically) whenever something is added."""
 
@@ -98,7 +91,7 @@ class RunState:
         self.save()
 
     def save(self):
-        _write_atomic(self.path, self.data)
+        write_json_atomic(self.path, self.data, indent=1, fsync=True)
 
     def add_interfaces(self, names):
         """Record interfaces about to be created (before creating them)."""

@@ -11,8 +11,8 @@ from pathlib import Path
 from . import results
 from .emulation import EmulationRun
 from .plan import make_plan
-from .runner import (active_seconds, hostd_config, place, port_table, preset_name, queue_table,
-                     scaled_topology, summary, tables)
+from .runner import (active_seconds, finish, hostd_config, place, port_table, preset_name,
+                     queue_table, scaled_topology, summary, tables)
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
@@ -87,30 +87,17 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     fidelity["host_timer_p99_lateness_us"] = results.percentile(late, 99) / 1e3 if late else None
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
-    s["completed"] = interrupted is None
-    if interrupted:
-        s["stopped_because"] = interrupted
-        s["interrupted"] = interrupted.startswith("interrupted")
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
-    packets = _packets(run_dir, outs, spec.time_dilation, t0)
-    if len(packets):
-        s["packets"] = packets["fate"].value_counts().to_dict()
-    background = _background_table(bg_outs, spec.time_dilation)
-    if len(background):
-        done = background[background["state"] == "done"]
-        s["background"] = {"flows": int(len(background)), "completed": int(len(done)),
-                           "fct_p50_s": results.percentile(done["fct_s"], 50),
-                           "fct_p99_s": results.percentile(done["fct_s"], 99)}
-    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues), ("background", background), ("packets", packets)):
-        results.write_table(run_dir, name, frame)
+    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+              "queues": queues, "background": _background_table(bg_outs, spec.time_dilation),
+              "packets": _packets(run_dir, outs, spec.time_dilation, t0)}
+    finish(run_dir, s, frames, interrupted)
     for st in run.stats.values():   # the samples are in queues.parquet
         if st:
             st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
-    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports, "queues": queues,
-               "packets": packets, "background": background}
+    return s, frames
 
 
 def _wait(spec, placement, procs, outs, t_start, log):

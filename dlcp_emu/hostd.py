@@ -16,7 +16,6 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 """
 import argparse
 import json
-import os
 import select
 import signal
 import socket
@@ -27,6 +26,7 @@ import numpy as np
 
 from .agent import ParameterServer, Worker
 from .hoststack import HostStack
+from .jsonio import write_json_atomic
 from .packet_log import COLUMNS, PacketLog
 from .plan import make_plan
 from .transport.udp_driver import UdpDriver
@@ -119,13 +119,6 @@ def records(cfg, stack, started_ns, finished, driver=None):
     else:
         out["lost"] = a.lost
     return out
-
-
-def write_json_atomic(path, data):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)
 
 
 def main(argv=None):

@@ -12,13 +12,14 @@
 Every time in the tables and the summary is in real-world seconds: emulated and simulated
 times are divided by the time-dilation factor before they are written.
 """
-import json
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .jsonio import write_json_atomic
 
 SUMMARY_KEYS = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s",
                 "tensor_fct_p99_s", "tensor_fct_p999_s", "loss_fraction", "link_utilization",
@@ -102,9 +103,7 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
 
 def write_summary(run_dir, summary):
     path = Path(run_dir) / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
-    tmp.replace(path)
+    write_json_atomic(path, summary, indent=2, default=_plain)
     return path
 
 

@@ -181,3 +181,24 @@ def queue_table(samples_by_switch, t0_ns, dilation):
             rows.extend({"switch": sw, "port": int(port), "t_s": (smp[0] - t0_ns) * 1e-9 / dilation,
                          "queued_bytes": smp[i + 1]} for smp in samples)
     return pd.DataFrame(rows, columns=["switch", "port", "t_s", "queued_bytes"])
+
+
+def finish(run_dir, s, frames, interrupted):
+    """What both backends do last: note why a run stopped early, summarise packet fates and
+    background flows, and write every table (even empty ones, so readers find them)."""
+    s["completed"] = interrupted is None
+    if interrupted:
+        s["stopped_because"] = interrupted
+        s["interrupted"] = interrupted.startswith("interrupted")
+    packets = frames.get("packets")
+    if packets is not None and len(packets):
+        s["packets"] = packets["fate"].value_counts().to_dict()
+    background = frames.get("background")
+    if background is not None and len(background):
+        done = background[background["state"] == "done"]
+        s["background"] = {"flows": int(len(background)), "completed": int(len(done)),
+                           "fct_p50_s": results.percentile(done["fct_s"], 50),
+                           "fct_p99_s": results.percentile(done["fct_s"], 99)}
+    for name, frame in frames.items():
+        results.write_table(run_dir, name, frame)
+    return s

@@ -5,14 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import results
 from .agent import ParameterServer, Worker
 from .hostd import load_trace
 from .hoststack import HostStack
 from .packet_log import PacketLog, packet_table
 from .plan import make_plan
-from .runner import (active_seconds, place, port_table, preset_name, queue_table, scaled_topology,
-                     summary, tables)
+from .runner import (active_seconds, finish, place, port_table, preset_name, queue_table,
+                     scaled_topology, summary, tables)
 from .sim import SimNetwork
 from .sim.background import JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
@@ -111,34 +110,31 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"
-    s["completed"] = hosts.done()
-    if interrupted:
-        s["stopped_because"] = interrupted
-        s["interrupted"] = interrupted.startswith("interrupted")
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
-    queues = queue_table(samples, 0, spec.time_dilation)
-    packets = packet_table([st.records() for st in hosts.stacks.values() if isinstance(st, PacketLog)],
-                           spec.time_dilation)
-    if len(packets):
-        s["packets"] = packets["fate"].value_counts().to_dict()
-    background = pd.DataFrame(
-        [{"src": topo.hosts()[ep.index], "dst": topo.hosts()[dst], "bytes": n, "state": "done",
-          "start_s": start * 1e-9 / spec.time_dilation, "fct_s": (done - start) * 1e-9 / spec.time_dilation}
-         for ep in hosts.background.values() for _, dst, n, start, done in ep.finished],
-        columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
-    if hosts.background:
-        s["background"] = {"flows": int(sum(len(ep.finished) + len(ep.started) for ep in hosts.background.values())),
-                           "completed": int(len(background)),
-                           "fct_p50_s": results.percentile(background["fct_s"], 50),
-                           "fct_p99_s": results.percentile(background["fct_s"], 99),
-                           "model": "reliable transport standing in for kernel TCP"}
-    for name, frame in (("iterations", its), ("tensors", tens), ("deliveries", dels), ("ports", ports),
-                        ("queues", queues), ("background", background), ("packets", packets)):
-        results.write_table(run_dir, name, frame)
-    return s, {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-               "queues": queues, "hosts": hosts}
+    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+              "queues": queue_table(samples, 0, spec.time_dilation),
+              "background": _background_table(topo, hosts, spec.time_dilation),
+              "packets": packet_table([st.records() for st in hosts.stacks.values()
+                                       if isinstance(st, PacketLog)], spec.time_dilation)}
+    finish(run_dir, s, frames, interrupted)
+    if "background" in s:
+        s["background"]["model"] = "reliable transport standing in for kernel TCP"
+    return s, {**frames, "hosts": hosts}
+
+
+def _background_table(topo, hosts, dilation):
+    """Background flows as the emulator reports them: finished ones with their completion
+    time, flows still under way at the end as `sending`."""
+    names = topo.hosts()
+    rows = [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "done",
+             "start_s": start * 1e-9 / dilation, "fct_s": (done - start) * 1e-9 / dilation}
+            for ep in hosts.background.values() for _, dst, n, start, done in ep.finished]
+    rows += [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "sending",
+              "start_s": start * 1e-9 / dilation, "fct_s": None}
+             for ep in hosts.background.values() for dst, n, start in ep.started.values()]
+    return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
 
 
 def _records(rank, stack):

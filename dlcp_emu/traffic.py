@@ -27,12 +27,10 @@ import time
 from .wire import (DLCP_UDP_PORT, OFF_CHUNK_INDEX, OFF_JOB, OFF_SEND_TS_NS,
                    OFF_UDP_CHECKSUM, DlcpHeader, Flags, Frame, encode_frame)
 
-ETH_P_ALL = 3
-SOL_PACKET = 263
-PACKET_IGNORE_OUTGOING = 23
+from switch_models.datapath import (ETH_P_ALL, PACKET_IGNORE_OUTGOING, PR_SET_TIMERSLACK,
+                                    SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET, _prctl)
+
 SO_ATTACH_FILTER = 26
-SO_RCVBUFFORCE = 33
-SO_SNDBUFFORCE = 32
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 # At offset 36: dport; 42: magic, version; 47: prio, mag; 46 flags; 50 job; 66 chunk index;
@@ -108,10 +106,7 @@ def schedule(classes, flows):
 
 
 def _set_slack():
-    try:
-        ctypes.CDLL(None).prctl(29, ctypes.c_ulong(1), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    _prctl(PR_SET_TIMERSLACK, 1)   # wake on time: the send schedule is in microseconds
 
 
 def _socket(intf, rcvbuf=4 << 20, filt=None):

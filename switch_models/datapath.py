@@ -41,6 +41,8 @@ import struct
 import sys
 import time
 
+from dlcp_emu.jsonio import write_json_atomic
+
 from .frames import apply_rewrite, copy_for, make_parser
 from .switch import PortConfig, Switch
 
@@ -378,13 +380,6 @@ def _prctl(option, value):
         return False
 
 
-def write_json_atomic(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
-    os.replace(tmp, path)
-
-
 # -- the switch process ------------------------------------------------------------------
 
 class Datapath:
@@ -506,7 +501,7 @@ class Datapath:
         info = {"pid": os.getpid(), "name": self.name, "mode": self.mode,
                 "ports": {n: self.intf[n] for n in self.numbers}}
         if self.cfg["ready_path"]:
-            write_json_atomic(self.cfg["ready_path"], info)
+            write_json_atomic(self.cfg["ready_path"], info, indent=1, default=str)
         print(f"READY {self.name} pid={os.getpid()}", flush=True)
 
     def _senders(self):
@@ -603,7 +598,7 @@ class Datapath:
             sends[n] = f
         flood = self.flood
         flood_frames, flood_copies, not_flooded = self.flood_frames, self.flood_copies, self.not_flooded
-        tx_errors, rx_errors = self.tx_errors, self.rx_errors
+        tx_errors = self.tx_errors
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
         samples = self.queue_samples
@@ -711,7 +706,7 @@ class Datapath:
         peeks = self._peeks()
         unicast = {dst: (ports[0], sends[ports[0]]) for dst, ports in self.routes.items()}
         flood = {n: tuple((q, sends[q]) for q in qs) for n, qs in self.flood.items()}
-        rx, tx, tx_errors, rx_errors = self.rx_frames, self.tx_frames, self.tx_errors, self.rx_errors
+        rx, tx, tx_errors = self.rx_frames, self.tx_frames, self.tx_errors
         get = unicast.get
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
@@ -768,7 +763,7 @@ class Datapath:
         for p in self.pcaps:
             p.flush()
         if self.cfg["stats_path"]:
-            write_json_atomic(self.cfg["stats_path"], self.stats(final))
+            write_json_atomic(self.cfg["stats_path"], self.stats(final), indent=1, default=str)
 
     def stats(self, final=False):
         lat = self.lateness.summary()

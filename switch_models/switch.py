@@ -91,21 +91,6 @@ class Switch:
             self._busy.discard(port)
         return out
 
-    def poll_ahead(self, now):
-        """Like `poll`, but hands over every packet whose serialisation has started, each
-        with its future `depart`: a discrete-event caller schedules the arrival at the peer
-        itself and need not come back at each departure. Real-time drivers use `poll`."""
-        out = []
-        idle = []
-        for port in self._busy:
-            port.start(now)
-            port.release(port.inflight[-1].depart if port.inflight else now, out)
-            if not port.mask:
-                idle.append(port)
-        for port in idle:
-            self._busy.discard(port)
-        return out
-
     def next_event_time(self):
         """When `poll` next has something to do (possibly already past), or None if idle."""
         t = None

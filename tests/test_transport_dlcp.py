@@ -10,43 +10,16 @@ import workloads
 from dlcp_emu.transport import (DlcpReceiver, DlcpSender, MagnitudePolicy, Message,
                                 chunk_magnitudes, chunk_payload_size)
 from dlcp_emu.transport import feedback as fb
-from dlcp_emu.transport.channel import LossyChannel, run_pair
+from dlcp_emu.transport.channel import LossyChannel
 from dlcp_emu.wire import Flags, PacketType
+from transport_helpers import run_transfer, tensor
 
 DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP
 
 
-def tensor(n, seed=0):
-    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
-
-
-class Recorder:
-    def __init__(self):
-        self.packets = []
-
-    def __call__(self, now, h, p):
-        self.packets.append((now, h, bytes(p)))
-
-    def of(self, ptype):
-        return [(t, h, p) for t, h, p in self.packets if h.type == ptype]
-
-    def droppable(self):
-        """chunk -> flag, per tensor, as the sender put it on the wire."""
-        out = {}
-        for _, h, _ in self.of(DATA):
-            out.setdefault(h.tensor_id, {})[h.chunk_index] = bool(h.flags & Flags.DROPPABLE)
-        return out
-
-
 def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=300_000, policy=None, **kw):
-    s = DlcpSender(0, 1, mtu=mtu, policy=policy, **kw)
-    r = DlcpReceiver(1, mtu=mtu)
-    for m in msgs:
-        s.send(m, 0)
-    rec = Recorder()
-    stats = run_pair(s, r, fwd or LossyChannel(seed=1), back or LossyChannel(seed=2),
-                     max_events=max_events, on_packet=rec)
-    return s, r, rec, stats
+    return run_transfer(DlcpSender(0, 1, mtu=mtu, policy=policy, **kw), DlcpReceiver(1, mtu=mtu),
+                        msgs, fwd, back, max_events)
 
 
 def check_delivery(d, msg, droppable, cs):

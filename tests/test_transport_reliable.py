@@ -12,35 +12,14 @@ from dlcp_emu.transport import (CongestionControl, MagnitudePolicy, Message, Rel
 from dlcp_emu.transport import feedback as fb
 from dlcp_emu.transport.channel import LossyChannel, run_pair
 from dlcp_emu.wire import Flags, PacketType
+from transport_helpers import Recorder, run_transfer, tensor
 
 DATA, ACK, BITMAP = PacketType.DATA, PacketType.ACK, PacketType.BITMAP
 
 
-def tensor(n, seed=0):
-    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
-
-
-class Recorder:
-    """Every packet an endpoint sent: (time, header, payload bytes)."""
-
-    def __init__(self):
-        self.packets = []
-
-    def __call__(self, now, h, p):
-        self.packets.append((now, h, bytes(p)))
-
-    def of(self, ptype):
-        return [(t, h, p) for t, h, p in self.packets if h.type == ptype]
-
-
 def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=200_000, **kw):
-    s, r = ReliableSender(0, 1, mtu=mtu, **kw), ReliableReceiver(1, mtu=mtu)
-    for m in msgs:
-        s.send(m, 0)
-    rec = Recorder()
-    stats = run_pair(s, r, fwd or LossyChannel(seed=1), back or LossyChannel(seed=2),
-                     max_events=max_events, on_packet=rec)
-    return s, r, rec, stats
+    return run_transfer(ReliableSender(0, 1, mtu=mtu, **kw), ReliableReceiver(1, mtu=mtu),
+                        msgs, fwd, back, max_events)
 
 
 @settings(max_examples=150, deadline=None)

@@ -2,9 +2,10 @@
 one-port FIFO `Switch` at its link rate, so hosts are paced by their links as in the
 emulator. Packets are `switch_models.Packet` objects routed by destination host name.
 
-Per hop the loop does one arrival event: the switch takes the packet in, and `poll_ahead`
-hands over what has started serialising with its departure time, which is when it arrives
-at the peer (delay included). A wake-up is scheduled only while a port has a backlog.
+Per hop the loop does one arrival event: the switch takes the packet in, and the egress
+port hands over what has started serialising (`EgressPort.take_started`) with its departure
+time, which is when it arrives at the peer (delay included). A wake-up is scheduled only
+while a port has a backlog.
 """
 from switch_models import PortConfig, Switch
 
