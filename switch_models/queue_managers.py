@@ -29,6 +29,11 @@ class _Base:
         self.limit_bytes = port.buffer_bytes
         self.limit_packets = port.buffer_packets
 
+    def idle_limit(self):
+        """The largest packet this manager admits unchanged into an empty queue: the port
+        starts such a packet at once without asking (its fast path). 0: always ask."""
+        return self.limit_bytes if self.limit_packets >= 1 else 0
+
     def fits(self, port, size):
         return port.bytes + size <= self.limit_bytes and port.packets < self.limit_packets
 
@@ -87,6 +92,9 @@ class Dlcp(_Base):
         b, t = port.buffer_bytes, self.threshold
         self.mag_limit = [int(b * (t + (1 - t) * m / 8)) for m in range(8)]
 
+    def idle_limit(self):
+        return min(super().idle_limit(), self.mag_limit[0])
+
     def enqueue(self, port, pkt, now):
         size = pkt.size
         if pkt.droppable:
@@ -137,6 +145,9 @@ class Trim(_Base):
         require(isinstance(trim_packets, int) and trim_packets >= 1, "trim", "trim_packets",
                 "an integer >= 1")
         self.trim_packets = trim_packets
+
+    def idle_limit(self):
+        return 0   # a bare header changes class here: always ask
 
     def enqueue(self, port, pkt, now):
         trimmed = False

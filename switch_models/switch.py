@@ -33,6 +33,7 @@ class Switch:
         # same hash choice, and an emulated and a simulated switch of one name choose alike.
         self.load_balancer = self.spec.load_balancer_for(seed * 1_000_003 ^ zlib.crc32(name.encode()))
         self.classifier = self.spec.classifier_for()
+        self._choose, self._classify = self.load_balancer.choose, self.classifier.classify
         self.drop_log = [] if record_drops else None
         n_classes = self.classifier.n_classes
         self.ports = {}
@@ -58,23 +59,28 @@ class Switch:
     def receive(self, pkt, in_port, now):
         """Take in one packet that arrived on `in_port` at `now`; returns the egress port it
         was handed to (admitted or not), or None without a route."""
+        size = pkt.size
         self.rx_packets[in_port] += 1
-        self.rx_bytes[in_port] += pkt.size
+        self.rx_bytes[in_port] += size
         candidates = self.routes.get(pkt.dst)
         if candidates is None:
             self.no_route += 1
             if self.drop_log is not None:
                 self.drop_log.append((now, in_port, NO_ROUTE, pkt))
             return
-        port = self.load_balancer.choose(pkt, candidates)
-        if port.mask and port.busy_until <= now:
+        # The load balancer is asked only when there is a choice to make.
+        port = candidates[0] if len(candidates) == 1 else self._choose(pkt, candidates)
+        pkt.cls = self._classify(pkt)
+        pkt.arrival = now
+        self._busy.add(port)
+        if port.busy_until <= now:
+            if not port.mask and size <= port.idle_limit:
+                port.send_idle(pkt, now)
+                return port
             # Serialisations due before this arrival start first, among earlier arrivals
             # only (causal), and the queue manager then sees the true occupancy.
             port.start(now)
-        pkt.cls = self.classifier.classify(pkt)
-        pkt.arrival = now
         port.qm.enqueue(port, pkt, now)
-        self._busy.add(port)
         return port
 
     def poll(self, now):

@@ -1,6 +1,16 @@
-"""A discrete-event loop in virtual time (integer ns): a heap of (time, seq, callback, args)."""
+"""A discrete-event loop in virtual time (integer ns): a heap of (time, seq, callback, arg).
+
+Each event calls callback(arg): one argument keeps the per-packet events (a packet arriving
+at the far end of a link) as cheap as CPython allows; `at` takes any arguments."""
 import heapq
 import itertools
+
+FOREVER = 1 << 62
+
+
+def _call(packed):
+    callback, args = packed
+    callback(*args)
 
 
 class EventLoop:
@@ -12,22 +22,30 @@ class EventLoop:
 
     def at(self, t, callback, *args):
         """Run callback(*args) at virtual time t (never before now)."""
-        heapq.heappush(self._heap, (t if t > self.now else self.now, next(self._seq), callback, args))
+        heapq.heappush(self._heap, (t if t > self.now else self.now, next(self._seq), _call, (callback, args)))
+
+    def schedule(self, t, callback, arg):
+        """Run callback(arg) at virtual time t >= now (the caller guarantees it)."""
+        heapq.heappush(self._heap, (t, next(self._seq), callback, arg))
 
     def run(self, until=None, max_events=None):
         """Run events in time order until none is left, virtual time passes `until`, or
         `max_events` have run. Returns the virtual time reached."""
         heap, pop = self._heap, heapq.heappop
-        budget = max_events if max_events is not None else -1
-        while heap and budget != 0:
-            if until is not None and heap[0][0] > until:
-                self.now = until
-                break
-            t, _, callback, args = pop(heap)
-            self.now = t
-            callback(*args)
-            self.events += 1
-            budget -= 1
+        limit = FOREVER if until is None else until
+        budget = -1 if max_events is None else max_events
+        n = 0
+        try:
+            while heap and n != budget:
+                if heap[0][0] > limit:
+                    self.now = limit
+                    break
+                t, _, callback, arg = pop(heap)
+                self.now = t
+                callback(arg)
+                n += 1
+        finally:
+            self.events += n
         return self.now
 
     def pending(self):

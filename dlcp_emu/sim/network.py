@@ -2,16 +2,19 @@
 one-port FIFO `Switch` at its link rate, so hosts are paced by their links as in the
 emulator. Packets are `switch_models.Packet` objects routed by destination host name.
 
-Per hop the loop does one arrival event: the switch takes the packet in, and the egress
-port hands over what has started serialising (`EgressPort.take_started`) with its departure
-time, which is when it arrives at the peer (delay included). A wake-up is scheduled only
-while a port has a backlog.
+Per hop the loop does one arrival event: the switch takes the packet in, and what its egress
+port has started serialising is handed on with its departure time, which is when it arrives
+at the peer (delay included). A port with a backlog gets a wake-up at the time it can start
+the next packet. A host's NIC is a FIFO whose buffer the transport's window bounds, so it
+starts its whole queue at once: the same departure times, without a wake-up per packet.
 """
+import heapq
+
 from switch_models import PortConfig, Switch
 
-from .events import EventLoop
+from .events import FOREVER, EventLoop
 
-HOST_BUFFER_BYTES = 64 * 1024 * 1024   # a host's NIC queue: the transport's window bounds it
+HOST_BUFFER_BYTES = 64 * 1024 * 1024
 
 
 class SimNetwork:
@@ -19,7 +22,6 @@ class SimNetwork:
         self.topology = topology
         self.loop = loop or EventLoop()
         self.nodes = {}
-        self.peer = {}   # (node, port) -> (peer node object, peer port)
         self.handlers = {}
         self.delivered = 0
         for name in topology.switches():
@@ -33,15 +35,21 @@ class SimNetwork:
             nic = Switch(name, {port.number: PortConfig(port.link.rate_bps, port.link.delay_ns,
                                                         HOST_BUFFER_BYTES)},
                          {h: (port.number,) for h in hosts if h != name}, "fifo")
-            nic.is_host = True
             nic.nic_port = port.number
             self.nodes[name] = nic
+        host_set = set(hosts)
         for name, node in self.nodes.items():
-            node.is_host = getattr(node, "is_host", False)
-            for port in node.ports.values():
-                port.wake_at = None
+            node.is_host = name in host_set
             for port in topology.ports(name):
-                self.peer[(node, port.number)] = (self.nodes[port.peer], port.peer_port)
+                egress = node.ports[port.number]
+                egress.peer = (self.nodes[port.peer], port.peer_port)
+                egress.wake_at = None
+                # How far ahead this port may start what it holds: a NIC everything, a
+                # switch only what is due (a later arrival may still take precedence).
+                egress.horizon = FOREVER if node.is_host else None
+        for node in self.nodes.values():
+            for port in node.ports.values():
+                port.arrive = self._far_end(port)
 
     def on_receive(self, host, handler):
         """handler(pkt, now) is called for every packet delivered to `host`."""
@@ -53,40 +61,71 @@ class SimNetwork:
         now = self.loop.now if now is None else now
         port = nic.receive(pkt, nic.nic_port, now)
         if port is not None:
-            self._forward(nic, port, now)
+            self._forward(port, now)
 
-    def _arrive(self, node, in_port, pkt):
-        now = self.loop.now
+    def _far_end(self, port):
+        """What happens to a packet when it reaches the far end of `port`'s link, as a
+        function of the packet: the per-hop event. A closure, because this is the loop's
+        innermost call and local names are the cheapest CPython has. The event's time is the
+        packet's `depart`, which nothing changes while it is on the wire."""
+        node, in_port = port.peer
         if node.is_host:
-            self.delivered += 1
-            handler = self.handlers.get(node.name)
-            if handler is not None:
-                handler(pkt, now)
-            return
-        port = node.receive(pkt, in_port, now)
-        if port is not None:
-            self._forward(node, port, now)
+            handlers, name = self.handlers, node.name
 
-    def _forward(self, node, port, now):
+            def deliver(pkt):
+                self.delivered += 1
+                handler = handlers.get(name)
+                if handler is not None:
+                    handler(pkt, pkt.depart)
+            return deliver
+
+        receive, forward = node.receive, self._forward
+        heap, seq, push = self.loop._heap, self.loop._seq, heapq.heappush
+
+        def arrive(pkt):
+            now = pkt.depart
+            out = receive(pkt, in_port, now)
+            if out is None:
+                return
+            inflight = out.inflight
+            if not out.mask and len(inflight) == 1:
+                # The common case, written out: it started at once on an idle port.
+                started = inflight.pop()
+                push(heap, (started.depart, next(seq), out.arrive, started))
+                c = out.counters
+                c.tx_packets += 1
+                c.tx_bytes += started.size
+            else:
+                forward(out, now)
+        return arrive
+
+    def _forward(self, port, now):
         """Hand on what this port has started, and come back when it can start more."""
-        started = []
-        port.take_started(now, started)
-        if started:
-            at, arrive = self.loop.at, self._arrive
-            dst, dst_port = self.peer[(node, port.number)]
-            for pkt in started:
-                at(pkt.depart, arrive, dst, dst_port, pkt)
+        if port.mask:
+            port.start(port.horizon or now)
+        inflight = port.inflight
+        if inflight:
+            schedule, arrive = self.loop.schedule, port.arrive
+            size = 0
+            for pkt in inflight:
+                schedule(pkt.depart, arrive, pkt)
+                size += pkt.size
+            c = port.counters
+            c.tx_packets += len(inflight)
+            c.tx_bytes += size
+            inflight.clear()
         if port.mask:
             t = port.busy_until
             if port.wake_at is None or t < port.wake_at:
                 port.wake_at = t
-                self.loop.at(t, self._wake, node, port, t)
+                self.loop.schedule(t, self._wake, (port, t))
 
-    def _wake(self, node, port, t):
+    def _wake(self, wake):
+        port, t = wake
         if port.wake_at != t:
             return   # superseded by an earlier wake-up, which rescheduled
         port.wake_at = None
-        self._forward(node, port, t)
+        self._forward(port, t)
 
     def conservation(self):
         """Every switch's (taken in, accounted for)."""
