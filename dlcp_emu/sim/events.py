@@ -8,6 +8,14 @@ import itertools
 FOREVER = 1 << 62
 
 
+class _Stop(Exception):
+    pass
+
+
+def _stop(_):
+    raise _Stop
+
+
 def _call(packed):
     callback, args = packed
     callback(*args)
@@ -23,6 +31,11 @@ class EventLoop:
     def at(self, t, callback, *args):
         """Run callback(*args) at virtual time t (never before now)."""
         heapq.heappush(self._heap, (t if t > self.now else self.now, next(self._seq), _call, (callback, args)))
+
+    def stop(self):
+        """End `run` once the events already due now have run (by an event, so that the
+        loop itself checks nothing per event)."""
+        self.schedule(self.now, _stop, None)
 
     def schedule(self, t, callback, arg):
         """Run callback(arg) at virtual time t >= now (the caller guarantees it)."""
@@ -44,6 +57,8 @@ class EventLoop:
                 self.now = t
                 callback(arg)
                 n += 1
+        except _Stop:
+            pass
         finally:
             self.events += n
         return self.now

@@ -30,6 +30,7 @@ class SimHosts:
         self.armed = {}
         self.ect = ect
         self.packets_sent = 0
+        self.training = set(stacks)   # ranks whose agent is not done yet
         for rank, host in host_of_rank.items():
             self.by_host.setdefault(host, {})[TRAINING] = rank
         for host in net.topology.hosts():
@@ -63,6 +64,8 @@ class SimHosts:
             key = (h.job, rank)
             self.endpoints[key].receive(h, payload, now, bool(pkt.rewrite & REWRITE_CE))
             self._flush(key, now)
+            if key[1] in self.training and h.job == TRAINING:
+                self._check_done(key[1])
         return deliver
 
     def _flush(self, key, now):
@@ -99,6 +102,19 @@ class SimHosts:
             return
         self.armed[key] = None
         self._flush(key, self.loop.now)
+        if key[0] == TRAINING and key[1] in self.training:
+            self._check_done(key[1])
+
+    def _check_done(self, rank):
+        """Stop the loop the moment the last agent is done, not at the end of a slice."""
+        if self.stacks[rank].agent.done:
+            self.training.discard(rank)
+            if not self.training:
+                self.loop.stop()
 
     def done(self):
-        return all(s.done for s in self.stacks.values())
+        """Training is over once every agent is: each has all the data it waited for. A
+        sender may still wait for its last acknowledgements (after a loss, for a backed-off
+        retransmission timer); running on for those would only stretch the run, and the
+        utilisation averaged over it, with background traffic."""
+        return all(s.agent.done for s in self.stacks.values())
