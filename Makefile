@@ -23,7 +23,7 @@ test-fast: setup
 bench: setup
 	$(CLI) bench model --preset fifo
 	$(CLI) bench model --preset dlcp
-	$(CLI) bench sim
+	$(CLI) bench sim --plot results/bench-sim.png
 	$(CLI) bench switch
 
 clean-runs: setup

@@ -30,7 +30,7 @@ class Packet:
         "arrival",     # time the switch took it in
         "depart",      # scheduled time it leaves the egress port (after serialisation + delay)
         "rewrite",     # REWRITE_* bits
-        "queued",      # live in a queue (False once sent or evicted: lazy deletion)
+        "queued",      # the EgressPort whose queue holds it live, else None (lazy deletion)
     )
 
     def __init__(self, size, dst, flow=0, prio=7, mag=0, layer=0, droppable=False,
@@ -52,7 +52,7 @@ class Packet:
         self.arrival = 0
         self.depart = 0
         self.rewrite = 0
-        self.queued = False
+        self.queued = None
 
     def __repr__(self):
         return (f"Packet(uid={self.uid}, size={self.size}, dst={self.dst!r}, flow={self.flow}, "

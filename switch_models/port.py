@@ -7,8 +7,11 @@ leaves at start + size / rate + link delay (`pkt.depart`): the schedule follows 
 arrivals alone, however late the caller polls. How late the real driver was against that
 schedule is its fidelity figure.
 
-Evicted packets stay in their deque marked `queued = False` and are skipped at dequeue, so
-eviction from the middle of a queue is O(1); live counts exclude them.
+Evicted packets stay in their deque marked not queued (`pkt.queued` is None) and are skipped
+at dequeue, so eviction from the middle of a queue is O(1); live counts exclude them.
+`pkt.queued` names the port that holds the packet, not just a flag: the simulator hands the
+same Packet object from switch to switch, and a stale index entry here must not mistake a
+packet queued further along its path for one of this port's.
 """
 from collections import deque
 
@@ -83,7 +86,7 @@ class EgressPort:
         if pkt.arrival > self.last_arrival:
             self.last_arrival = pkt.arrival
         self.queues[q].append(pkt)
-        pkt.queued = True
+        pkt.queued = self
         size = pkt.size
         self.qbytes[q] += size
         self.qpkts[q] += 1
@@ -113,12 +116,12 @@ class EgressPort:
     def evict(self, pkt, reason, now):
         """Remove a queued packet (lazily: it stays in its deque, marked not queued)."""
         q = self.qmap[pkt.cls]
-        pkt.queued = False
+        pkt.queued = None
         self._unlink(q, pkt.size)
         self.drop(pkt, reason, now)
         dq = self.queues[q]
         if len(dq) > 2 * self.qpkts[q] + 64:
-            self.queues[q] = deque(p for p in dq if p.queued)
+            self.queues[q] = deque(p for p in dq if p.queued is self)
 
     def pop_tail(self, q):
         """Take the newest live packet of queue q out (pFabric drops from the tail)."""
@@ -127,7 +130,7 @@ class EgressPort:
             pkt = dq.pop()
             if pkt.queued:
                 break
-        pkt.queued = False
+        pkt.queued = None
         self._unlink(q, pkt.size)
         return pkt
 
@@ -138,7 +141,7 @@ class EgressPort:
             idx = self.droppable[mag]
             while idx:
                 pkt = idx.pop()
-                if pkt.queued:
+                if pkt.queued is self:
                     return pkt
         return None
 
@@ -218,7 +221,7 @@ class EgressPort:
             pkt = dq.popleft()
             while not pkt.queued:
                 pkt = dq.popleft()
-            pkt.queued = False
+            pkt.queued = None
             size = pkt.size
             # _unlink, written out: a call per packet here costs measurable throughput.
             self.qbytes[q] -= size
@@ -229,7 +232,7 @@ class EgressPort:
             self.packets -= 1
             if pkt.droppable:
                 idx = self.droppable[pkt.mag]
-                while idx and not idx[0].queued:
+                while idx and idx[0].queued is not self:
                     idx.popleft()
             if pkt.arrival > busy:
                 busy = pkt.arrival

@@ -18,6 +18,8 @@ def add_parser(sub):
     bench_switch.add_kind(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
     sim.add_argument("--k", type=_positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
+    sim.add_argument("--repeat", type=_positive_int, default=3, help="runs per size; the fastest counts (default 3)")
+    sim.add_argument("--plot", metavar="PNG", help="also plot wall time against packet-hops")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
     return p
@@ -51,14 +53,21 @@ def _bench_model(args):
 
 def _bench_sim(args):
     from dlcp_emu import bench_sim
-    curve = bench_sim.scaling_curve(k=args.k)
+    result = bench_sim.scaling_curve(k=args.k, repeat=args.repeat)
+    curve = result["curve"]
     best = max(curve, key=lambda r: r["packet_hops_per_s"])
-    out = {"packet_hops_per_s": best["packet_hops_per_s"], "k": args.k, "curve": curve}
+    out = {"packet_hops_per_s": best["packet_hops_per_s"], "k": args.k, **result}
+    if args.plot:
+        bench_sim.plot(result, args.plot)
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"fat-tree k={args.k}, permutation traffic, dlcp preset:")
+        print(f"fat-tree k={args.k}, permutation traffic, dlcp preset (fastest of {args.repeat}):")
         for r in curve:
             print(f"  {r['packet_hops']:>9,} packet-hops in {r['seconds']:6.3f} s: "
                   f"{r['packet_hops_per_s']:,}/s")
+        print(f"  wall time = {result['fit_intercept_s']:.4f} s + {result['ns_per_packet_hop']} ns "
+              f"x packet-hops (R² {result['fit_r2']})")
+        if args.plot:
+            print(f"  plot: {args.plot}")
     return 0
