@@ -100,7 +100,7 @@ def build_stack(cfg):
                        keep_results=bool(cfg.get("results_path")))
     stack = HostStack(rank, agent, "reliable" if cfg["transport"] == "tcp" else cfg["transport"],
                       mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
-                      droppable_fraction=cfg["droppable_fraction"])
+                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])
     return plan, stack
 
 

@@ -7,7 +7,7 @@ Mininet host, the simulator's network in virtual time.
 """
 import numpy as np
 
-from .transport import TRANSPORTS, MagnitudePolicy, Message
+from .transport import TRANSPORTS, MagnitudePolicy, Message, RttEstimator
 from .wire import PacketType
 
 FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
@@ -15,10 +15,13 @@ FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
 
 class HostStack:
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
-                 loss_bound=0.01, droppable_fraction=0.1):
+                 loss_bound=0.01, droppable_fraction=0.1, link_rate_bps=None):
+        """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
+        retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults."""
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
+        self.link_rate_bps = link_rate_bps
         self.sender_cls, receiver_cls = TRANSPORTS[transport]
         self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound)
         self.receiver = receiver_cls(rank, mtu=mtu)
@@ -76,8 +79,9 @@ class HostStack:
         for m in self.agent.take_sends():
             sender = self.senders.get(m.dst)
             if sender is None:
+                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
                 sender = self.senders[m.dst] = self.sender_cls(
-                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy)
+                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy, rtt=rtt)
             sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
                                 priority=m.priority, job=self.job, src_rank=self.rank,
                                 dst_rank=m.dst), now)

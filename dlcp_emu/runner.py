@@ -76,6 +76,12 @@ def place(spec, topology):
     return Placement(n, ps, {r: hosts[r] for r in range(n + len(ps))})
 
 
+def host_link_rate(topology, host):
+    """The rate of a host's (only) link, as the topology has it (scaled, for a run)."""
+    (port,) = topology.ports(host)
+    return port.link.rate_bps
+
+
 def hostd_config(spec, placement, topology, rank, transport, **extra):
     w, t = spec.workload, spec.transport
     return {
@@ -89,6 +95,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "fusion_cycle_ms": w["fusion_cycle_ms"],
         "peers": {r: [topology.host_ip(h), 9796] for r, h in placement.host_of_rank.items()},
         "bind": [topology.host_ip(placement.host_of_rank[rank]), 9796],
+        "link_rate_bps": host_link_rate(topology, placement.host_of_rank[rank]),
         **extra,
     }
 

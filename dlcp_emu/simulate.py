@@ -10,8 +10,8 @@ from .hostd import load_trace
 from .hoststack import HostStack
 from .packet_log import PacketLog, packet_table
 from .plan import make_plan
-from .runner import (active_seconds, finish, place, port_table, preset_name, queue_table,
-                     scaled_topology, summary, tables)
+from .runner import (active_seconds, finish, host_link_rate, place, port_table, preset_name,
+                     queue_table, scaled_topology, summary, tables)
 from .sim import SimNetwork
 from .sim.background import JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
@@ -39,7 +39,8 @@ def build(spec, pipeline, keep_results=False):
                            seed=spec.seed, ps_ranks=placement.ps_ranks, group_size=w["group_size"],
                            keep_results=keep_results)
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
-                          droppable_fraction=t["droppable_fraction"])
+                          droppable_fraction=t["droppable_fraction"],
+                          link_rate_bps=host_link_rate(topo, placement.host_of_rank[rank]))
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
@@ -61,7 +62,7 @@ def _background(spec, topo, hosts):
     for fid, f in enumerate(flows):
         by_src[index[f.src]].append((int(f.start_s * 1e9), index[f.dst],
                                      max(1, int(f.nbytes * spec.byte_scale)), fid))
-    endpoints = {i: BackgroundEndpoint(i, fl, spec.mtu) for i, fl in by_src.items()}
+    endpoints = {i: BackgroundEndpoint(i, fl, spec.mtu, rate) for i, fl in by_src.items()}
     hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)), dlcp=False)
     return endpoints
 

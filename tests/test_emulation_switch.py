@@ -76,6 +76,12 @@ def assert_conserved(stats):
         assert sum(st["tx_errors"].values()) == 0, (name, st["tx_errors"])
 
 
+def kernel_drops(stats):
+    """Frames the kernel dropped at the switches' receive sockets (ring full: the switch fell
+    behind, which it reports) before the model ever saw them."""
+    return sum(sum(st["rx_socket_drops"].values()) for st in stats.values())
+
+
 def traffic(run, host, *args):
     return run.popen(host, [PY, "-m", "dlcp_emu.traffic", *map(str, args)], cwd=ROOT)
 
@@ -208,7 +214,10 @@ def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
         s = traffic(run, "h1", *sender_args(t, "h1", "h3", 4000, 1.0, ["0:7:0:200:1"], flows=4))
         sent = finish(s)["sent"]
         got = finish(rx)
-    assert got["received"] == sent
+    # Every frame arrives, but for any the kernel dropped at a busy switch's socket (counted,
+    # and flagged as falling behind): on a loaded 2-core machine a few in thousands.
+    lost = kernel_drops(run.stats)
+    assert got["received"] + lost == sent and lost <= 0.01 * sent, (got["received"], lost, sent)
     assert_conserved(run.stats)
     up = run.stats["l1"]["tx_frames"]
     a, b = up["3"], up["4"]
@@ -221,7 +230,8 @@ def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
         s = traffic(run, "h1", *sender_args(t, "h1", "h3", 3000, 1.0, ["0:7:0:200:1"], flows=16))
         sent = finish(s)["sent"]
         got = finish(rx)
-    assert got["received"] == sent
+    lost = kernel_drops(run.stats)
+    assert got["received"] + lost == sent and lost <= 0.01 * sent, (got["received"], lost, sent)
     assert_conserved(run.stats)
     pcap_dir = tmp_path / "ecmp" / "run" / "pcap"
     flows_on = {}

@@ -87,3 +87,22 @@ def test_cli_rejects_bad_spec_and_preset(tmp_path, capsys):
     assert main(["compare", str(good), "--backend", "sim", "--presets", "fifo,nosuch",
                  "--results", str(tmp_path)]) == 2
     assert "unknown preset(s) nosuch" in capsys.readouterr().err
+
+
+def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
+    """The default experiment's network without background: nothing is dropped, so every
+    retransmission would be a spurious timeout. With the retransmission floors set from the
+    scaled host link (a frame takes milliseconds) there are none; with the microsecond-scale
+    defaults a whole message burst after the compute phase used to time out every iteration."""
+    from dlcp_emu.simulate import run_simulation
+    spec = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "seed": 1,
+                       "time_dilation": 4.0,
+                       "topology": {**TINY["topology"], "hosts_per_leaf": 3, "delay_ns": 1000}})
+    s, frames = run_simulation(spec, "fifo", tmp_path, log=lambda m: None)
+    assert s["completed"]
+    packets, ports = frames["packets"], frames["ports"]
+    assert ports["dropped"].sum() == 0
+    data = packets[packets["type"] == 0]
+    assert len(data) > 1000
+    retransmitted = data["flags"].astype(int) & 2
+    assert retransmitted.sum() == 0

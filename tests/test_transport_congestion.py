@@ -150,3 +150,21 @@ def test_invalid_settings():
     with pytest.raises(ValueError):
         RttEstimator(min_rto_ns=0)
     assert math.isinf(CongestionControl().ssthresh)
+
+
+def test_rto_floors_scale_with_a_slow_link():
+    """At a real 10 Gbit/s a frame takes 1.2 us and the defaults stand; at the emulator's
+    byte-scaled 5 Mbit/s it takes 2.5 ms, and G, the floor and the initial RTO become
+    RTO_FLOOR_FRAMES frame times (twice that before the first sample)."""
+    from dlcp_emu.transport.congestion import (ETHERNET_FRAMING, GRANULARITY_NS, INITIAL_RTO_NS,
+                                               MIN_RTO_NS, RTO_FLOOR_FRAMES)
+    fast = RttEstimator.for_link(10e9, 1500)
+    assert (fast.min_rto_ns, fast.granularity_ns, fast.rto_ns) == (MIN_RTO_NS, GRANULARITY_NS, INITIAL_RTO_NS)
+    slow = RttEstimator.for_link(5e6, 1500)
+    frame_ns = (1500 + ETHERNET_FRAMING) * 8e9 / 5e6
+    assert slow.min_rto_ns == slow.granularity_ns == int(RTO_FLOOR_FRAMES * frame_ns)
+    assert slow.rto_ns == 2 * slow.min_rto_ns
+    slow.sample(3_000_000)             # one small-message RTT: the floor still holds
+    assert slow.rto_ns >= slow.min_rto_ns
+    with pytest.raises(ValueError, match="link rate"):
+        RttEstimator.for_link(0, 1500)

@@ -5,15 +5,15 @@ lowest priority, as the emulator's switches see TCP. Flow completion time is whe
 sender learns the last byte arrived. An approximation, named as such in the summary."""
 import numpy as np
 
-from ..transport import Message, ReliableReceiver, ReliableSender
+from ..transport import Message, ReliableReceiver, ReliableSender, RttEstimator
 
 JOB = 1
 
 
 class BackgroundEndpoint:
-    def __init__(self, index, flows, mtu=1500):
+    def __init__(self, index, flows, mtu=1500, link_rate_bps=None):
         """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host."""
-        self.index, self.mtu = index, mtu
+        self.index, self.mtu, self.link_rate_bps = index, mtu, link_rate_bps
         self.receiver = ReliableReceiver(index, mtu=mtu)
         self.senders = {}
         self.pending = sorted(flows, reverse=True)     # next to start at the end
@@ -34,7 +34,8 @@ class BackgroundEndpoint:
             start, dst, nbytes, fid = self.pending.pop()
             sender = self.senders.get(dst)
             if sender is None:
-                sender = self.senders[dst] = ReliableSender(self.index, dst, job=JOB, mtu=self.mtu)
+                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
+                sender = self.senders[dst] = ReliableSender(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
             sender.send(Message(np.zeros(max(1, -(-nbytes // 4)), np.float32), tensor_id=fid,
                                 priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
             self.started[fid] = (dst, nbytes, start)

@@ -23,6 +23,14 @@ MIN_RTO_NS = 1_000_000        # 1 ms floor: well above sub-ms RTTs, well below a
 GRANULARITY_NS = 1_000_000
 MAX_RTO_NS = 1_000_000_000    # 1 s cap on exponential backoff
 INITIAL_WINDOW = 10           # packets, RFC 6928
+# On a link slow enough that a frame takes milliseconds (the emulator's byte-scaled rates),
+# a burst of a window, or acknowledgements queued behind one on the way back, delays the
+# first answer by tens of frame times: the floors above would fire spurious timeouts (every
+# iteration, after the compute phase). `RttEstimator.for_link` raises G, the floor and the
+# initial RTO to this many frame times at the host's link rate, as Linux's 200 ms floor
+# stands far above any queueing delay of a real network.
+RTO_FLOOR_FRAMES = 4 * INITIAL_WINDOW
+ETHERNET_FRAMING = 14 + 24    # header, and preamble + gap + FCS, beyond the IP packet
 DCTCP_G = 1 / 16              # DCTCP's EWMA gain (Alizadeh et al., SIGCOMM'10)
 
 
@@ -43,6 +51,16 @@ class RttEstimator:
         self.rttvar_ns: float | None = None
         self.min_rtt_ns: int | None = None
         self.rto_ns = self._clamp(initial_rto_ns)
+
+    @classmethod
+    def for_link(cls, rate_bps: float, mtu: int) -> "RttEstimator":
+        """Defaults, with G, the floor and the initial RTO raised to `RTO_FLOOR_FRAMES`
+        frame times (twice that before the first sample) on a link of `rate_bps`."""
+        if not rate_bps > 0:
+            raise ValueError(f"link rate must be positive, got {rate_bps!r}")
+        floor = int(RTO_FLOOR_FRAMES * (mtu + ETHERNET_FRAMING) * 8e9 / rate_bps)
+        return cls(initial_rto_ns=max(INITIAL_RTO_NS, 2 * floor), min_rto_ns=max(MIN_RTO_NS, floor),
+                   granularity_ns=max(GRANULARITY_NS, floor))
 
     def _clamp(self, rto: float) -> int:
         return int(min(max(rto, self.min_rto_ns), self.max_rto_ns))
