@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from . import results
+from .background import BACKGROUND_UDP_PORT
 from .emulation import EmulationRun
 from .plan import make_plan
-from .runner import (active_seconds, finish, hostd_config, place, port_table, preset_name,
-                     queue_table, scaled_topology, summary, tables)
+from .runner import (active_seconds, background_flows, finish, host_link_rate, hostd_config, place,
+                     port_table, preset_name, queue_table, scaled_topology, summary, tables)
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
@@ -142,40 +143,39 @@ def _fidelity(stats):
             "switches": len(stats)}
 
 
-BACKGROUND_PORT = 5001
-MAX_BACKGROUND_FLOWS = 20_000
+BACKGROUND_TCP_PORT = 5001
 
 
 def _start_background(spec, topo, run, run_dir, start_at, log):
-    """Poisson flows of the spec's size distribution over kernel TCP between all hosts, one
-    bgtraffic process per host (sink and sources). Sizes are scaled by byte_scale and rates
-    are the scaled ones, so the offered load is the spec's fraction of each host link."""
+    """The spec's background flows (`runner.background_flows`), one process per host, over
+    the `reliable` packet transport (`background`, what the simulator runs too) or kernel
+    TCP (`bgtraffic`, sink and sources)."""
     if not spec.background:
         return {}
-    from workloads import poisson_flows
     hosts = topo.hosts()
-    host_rate = topo.ports(hosts[0])[0].link.rate_bps
+    by_src = background_flows(spec, topo)
     bg = spec.background
-    # Arrivals as in the real-world network slowed by the dilation (real flow sizes over the
-    # unscaled rate); each flow then carries byte_scale of its real size.
-    flows = poisson_flows(bg["distribution"], bg["load"], host_rate / spec.byte_scale * len(hosts),
-                          spec.time_limit_s, hosts, spec.seed, max_flows=MAX_BACKGROUND_FLOWS)
-    by_src = {h: [] for h in hosts}
-    for f in flows:
-        size = max(1, int(f.nbytes * spec.byte_scale))
-        by_src[f.src].append([f.start_s, topo.host_ip(f.dst), size])
-    log(f"  background: {len(flows)} {bg['distribution']} flows at load {bg['load']:g} over kernel TCP")
+    log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
+        f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
+    peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
     outs = {}
-    for h in hosts:
+    for i, h in enumerate(hosts):
         out = run_dir / f"background-{h}.json"
         out.unlink(missing_ok=True)
-        cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_PORT, "flows": by_src[h],
-               "start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
-               "out_path": str(out)}
+        common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
+                  "out_path": str(out)}
+        if bg["transport"] == "tcp":
+            module = "dlcp_emu.bgtraffic"
+            cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
+                   "flows": [[t / 1e9, topo.host_ip(hosts[dst]), n] for t, dst, n, _ in by_src[h]]}
+        else:
+            module = "dlcp_emu.background"
+            cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
+                   "link_rate_bps": host_link_rate(topo, h), **common}
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out
-        run.popen(h, [sys.executable, "-m", "dlcp_emu.bgtraffic", "--config", str(path)],
+        run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
                   cwd=str(Path(__file__).resolve().parent.parent))
     return outs
 

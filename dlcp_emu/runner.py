@@ -12,6 +12,7 @@ import pandas as pd
 from topologies import build as build_topology, builder_params
 
 from . import results
+from .spec import MAX_BACKGROUND_FLOWS
 
 
 # A scaled buffer holds at least this many full frames: packets are not scaled, only their
@@ -74,6 +75,25 @@ def place(spec, topology):
         columns = list(racks.values())
         hosts = [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
     return Placement(n, ps, {r: hosts[r] for r in range(n + len(ps))})
+
+
+def background_flows(spec, topology):
+    """The spec's background flows, the same for both backends: {host: [(start_ns, dst host
+    index, nbytes, flow id), ...]} with times in emulated ns from the start and sizes scaled
+    by byte_scale. Arrivals are as in the real-world network slowed by the dilation (real
+    flow sizes over the unscaled rate), so the offered load is the spec's fraction of each
+    host link."""
+    from workloads import poisson_flows
+    hosts = topology.hosts()
+    rate = host_link_rate(topology, hosts[0])
+    bg = spec.background
+    flows = poisson_flows(bg["distribution"], bg["load"], rate / spec.byte_scale * len(hosts),
+                          spec.time_limit_s, hosts, spec.seed, max_flows=MAX_BACKGROUND_FLOWS)
+    index = {h: i for i, h in enumerate(hosts)}
+    by_src = {h: [] for h in hosts}
+    for fid, f in enumerate(flows):
+        by_src[f.src].append((int(f.start_s * 1e9), index[f.dst], max(1, int(f.nbytes * spec.byte_scale)), fid))
+    return by_src
 
 
 def host_link_rate(topology, host):

@@ -10,10 +10,10 @@ from .hostd import load_trace
 from .hoststack import HostStack
 from .packet_log import PacketLog, packet_table
 from .plan import make_plan
-from .runner import (active_seconds, finish, host_link_rate, place, port_table, preset_name,
-                     queue_table, scaled_topology, summary, tables)
+from .runner import (active_seconds, background_flows, finish, host_link_rate, place, port_table,
+                     preset_name, queue_table, scaled_topology, summary, tables)
 from .sim import SimNetwork
-from .sim.background import JOB as BACKGROUND_JOB, BackgroundEndpoint
+from .background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
 
 SLICE_EVENTS = 200_000
@@ -49,21 +49,16 @@ def build(spec, pipeline, keep_results=False):
 
 
 def _background(spec, topo, hosts):
-    """The emulator's background flows (same arrivals and sizes), each a `reliable` message
-    marked as non-DLCP traffic: see sim/background.py for what this approximates."""
-    from workloads import poisson_flows
+    """The emulator's background flows (`runner.background_flows`: same arrivals and sizes)
+    on the `reliable` transport's endpoints. Over `reliable` they are what the emulator runs;
+    for `tcp` they stand in for kernel TCP, marked as the switches see TCP (not DLCP, one
+    flow hash per connection)."""
     names = topo.hosts()
-    rate = topo.ports(names[0])[0].link.rate_bps
-    bg = spec.background
-    flows = poisson_flows(bg["distribution"], bg["load"], rate / spec.byte_scale * len(names),
-                          spec.time_limit_s, names, spec.seed, max_flows=20_000)
-    index = {h: i for i, h in enumerate(names)}
-    by_src = {i: [] for i in range(len(names))}
-    for fid, f in enumerate(flows):
-        by_src[index[f.src]].append((int(f.start_s * 1e9), index[f.dst],
-                                     max(1, int(f.nbytes * spec.byte_scale)), fid))
-    endpoints = {i: BackgroundEndpoint(i, fl, spec.mtu, rate) for i, fl in by_src.items()}
-    hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)), dlcp=False)
+    by_src = background_flows(spec, topo)
+    endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h))
+                 for i, h in enumerate(names)}
+    hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)),
+                  udp_port=None if spec.background["transport"] == "tcp" else BACKGROUND_UDP_PORT)
     return endpoints
 
 
@@ -120,7 +115,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
               "packets": packet_table([st.records() for st in hosts.stacks.values()
                                        if isinstance(st, PacketLog)], spec.time_dilation)}
     finish(run_dir, s, frames, interrupted)
-    if "background" in s:
+    if "background" in s and spec.background["transport"] == "tcp":
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
     return s, {**frames, "hosts": hosts}
 

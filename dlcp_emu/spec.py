@@ -37,8 +37,10 @@
     preset = "dlcp"
 
     [background]                # optional
-    load = 0.2                  # fraction of host link rate, Poisson arrivals over kernel TCP
+    load = 0.2                  # fraction of host link rate, Poisson arrivals
     distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
+    transport = "reliable"      # reliable (the packet transport: both backends run it alike) |
+                                # tcp (kernel TCP: emulation; the simulator approximates it)
 
 `load_spec(path)` and `parse_spec(dict)` check every field and report all problems at once,
 each naming the field and what is allowed; unknown fields are errors.
@@ -53,6 +55,8 @@ from topologies import builder_params, build as build_topology
 PATTERNS = ("ring", "ps", "ds-sync")
 TRANSPORTS = ("tcp", "reliable", "dlcp", "auto")
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
+BACKGROUND_TRANSPORTS = ("reliable", "tcp")
+MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
 PLACEMENTS = ("spread", "packed")
 
 
@@ -196,6 +200,7 @@ TRANSPORT_FIELDS = {
 BACKGROUND_FIELDS = {
     "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
     "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
+    "transport": ("reliable", _one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
 }
 
 
@@ -222,8 +227,9 @@ def parse_spec(raw, source="spec"):
         c.problems.append("workload.group_size: must be at most workload.workers")
 
     topology = top.get("topology") or {}
-    if isinstance(topology, dict):
-        _check_topology(c, topology, workload)
+    topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
+    if topo is not None and background and not c.problems:
+        _check_background(c, background, topo, top)
     switch = top.get("switch") or {}
     try:
         PipelineSpec.parse(switch)
@@ -263,6 +269,23 @@ def _check_topology(c, topology, workload):
     if needed > hosts:
         c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if workload.get('pattern') == 'ps' else ''}) "
                           f"but topology {kind} has {hosts}")
+    return topo
+
+
+def _check_background(c, background, topo, top):
+    """Background flows are drawn for the whole time limit: their number must stay within
+    what a run holds (MAX_BACKGROUND_FLOWS)."""
+    from workloads import mean_flow_bytes
+    hosts = topo.hosts()
+    (port,) = topo.ports(hosts[0])
+    per_s = background["load"] * port.link.rate_bps * len(hosts) / top["time_dilation"] \
+        / (8 * mean_flow_bytes(background["distribution"]))
+    expected = per_s * top["time_limit_s"]
+    if expected > MAX_BACKGROUND_FLOWS:
+        c.problems.append(
+            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} "
+            f"means about {expected:,.0f} flows, above the {MAX_BACKGROUND_FLOWS:,} a run holds; "
+            f"lower background.load or time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.0f} s here)")
 
 
 def load_spec(path):

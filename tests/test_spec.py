@@ -26,7 +26,7 @@ def test_every_problem_is_reported_at_once():
     bad = {**GOOD, "mtu": 20000, "colour": "red",
            "workload": {"model": "resnet5", "workers": 0, "pattern": "tree"},
            "transport": {"kind": "quic"}, "switch": {"preset": "fifoo"},
-           "background": {"load": 1.5}}
+           "background": {"load": 1.5, "transport": "udp"}}
     with pytest.raises(SpecError) as err:
         parse_spec(bad)
     text = str(err.value)
@@ -39,9 +39,10 @@ def test_every_problem_is_reported_at_once():
         "transport.kind: 'quic' is not allowed; must be one of tcp, reliable, dlcp, auto",
         "switch: unknown preset 'fifoo'",
         "background.load: 1.5 is not allowed; must be a fraction of the host link rate in (0, 0.95]",
+        "background.transport: 'udp' is not allowed; must be one of reliable, tcp",
     ]:
         assert expected in text, expected
-    assert len(err.value.problems) == 8
+    assert len(err.value.problems) == 9
 
 
 def test_topology_errors_and_host_count():
@@ -67,3 +68,11 @@ def test_load_spec_reports_toml_and_io_errors(tmp_path):
         load_spec(p)
     with pytest.raises(SpecError, match="cannot read"):
         load_spec(tmp_path / "missing.toml")
+
+
+def test_background_flow_count_is_checked_against_the_time_limit():
+    spec = {**GOOD, "time_limit_s": 600, "background": {"load": 0.5}}
+    with pytest.raises(SpecError, match=r"background: load 0.5 over time_limit_s 600 means about [\d,]+ "
+                                        r"flows, above the 20,000 a run holds; lower background.load"):
+        parse_spec(spec)
+    assert parse_spec({**spec, "time_limit_s": 5}).background["transport"] == "reliable"

@@ -26,7 +26,7 @@ class SimHosts:
         self.index = {h: i for i, h in enumerate(topo.hosts())}
         self.ip = {h: int(ipaddress.IPv4Address(topo.host_ip(h))) for h in topo.hosts()}
         self.by_host = {}
-        self.dlcp_job = {TRAINING: True}
+        self.wire = {TRAINING: (True, DLCP_UDP_PORT)}   # job -> (DLCP?, UDP port or None: TCP)
         self.armed = {}
         self.ect = ect
         self.packets_sent = 0
@@ -36,11 +36,13 @@ class SimHosts:
         for host in net.topology.hosts():
             net.on_receive(host, self._receiver(host))
 
-    def add_job(self, job, endpoints, host_of_rank, dlcp=False):
-        """More endpoints (e.g. background flows); dlcp=False marks their packets as other
-        traffic, as switches see kernel TCP."""
+    def add_job(self, job, endpoints, host_of_rank, udp_port=None):
+        """More endpoints (e.g. background flows), as the emulator's switches see them: not
+        DLCP (only the DLCP port is parsed as such), so the lowest priority. With `udp_port`
+        they are a packet transport on that port (one flow per host pair); without, they
+        stand in for kernel TCP (one flow per message)."""
         self.host_of[job] = dict(host_of_rank)
-        self.dlcp_job[job] = dlcp
+        self.wire[job] = (False, udp_port)
         for rank, ep in endpoints.items():
             self.endpoints[(job, rank)] = ep
             self.by_host.setdefault(host_of_rank[rank], {})[job] = rank
@@ -73,17 +75,16 @@ class SimHosts:
         ep = self.endpoints[key]
         hosts = self.host_of[job]
         src = hosts[rank]
-        dlcp = self.dlcp_job[job]
+        dlcp, port = self.wire[job]
         ip = self.ip
         send = self.net.send
         for h, payload in ep.poll(now):
             size = FRAME_OVERHEAD + len(payload)
             dst = hosts[h.dst_rank]
-            # The emulator's data path hashes the UDP 5-tuple (frames.py); the same hash here
-            # makes ECMP choose the same paths in both worlds. Background flows stand for
-            # TCP connections: one flow each.
-            if job == TRAINING:
-                flow = hash((ip[src], ip[dst], 17, DLCP_UDP_PORT, DLCP_UDP_PORT))
+            # The emulator's data path hashes the 5-tuple (frames.py); the same hash here
+            # makes ECMP choose the same paths in both worlds.
+            if port is not None:
+                flow = hash((ip[src], ip[dst], 17, port, port))
             else:
                 flow = hash((ip[src], ip[dst], 6, h.tensor_id & 0xFFFF, 5001))
             pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, dst, flow=flow,
