@@ -74,7 +74,8 @@ def _combine(per_seed):
     for key in ("p99_lateness_us", "host_timer_p99_lateness_us"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
-    out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid)}
+    out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
+                       "hosts_behind": any(f.get("hosts_behind") for f in fid)}
     if len(per_seed) > 1:
         out["per_seed"] = per_seed
     return out
@@ -87,7 +88,7 @@ def table(summary):
     rows = []
     for preset, s in summary["presets"].items():
         fid = s["fidelity"]
-        fid_text = "behind!" if fid.get("fell_behind") else "ok"
+        fid_text = "behind!" if fid.get("fell_behind") else "hosts late!" if fid.get("hosts_behind") else "ok"
         if fid.get("p99_lateness_us") is not None:
             fid_text += f" (sw {fid['p99_lateness_us']:.0f} us"
             host = fid.get("host_timer_p99_lateness_us")
@@ -102,8 +103,11 @@ def table(summary):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + ("\n(times in ms, real-world; loss = zero-filled gradient bytes; fidelity: p99 "
-                               "lateness of switch departures and of host compute timers, wall clock)")
+    return "\n".join(lines) + (
+        "\n(times in ms, real-world; loss = zero-filled gradient bytes)"
+        "\n(fidelity: p99 lateness, wall clock, of switch departures against their schedule and of"
+        "\n host compute timers; 'hosts late!' when the hosts' exceeds 2% of an iteration's compute:"
+        "\n they slowed the run, so raise time_dilation)")
 
 
 def _ms(v):

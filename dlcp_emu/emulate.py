@@ -18,6 +18,7 @@ from .runner import (active_seconds, background_flows, finish, host_link_rate, h
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
+HOST_LATE_FRACTION = 0.02  # host timers' p99 lateness, of an iteration's compute, that flags a run
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
@@ -85,7 +86,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     late = [x for r in records for x in r.get("timer_lateness_ns", [])]
     # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
     # like the switches' figure.
-    fidelity["host_timer_p99_lateness_us"] = results.percentile(late, 99) / 1e3 if late else None
+    p99_late = results.percentile(late, 99) if late else None
+    fidelity["host_timer_p99_lateness_us"] = p99_late / 1e3 if late else None
+    # Hosts that cannot keep their own compute schedule (too many agents for the cores at
+    # this dilation) also answer packets late: the run is slower than the model says.
+    fidelity["hosts_behind"] = bool(p99_late is not None and p99_late > HOST_LATE_FRACTION * plan.compute_ns)
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)

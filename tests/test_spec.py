@@ -1,4 +1,6 @@
 """Experiment specs: good ones parse, bad ones name every bad field and what is allowed."""
+from pathlib import Path
+
 import pytest
 
 from dlcp_emu.spec import SpecError, load_spec, parse_spec
@@ -76,3 +78,10 @@ def test_background_flow_count_is_checked_against_the_time_limit():
                                         r"flows, above the 20,000 a run holds; lower background.load"):
         parse_spec(spec)
     assert parse_spec({**spec, "time_limit_s": 5}).background["transport"] == "reliable"
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_example_spec_is_valid(path):
+    spec = load_spec(path)
+    assert spec.name and spec.build_topology().hosts()

@@ -3,6 +3,8 @@ import json
 
 from switch_models import preset_names
 
+from .argtypes import positive_int
+
 
 def add_parser(sub):
     p = sub.add_parser("bench", help="measure packets per second and latency")
@@ -10,30 +12,19 @@ def add_parser(sub):
     m = kinds.add_parser("model", help="the sans-I/O switch pipeline in process")
     m.add_argument("--preset", default="dlcp", choices=preset_names(), metavar="NAME",
                    help=f"switch preset (one of: {', '.join(preset_names())})")
-    m.add_argument("--packets", type=_positive_int, default=200_000)
-    m.add_argument("--repeat", type=_positive_int, default=3, help="runs; the best is reported")
+    m.add_argument("--packets", type=positive_int, default=200_000)
+    m.add_argument("--repeat", type=positive_int, default=3, help="runs; the best is reported")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_bench_model)
     from . import bench_switch
     bench_switch.add_kind(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
-    sim.add_argument("--k", type=_positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
-    sim.add_argument("--repeat", type=_positive_int, default=3, help="runs per size; the fastest counts (default 3)")
+    sim.add_argument("--k", type=positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
+    sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
     sim.add_argument("--plot", metavar="PNG", help="also plot wall time against packet-hops")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
     return p
-
-
-def _positive_int(text):
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def _bench_model(args):

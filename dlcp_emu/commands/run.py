@@ -5,6 +5,8 @@ from pathlib import Path
 
 from switch_models import preset_names
 
+from .argtypes import positive_int
+
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
 
@@ -24,7 +26,7 @@ def add_parser(sub):
     _common(c)
     c.add_argument("--presets", default=DEFAULT_PRESETS,
                    help=f"comma-separated presets (default {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
-    c.add_argument("--seeds", type=int, default=1, help="runs per preset with seeds seed..seed+N-1")
+    c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
                    help="emu: Mininet, real packets (root); sim: virtual time")
     c.set_defaults(func=_compare)
@@ -82,9 +84,7 @@ def _compare(args):
     if spec is None or _need_root(args.backend):
         return 2
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
-    if _check_presets(presets) or args.seeds < 1:
-        if args.seeds < 1:
-            print("dlcp-emu: --seeds must be >= 1", file=sys.stderr)
+    if _check_presets(presets):
         return 2
     return _finish(args, spec, presets, args.seeds)
 

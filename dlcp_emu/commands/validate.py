@@ -1,0 +1,50 @@
+"""`dlcp-emu validate`: emulate and simulate one spec and compare (see dlcp_emu/validate.py)."""
+import json
+import sys
+from pathlib import Path
+
+from .argtypes import open_fraction, positive_int
+from .run import _check_presets, _load, _need_root
+
+
+def add_parser(sub):
+    v = sub.add_parser("validate", help="emulate and simulate one spec; how far apart are they (root)")
+    v.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
+    v.add_argument("--presets", default=None,
+                   help="comma-separated presets (default: the spec's [switch] preset)")
+    v.add_argument("--seeds", type=positive_int, default=1, help="runs per preset and backend")
+    v.add_argument("--tolerance", type=open_fraction, default=0.05,
+                   help="largest relative difference of mean iteration time that passes (default 0.05)")
+    v.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    v.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    v.set_defaults(func=_validate)
+
+
+def _validate(args):
+    spec = _load(args.spec)
+    if spec is None or _need_root("emu"):
+        return 2
+    if args.presets:
+        presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    elif set(spec.switch) == {"preset"}:
+        presets = [spec.switch["preset"]]
+    else:
+        print("dlcp-emu: the spec's [switch] is a custom pipeline; name presets with --presets",
+              file=sys.stderr)
+        return 2
+    if _check_presets(presets):
+        return 2
+    from dlcp_emu import validate
+    try:
+        out_dir, report = validate.validate(spec, presets, seeds=args.seeds, tolerance=args.tolerance,
+                                            root=args.results, log=lambda m: print(m, flush=True))
+    except (RuntimeError, ValueError) as e:
+        print(f"dlcp-emu: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print()
+        print(validate.table(report))
+        print(f"\nvalidation: {out_dir / 'validation.json'}")
+    return 0 if report["complete"] and all(r["within_tolerance"] for r in report["presets"]) else 1
