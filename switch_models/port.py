@@ -70,7 +70,9 @@ class EgressPort:
         self.mask = 0                     # bit q set while queue q holds a live packet
         self.bytes = 0                    # live bytes in all queues (the buffer occupancy)
         self.packets = 0
-        self.droppable = [deque() for _ in range(8)]   # by magnitude class, for DLCP eviction
+        # Queued droppable packets by magnitude class, for a queue manager that evicts them
+        # (DLCP); None for the others, which saves eight deques a port at fat-tree scale.
+        self.droppable = [deque() for _ in range(8)] if qm.evicts_droppable else None
         self.busy_until = 0
         self.last_arrival = 0             # newest arrival queued (all older ones: fast path)
         self.inflight = deque()           # serialised or serialising, waiting for pkt.depart
@@ -93,7 +95,7 @@ class EgressPort:
         self.mask |= 1 << q
         self.bytes += size
         self.packets += 1
-        if pkt.droppable:
+        if pkt.droppable and self.droppable:
             self.droppable[pkt.mag].append(pkt)
         c = self.counters
         c.enqueued += 1
@@ -230,7 +232,7 @@ class EgressPort:
                 self.mask &= ~(1 << q)
             self.bytes -= size
             self.packets -= 1
-            if pkt.droppable:
+            if pkt.droppable and self.droppable:
                 idx = self.droppable[pkt.mag]
                 while idx and idx[0].queued is not self:
                     idx.popleft()

@@ -25,6 +25,8 @@ def _fraction(kind, field, value):
 
 
 class _Base:
+    evicts_droppable = False   # True: the port keeps an index of its queued droppable packets
+
     def attach(self, port):
         self.limit_bytes = port.buffer_bytes
         self.limit_packets = port.buffer_packets
@@ -83,6 +85,8 @@ class Dlcp(_Base):
     one just before the buffer is full. A packet that does not fit in the full buffer evicts
     queued droppable packets of lower magnitude (any magnitude, for a non-droppable arrival);
     a non-droppable packet is dropped only when no droppable one is left to evict."""
+
+    evicts_droppable = True
 
     def __init__(self, *, threshold=0.5):
         self.threshold = _fraction("dlcp", "threshold", threshold)

@@ -24,9 +24,11 @@ class PortConfig:
 
 
 class Switch:
-    def __init__(self, name, ports, routes, pipeline="fifo", *, seed=0, record_drops=False):
+    def __init__(self, name, ports, routes, pipeline="fifo", *, seed=0, record_drops=False,
+                 default_route=None):
         """ports: {port number: PortConfig}; routes: {destination: (port number, ...)} with the
-        equal-cost egress ports toward each destination."""
+        equal-cost egress ports toward each destination; default_route: the ports for any
+        other destination (a host's NIC: one port for all), else those have no route."""
         self.name = name
         self.spec = PipelineSpec.parse(pipeline)
         # Each switch salts its load balancer by its name, so that hops do not all make the
@@ -44,13 +46,26 @@ class Switch:
                 qm=self.spec.queue_manager_for(), scheduler=self.spec.scheduler_for(),
                 n_classes=n_classes, drop_log=self.drop_log)
         self.routes = {}
+        # One tuple object per distinct set of ports: a fat-tree switch has a thousand routes
+        # but a handful of port sets, and a small working set is what keeps lookups fast.
+        port_sets = {}
         for dst, numbers in routes.items():
             numbers = tuple(numbers)
-            bad = [n for n in numbers if n not in self.ports]
-            if not numbers or bad:
-                raise ValueError(f"switch {name}: route to {dst!r} names ports {list(numbers)}; "
+            candidates = port_sets.get(numbers)
+            if candidates is None:
+                bad = [n for n in numbers if n not in self.ports]
+                if not numbers or bad:
+                    raise ValueError(f"switch {name}: route to {dst!r} names ports {list(numbers)}; "
+                                     f"ports are {sorted(self.ports)}")
+                candidates = port_sets[numbers] = tuple(self.ports[n] for n in numbers)
+            self.routes[dst] = candidates
+        self.default = None
+        if default_route is not None:
+            numbers = tuple(default_route)
+            if not numbers or any(n not in self.ports for n in numbers):
+                raise ValueError(f"switch {name}: default route names ports {list(numbers)}; "
                                  f"ports are {sorted(self.ports)}")
-            self.routes[dst] = tuple(self.ports[n] for n in numbers)
+            self.default = tuple(self.ports[n] for n in numbers)
         self.rx_packets = {n: 0 for n in self.ports}
         self.rx_bytes = {n: 0 for n in self.ports}
         self.no_route = 0
@@ -62,7 +77,7 @@ class Switch:
         size = pkt.size
         self.rx_packets[in_port] += 1
         self.rx_bytes[in_port] += size
-        candidates = self.routes.get(pkt.dst)
+        candidates = self.routes.get(pkt.dst, self.default)
         if candidates is None:
             self.no_route += 1
             if self.drop_log is not None:

@@ -3,12 +3,15 @@ one-port FIFO `Switch` at its link rate, so hosts are paced by their links as in
 emulator. Packets are `switch_models.Packet` objects routed by destination host name.
 
 Per hop the loop does one arrival event: the switch takes the packet in, and what its egress
-port has started serialising is handed on with its departure time, which is when it arrives
-at the peer (delay included). A port with a backlog gets a wake-up at the time it can start
+port has started serialising goes onto the port's wire with its departure time, which is
+when it arrives at the peer (delay included). A wire delivers in order, so only its head is
+on the event heap: the heap holds a wire per busy link, not a packet per packet in flight,
+which keeps it small at scale. A port with a backlog gets a wake-up at the time it can start
 the next packet. A host's NIC is a FIFO whose buffer the transport's window bounds, so it
 starts its whole queue at once: the same departure times, without a wake-up per packet.
 """
 import heapq
+from collections import deque
 
 from switch_models import PortConfig, Switch
 
@@ -34,7 +37,7 @@ class SimNetwork:
             (port,) = topology.ports(name)
             nic = Switch(name, {port.number: PortConfig(port.link.rate_bps, port.link.delay_ns,
                                                         HOST_BUFFER_BYTES)},
-                         {h: (port.number,) for h in hosts if h != name}, "fifo")
+                         {}, "fifo", default_route=(port.number,))
             nic.nic_port = port.number
             self.nodes[name] = nic
         host_set = set(hosts)
@@ -43,6 +46,7 @@ class SimNetwork:
             for port in topology.ports(name):
                 egress = node.ports[port.number]
                 egress.peer = (self.nodes[port.peer], port.peer_port)
+                egress.wire = deque()   # started packets on their way to the peer, in order
                 egress.wake_at = None
                 # How far ahead this port may start what it holds: a NIC everything, a
                 # switch only what is due (a later arrival may still take precedence).
@@ -64,25 +68,32 @@ class SimNetwork:
             self._forward(port, now)
 
     def _far_end(self, port):
-        """What happens to a packet when it reaches the far end of `port`'s link, as a
-        function of the packet: the per-hop event. A closure, because this is the loop's
-        innermost call and local names are the cheapest CPython has. The event's time is the
-        packet's `depart`, which nothing changes while it is on the wire."""
+        """The event of `port`'s wire: its head packet reaches the far end. A closure, because
+        this is the loop's innermost call and local names are the cheapest CPython has. The
+        event's time is the packet's `depart`, which nothing changes while it is on the wire."""
         node, in_port = port.peer
+        wire = port.wire
+        heap, seq, push = self.loop._heap, self.loop._seq, heapq.heappush
+
+        def head_arrives(_):
+            pkt = wire.popleft()
+            if wire:
+                push(heap, (wire[0].depart, next(seq), head_arrives, None))
+            far_end(pkt)
+
         if node.is_host:
             handlers, name = self.handlers, node.name
 
-            def deliver(pkt):
+            def far_end(pkt):
                 self.delivered += 1
                 handler = handlers.get(name)
                 if handler is not None:
                     handler(pkt, pkt.depart)
-            return deliver
+            return head_arrives
 
         receive, forward = node.receive, self._forward
-        heap, seq, push = self.loop._heap, self.loop._seq, heapq.heappush
 
-        def arrive(pkt):
+        def far_end(pkt):
             now = pkt.depart
             out = receive(pkt, in_port, now)
             if out is None:
@@ -91,28 +102,30 @@ class SimNetwork:
             if not out.mask and len(inflight) == 1:
                 # The common case, written out: it started at once on an idle port.
                 started = inflight.pop()
-                push(heap, (started.depart, next(seq), out.arrive, started))
+                out_wire = out.wire
+                if not out_wire:
+                    push(heap, (started.depart, next(seq), out.arrive, None))
+                out_wire.append(started)
                 c = out.counters
                 c.tx_packets += 1
                 c.tx_bytes += started.size
             else:
                 forward(out, now)
-        return arrive
+        return head_arrives
 
     def _forward(self, port, now):
-        """Hand on what this port has started, and come back when it can start more."""
+        """Put on the wire what this port has started, and come back when it can start more."""
         if port.mask:
             port.start(port.horizon or now)
         inflight = port.inflight
         if inflight:
-            schedule, arrive = self.loop.schedule, port.arrive
-            size = 0
-            for pkt in inflight:
-                schedule(pkt.depart, arrive, pkt)
-                size += pkt.size
+            wire = port.wire
+            if not wire:
+                self.loop.schedule(inflight[0].depart, port.arrive, None)
+            wire.extend(inflight)
             c = port.counters
             c.tx_packets += len(inflight)
-            c.tx_bytes += size
+            c.tx_bytes += sum(p.size for p in inflight)
             inflight.clear()
         if port.mask:
             t = port.busy_until
