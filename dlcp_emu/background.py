@@ -11,16 +11,14 @@ Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[s
 "start_at_ns", "deadline_s", "out_path"}; records as `bgtraffic` writes them (every second,
 and on SIGTERM).
 """
-import argparse
-import json
 import select
-import signal
 import socket
 import sys
 import time
 
 import numpy as np
 
+from .hostproc import config_and_stop_flag
 from .jsonio import write_json_atomic
 from .transport import Message, ReliableReceiver, ReliableSender, RttEstimator
 from .transport.udp_driver import UdpDriver
@@ -82,12 +80,7 @@ def records(ep, t0, ip_of):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="dlcp_emu.background")
-    p.add_argument("--config", required=True)
-    cfg = json.load(open(p.parse_args(argv).config))
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
+    cfg, stopping = config_and_stop_flag("dlcp_emu.background", argv)
     clock = time.monotonic_ns
     start = cfg["start_at_ns"]
     # Flow start times are relative to the common start; the endpoint runs on the clock.

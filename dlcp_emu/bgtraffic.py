@@ -11,14 +11,12 @@ written every second and on SIGTERM.
 Config: {"bind": ip, "port": 5001, "flows": [[start_s, dst_ip, nbytes], ...] (emulated
 seconds after start_at_ns), "start_at_ns", "deadline_s", "out_path"}
 """
-import argparse
-import json
 import selectors
-import signal
 import socket
 import sys
 import time
 
+from .hostproc import config_and_stop_flag
 from .jsonio import write_json_atomic
 
 CHUNK = 64 * 1024
@@ -126,12 +124,7 @@ def write(cfg, flows, received, start):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="dlcp_emu.bgtraffic")
-    p.add_argument("--config", required=True)
-    cfg = json.load(open(p.parse_args(argv).config))
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
+    cfg, stopping = config_and_stop_flag("dlcp_emu.bgtraffic", argv)
     run(cfg, stopping)
     return 0
 

@@ -14,10 +14,7 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 "transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
 "fusion_bytes", "fusion_cycle_ms", "start_at_ns", "deadline_s", "out_path", "results_path"}
 """
-import argparse
-import json
 import select
-import signal
 import socket
 import sys
 import time
@@ -26,6 +23,7 @@ import numpy as np
 
 from .agent import ParameterServer, Worker
 from .hoststack import HostStack
+from .hostproc import config_and_stop_flag
 from .jsonio import write_json_atomic
 from .packet_log import COLUMNS, PacketLog
 from .plan import make_plan
@@ -122,13 +120,8 @@ def records(cfg, stack, started_ns, finished, driver=None):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="dlcp_emu.hostd")
-    p.add_argument("--config", required=True)
-    cfg = json.load(open(p.parse_args(argv).config))
+    cfg, stopping = config_and_stop_flag("dlcp_emu.hostd", argv)
     plan, stack = build_stack(cfg)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
 
     if cfg["transport"] == "tcp":
         return run_tcp(cfg, stack, stopping)

@@ -74,13 +74,6 @@ class SimNetwork:
         node, in_port = port.peer
         wire = port.wire
         heap, seq, push = self.loop._heap, self.loop._seq, heapq.heappush
-
-        def head_arrives(_):
-            pkt = wire.popleft()
-            if wire:
-                push(heap, (wire[0].depart, next(seq), head_arrives, None))
-            far_end(pkt)
-
         if node.is_host:
             handlers, name = self.handlers, node.name
 
@@ -89,28 +82,33 @@ class SimNetwork:
                 handler = handlers.get(name)
                 if handler is not None:
                     handler(pkt, pkt.depart)
-            return head_arrives
+        else:
+            receive, forward = node.receive, self._forward
 
-        receive, forward = node.receive, self._forward
+            def far_end(pkt):
+                now = pkt.depart
+                out = receive(pkt, in_port, now)
+                if out is None:
+                    return
+                inflight = out.inflight
+                if not out.mask and len(inflight) == 1:
+                    # The common case, written out: it started at once on an idle port.
+                    started = inflight.pop()
+                    out_wire = out.wire
+                    if not out_wire:
+                        push(heap, (started.depart, next(seq), out.arrive, None))
+                    out_wire.append(started)
+                    c = out.counters
+                    c.tx_packets += 1
+                    c.tx_bytes += started.size
+                else:
+                    forward(out, now)
 
-        def far_end(pkt):
-            now = pkt.depart
-            out = receive(pkt, in_port, now)
-            if out is None:
-                return
-            inflight = out.inflight
-            if not out.mask and len(inflight) == 1:
-                # The common case, written out: it started at once on an idle port.
-                started = inflight.pop()
-                out_wire = out.wire
-                if not out_wire:
-                    push(heap, (started.depart, next(seq), out.arrive, None))
-                out_wire.append(started)
-                c = out.counters
-                c.tx_packets += 1
-                c.tx_bytes += started.size
-            else:
-                forward(out, now)
+        def head_arrives(_):
+            pkt = wire.popleft()
+            if wire:
+                push(heap, (wire[0].depart, next(seq), head_arrives, None))
+            far_end(pkt)
         return head_arrives
 
     def _forward(self, port, now):
