@@ -59,6 +59,8 @@ def _bench_sim(args):
                   f"{r['packet_hops_per_s']:,}/s")
         print(f"  wall time = {result['fit_intercept_s']:.4f} s + {result['ns_per_packet_hop']} ns "
               f"x packet-hops (R² {result['fit_r2']})")
+        print(f"  this machine: {result['python_loop_ns']} ns a plain Python loop iteration "
+              f"(so a packet-hop costs {result['ns_per_packet_hop'] / result['python_loop_ns']:.0f} of them)")
         if args.plot:
             print(f"  plot: {args.plot}")
     return 0
