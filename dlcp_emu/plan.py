@@ -69,17 +69,30 @@ def gradient(trace, plan, bucket, rank, iteration, seed):
     rng = np.random.default_rng([seed, rank, iteration, bucket.index])
     counts = np.fromiter((n // 4 for n in bucket.sizes), dtype=np.int64, count=len(bucket.sizes))
     params = plan.mag_params
+    n = int(counts.sum())
     if params is None:   # a per-chunk magnitude table: per layer, as the trace samples it
-        mags = np.concatenate([trace.sample_magnitudes(lid, int(n), rng)
-                               for lid, n in zip(bucket.layer_ids, counts)])
+        mags = np.concatenate([trace.sample_magnitudes(lid, int(c), rng)
+                               for lid, c in zip(bucket.layer_ids, counts)]).astype(np.float32)
     else:
-        dist, mu, sigma = (np.repeat(a[list(bucket.layer_ids)], counts) for a in params)
-        z = rng.standard_normal(int(counts.sum()))
-        mags = np.where(dist == 0, np.exp(mu + sigma * z),                  # lognormal
-                        np.where(dist == 1, np.abs(mu + sigma * z),         # |normal|
-                                 mu + sigma * np.sqrt(3) * (2 * rng.random(z.size) - 1)))
-    signs = rng.integers(0, 2, mags.size, dtype=np.int8) * 2 - 1
-    return (mags * signs).astype(np.float32)
+        # float32 throughout, and each distribution computed only where it is used: a
+        # 10 MB bucket took 87 ms in float64 with every branch evaluated everywhere.
+        dist, mu, sigma = (np.repeat(a[list(bucket.layer_ids)].astype(np.float32), counts)
+                           for a in params)
+        mags = rng.standard_normal(n, dtype=np.float32)
+        mags *= sigma
+        mags += mu
+        lognormal, normal = dist == 0, dist == 1
+        if lognormal.all():
+            np.exp(mags, out=mags)
+        else:
+            uniform = ~(lognormal | normal)
+            mags[lognormal] = np.exp(mags[lognormal])
+            mags[normal] = np.abs(mags[normal])
+            u = 2 * rng.random(int(uniform.sum()), dtype=np.float32) - 1
+            mags[uniform] = mu[uniform] + sigma[uniform] * np.float32(np.sqrt(3)) * u
+    # Random signs: flip the sign bit of about half the values.
+    signs = rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)
+    return (mags.view(np.uint32) ^ signs).view(np.float32)
 
 
 _DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}

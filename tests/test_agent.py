@@ -169,3 +169,46 @@ def test_each_ranks_ring_steps_are_its_share_of_the_schedule(n, nbytes):
             assert (phase, step) == (0 if phase_name == "reduce_scatter" else 1, k)
             assert send == next((t for t in transfers if t.src == r), None)
             assert recv == next((t for t in transfers if t.dst == r), None)
+
+
+def test_gradients_follow_the_traces_magnitude_model():
+    """Each layer's values: |g| drawn from the layer's distribution (log|g| ~ N(mu, sigma) for
+    lognormal ones), signs balanced, float32; the same (seed, rank, iteration, bucket) gives
+    the same values, another rank others."""
+    trace = get_model("resnet50")
+    plan = make_plan(trace, byte_scale=0.1, fusion_bytes=1 << 40, fusion_cycle_ms=1e6)
+    (bucket,) = plan.buckets
+    g = gradient(trace, plan, bucket, 0, 0, 1)
+    assert g.dtype == np.float32 and g.nbytes == bucket.nbytes
+    assert np.array_equal(g, gradient(trace, plan, bucket, 0, 0, 1))
+    assert not np.array_equal(g, gradient(trace, plan, bucket, 1, 0, 1))
+    assert abs(np.mean(g > 0) - 0.5) < 0.01
+    layers = trace.layers.set_index("layer_id")
+    start = 0
+    for lid, size in zip(bucket.layer_ids, bucket.sizes):
+        n = size // 4
+        if n >= 20_000 and layers.loc[lid, "mag_dist"] == "lognormal":
+            logs = np.log(np.abs(g[start:start + n]).astype(np.float64))
+            mu, sigma = layers.loc[lid, "mag_mu"], layers.loc[lid, "mag_sigma"]
+            assert abs(logs.mean() - mu) < 0.05 * max(1, abs(mu)), lid
+            assert abs(logs.std() - sigma) < 0.05 * sigma, lid
+        start += n
+    assert start == g.size
+
+
+def test_gradients_of_normal_and_uniform_layers():
+    layers = pd.DataFrame({
+        "layer_id": range(3), "name": ["a", "b", "c"], "grad_bytes": [400_000] * 3,
+        "backward_us": [2000.0] * 3, "forward_us": [1000.0] * 3,
+        "mag_dist": ["lognormal", "normal", "uniform"], "mag_mu": [-6.0, 0.01, 0.02],
+        "mag_sigma": [1.0, 0.002, 0.005]})
+    trace = Trace("mixed", layers, batch_time_us=9000.0).validate()
+    plan = make_plan(trace, fusion_bytes=1 << 40, fusion_cycle_ms=1e6)
+    (bucket,) = plan.buckets
+    g = np.abs(gradient(trace, plan, bucket, 0, 0, 1).astype(np.float64)).reshape(3, -1)
+    by_layer = dict(zip(bucket.layer_ids, g))
+    assert abs(np.log(by_layer[0]).mean() + 6.0) < 0.05
+    assert abs(by_layer[1].mean() - 0.01) < 0.0005 and abs(by_layer[1].std() - 0.002) < 0.0002
+    half = 0.005 * np.sqrt(3)
+    assert by_layer[2].min() >= 0.02 - half - 1e-6 and by_layer[2].max() <= 0.02 + half + 1e-6
+    assert abs(by_layer[2].mean() - 0.02) < 0.0005
