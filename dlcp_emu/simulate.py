@@ -108,7 +108,11 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["backend"] = "simulation"
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
-    s["switch_conservation_ok"] = all(a == b for a, b in net.conservation().values())
+    conservation = net.conservation()
+    s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
+    # The simulator's own speed on this run (NICs included, as `bench sim` counts).
+    s["packet_hops"] = sum(taken for taken, _ in conservation.values())
+    s["packet_hops_per_s"] = round(s["packet_hops"] / s["wall_s"]) if s["wall_s"] > 0 else None
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queue_table(samples, 0, spec.time_dilation),
               "background": _background_table(topo, hosts, spec.time_dilation),

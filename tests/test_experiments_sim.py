@@ -43,6 +43,8 @@ def test_summary_has_every_key_per_preset(run):
         assert s["tensor_fct_p50_s"] <= s["tensor_fct_p99_s"] <= s["tensor_fct_p999_s"]
         assert s["loss_within_bound"]
         assert s["background"]["completed"] > 0
+        # Every packet entered at least its NIC and one switch; the speed is reported.
+        assert s["packet_hops"] >= 2 * s["packets"]["delivered"] and s["packet_hops_per_s"] > 0
     assert on_disk["presets"]["dlcp"]["transport"] == "dlcp"
     assert on_disk["presets"]["fifo"]["transport"] == "reliable"
 
