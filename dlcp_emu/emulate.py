@@ -95,6 +95,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
+    # Packets the hosts' own egress queues dropped: lost before any switch saw them.
+    s["host_queue_drops"] = run.host_drops
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": _background_table(bg_outs, spec.time_dilation),
               "packets": _packets(run_dir, outs, spec.time_dilation, t0)}

@@ -4,7 +4,8 @@
 and passes everything through, keeping one row a packet. The runner joins a run's send and
 receive rows on the packet's identity (source, destination, type, iteration, tensor,
 chunk, send timestamp: a retransmission has its own) to give each packet its fate:
-delivered, trimmed (payload cut on the way) or lost.
+delivered, trimmed (payload cut on the way), lost, or in flight (still in the network when
+the run ended: the simulator knows which).
 """
 import pandas as pd
 
@@ -51,15 +52,24 @@ class PacketLog:
         return {"sent": self.sent, "received": self.received, "overflow": self.overflow}
 
 
-def packet_table(logs, dilation, t0_ns=0):
+KEY = ["src", "dst", "type", "iteration", "tensor_id", "chunk", "send_ts_ns"]
+
+
+def packet_key(h):
+    """A packet's identity, from its header, as the table joins on it."""
+    return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns)
+
+
+def packet_table(logs, dilation, t0_ns=0, in_flight=()):
     """logs: records() of every host. One row per packet sent: times in real-world seconds
-    from t0, and its fate."""
+    from t0, and its fate. in_flight: keys (`packet_key`) of packets still in the network
+    at the end, which are not lost."""
     sent = pd.DataFrame([r for log in logs for r in log["sent"]], columns=COLUMNS)
     recv = pd.DataFrame([r for log in logs for r in log["received"]],
                         columns=COLUMNS + ["recv_ns", "ce"])
     if not len(sent):
         return pd.DataFrame(columns=COLUMNS + ["send_s", "recv_s", "fate", "ce"])
-    key = ["src", "dst", "type", "iteration", "tensor_id", "chunk", "send_ts_ns"]
+    key = KEY
     recv = recv.drop_duplicates(key)   # a duplicated packet counts as delivered once
     out = sent.merge(recv[key + ["recv_ns", "ce", "flags"]].rename(columns={"flags": "recv_flags"}),
                      on=key, how="left")
@@ -70,5 +80,9 @@ def packet_table(logs, dilation, t0_ns=0):
     out["fate"] = "lost"
     out.loc[out["recv_ns"].notna(), "fate"] = "delivered"
     out.loc[(out["recv_ns"].notna()) & (trimmed > 0), "fate"] = "trimmed"
+    in_flight = set(in_flight)
+    if in_flight:
+        pending = [k in in_flight for k in out[key].itertuples(index=False, name=None)]
+        out.loc[out["recv_ns"].isna() & pd.Series(pending, index=out.index), "fate"] = "in_flight"
     out["droppable"] = (out["flags"] & int(Flags.DROPPABLE)) > 0
     return out.drop(columns=["recv_ns", "recv_flags"])

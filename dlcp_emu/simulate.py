@@ -8,7 +8,7 @@ import pandas as pd
 from .agent import ParameterServer, Worker
 from .hostd import load_trace
 from .hoststack import HostStack
-from .packet_log import PacketLog, packet_table
+from .packet_log import PacketLog, packet_key, packet_table
 from .plan import make_plan
 from .runner import (active_seconds, background_flows, finish, host_link_rate, place, port_table,
                      preset_name, queue_table, scaled_topology, summary, tables)
@@ -117,7 +117,9 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
               "queues": queue_table(samples, 0, spec.time_dilation),
               "background": _background_table(topo, hosts, spec.time_dilation),
               "packets": packet_table([st.records() for st in hosts.stacks.values()
-                                       if isinstance(st, PacketLog)], spec.time_dilation)}
+                                       if isinstance(st, PacketLog)], spec.time_dilation,
+                                      in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
+                                                 if p.frame is not None))}
     finish(run_dir, s, frames, interrupted)
     if "background" in s and spec.background["transport"] == "tcp":
         s["background"]["model"] = "reliable transport standing in for kernel TCP"

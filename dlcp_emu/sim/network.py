@@ -138,6 +138,15 @@ class SimNetwork:
         port.wake_at = None
         self._forward(port, t)
 
+    def in_flight(self):
+        """Every packet still in the network: queued, serialising, or on a wire."""
+        for node in self.nodes.values():
+            for port in node.ports.values():
+                yield from port.wire
+                yield from port.inflight
+                for q in port.queues:
+                    yield from (p for p in q if p.queued is port)
+
     def conservation(self):
         """Every switch's (taken in, accounted for)."""
         return {name: n.conservation() for name, n in self.nodes.items()}
