@@ -71,7 +71,7 @@ def _combine(per_seed):
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
     worst = {}
-    for key in ("p99_lateness_us", "host_timer_p99_lateness_us"):
+    for key in ("p99_lateness_us", "host_timer_p99_lateness_us", "host_compute_stretch"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
@@ -91,8 +91,11 @@ def table(summary):
         fid_text = "behind!" if fid.get("fell_behind") else "hosts late!" if fid.get("hosts_behind") else "ok"
         if fid.get("p99_lateness_us") is not None:
             fid_text += f" (sw {fid['p99_lateness_us']:.0f} us"
-            host = fid.get("host_timer_p99_lateness_us")
-            fid_text += f", host {host / 1e3:.1f} ms)" if host is not None else ")"
+            host, stretch = fid.get("host_timer_p99_lateness_us"), fid.get("host_compute_stretch")
+            if stretch is not None:
+                fid_text += f", host {host / 1e3:.1f} ms, compute +{stretch * 100:.1f}%)"
+            else:
+                fid_text += f", host {host / 1e3:.1f} ms)" if host is not None else ")"
         rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
                      _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
                      _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
@@ -106,8 +109,8 @@ def table(summary):
     return "\n".join(lines) + (
         "\n(times in ms, real-world; loss = zero-filled gradient bytes)"
         "\n(fidelity: p99 lateness, wall clock, of switch departures against their schedule and of"
-        "\n host compute timers; 'hosts late!' when the hosts' exceeds 2% of an iteration's compute:"
-        "\n they slowed the run, so raise time_dilation)")
+        "\n host compute timers, and how much late timers stretched the hosts' compute; 'hosts late!'"
+        "\n above 5%: the hosts slowed the run, so raise time_dilation)")
 
 
 def _ms(v):

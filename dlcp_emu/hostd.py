@@ -109,6 +109,7 @@ def records(cfg, stack, started_ns, finished, driver=None):
            "packets_sent": driver.sent if driver else 0,
            "packets_received": driver.received if driver else 0,
            "timer_lateness_ns": stack.timer_lateness[-10_000:],
+           "timer_lateness_sum_ns": sum(stack.timer_lateness),
            "deliveries": stack.deliveries,
            "sends": [r.__dict__ for r in stack.completions]}
     if cfg["role"] == "worker":

@@ -29,6 +29,7 @@ def both(spec, pipeline, tmp_path, name):
     sim, _ = run_simulation(spec, pipeline, tmp_path / f"sim-{name}", log=lambda m: None)
     assert emu["completed"] and sim["completed"]
     assert not emu["fidelity"]["fell_behind"], emu["fidelity"]
+    assert 0 <= emu["fidelity"]["host_compute_stretch"] < 0.05, emu["fidelity"]
     # Every packet the hosts sent and nobody received was dropped by a switch, with a reason:
     # none vanished in a host's own queue.
     assert sum(emu["host_queue_drops"].values()) == 0, emu["host_queue_drops"]
