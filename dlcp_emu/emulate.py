@@ -19,6 +19,7 @@ START_DELAY_S = 2.0      # agents import numpy and load the trace before the com
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
 HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
+HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
@@ -94,9 +95,20 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / plan.compute_ns
                for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
     fidelity["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
+    # How long datagrams waited in the hosts' sockets before their agent took them (kernel
+    # arrival stamp to handling), wall-clock us.
+    lag = [x for r in records for x in r.get("rx_lag_ns", [])]
+    fidelity["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
+    fidelity["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
+    # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
+    # their compute, or leave packets waiting: every exchange then takes longer than the
+    # model says. The yardstick for waiting is the time a full frame takes on a host link.
+    frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
+    fidelity["hosts_behind"] = bool(
+        (stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
+        or (lag and fidelity["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
     # Hosts that cannot keep their own compute schedule (too many agents for the cores at
     # this dilation) also answer packets late: the run is slower than the model says.
-    fidelity["hosts_behind"] = bool(stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)

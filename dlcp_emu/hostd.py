@@ -110,6 +110,7 @@ def records(cfg, stack, started_ns, finished, driver=None):
            "packets_received": driver.received if driver else 0,
            "timer_lateness_ns": stack.timer_lateness[-10_000:],
            "timer_lateness_sum_ns": sum(stack.timer_lateness),
+           "rx_lag_ns": list(driver.rx_lag_ns) if driver else [],
            "deliveries": stack.deliveries,
            "sends": [r.__dict__ for r in stack.completions]}
     if cfg["role"] == "worker":
@@ -131,7 +132,7 @@ def main(argv=None):
     sock.bind(tuple(cfg["bind"]))
     peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
     log = PacketLog(stack) if cfg.get("packets_path") else None
-    driver = UdpDriver(log or stack, sock, peers, ecn=True)
+    driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
 
     clock = time.monotonic_ns
     start = cfg["start_at_ns"]

@@ -30,6 +30,7 @@ def both(spec, pipeline, tmp_path, name):
     assert emu["completed"] and sim["completed"]
     assert not emu["fidelity"]["fell_behind"], emu["fidelity"]
     assert 0 <= emu["fidelity"]["host_compute_stretch"] < 0.05, emu["fidelity"]
+    assert 0 < emu["fidelity"]["host_rx_lag_p50_us"] and not emu["fidelity"]["hosts_behind"], emu["fidelity"]
     # Every packet the hosts sent and nobody received was dropped by a switch, with a reason:
     # none vanished in a host's own queue.
     assert sum(emu["host_queue_drops"].values()) == 0, emu["host_queue_drops"]

@@ -62,3 +62,20 @@ def test_run_gives_up_at_the_deadline(sockets):
     with pytest.raises(TimeoutError):
         run([UdpDriver(sender, a, {1: ("127.0.0.1", 9)})], lambda: sender.pending == 0, timeout_s=0.3)
     assert time.monotonic() - t < 2
+
+
+def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
+    """Datagrams that sat in the socket are reported as having waited at least that long."""
+    a, b = sockets
+    S, R = TRANSPORTS["reliable"]
+    sender, receiver = S(0, 1), R(1)
+    tx = UdpDriver(sender, a, {1: b.getsockname()})
+    rx = UdpDriver(receiver, b, measure_lag=True, ecn=True)
+    sender.send(Message(np.ones(3000, np.float32), src_rank=0, dst_rank=1), time.monotonic_ns())
+    tx.flush(time.monotonic_ns())                 # a few packets, now in b's socket buffer
+    wait_s = 0.05
+    time.sleep(wait_s)                            # leave them there: the lag to be measured
+    rx.read()
+    lags = list(rx.rx_lag_ns)
+    assert len(lags) == rx.received > 0
+    assert min(lags) >= wait_s * 1e9 * 0.9 and max(lags) < 5e9

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
 import time
 from collections import deque
 from typing import Callable, Iterable
@@ -23,13 +24,17 @@ from ..wire import HEADER_LEN, DlcpHeader, Ecn, WireError
 RECV_BUFFER = 1 << 16
 MAX_WAIT_S = 0.05  # wake up at least this often, so `until` and the deadline are checked
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("qq")
+LAG_SAMPLES = 10_000
 
 
 class UdpDriver:
     """One endpoint (sender or receiver) on one UDP socket."""
 
     def __init__(self, endpoint, sock: socket.socket, peers: dict[int, tuple[str, int]] | None = None,
-                 *, ecn: bool = False, clock: Callable[[], int] = time.monotonic_ns):
+                 *, ecn: bool = False, clock: Callable[[], int] = time.monotonic_ns,
+                 measure_lag: bool = False):
         self.endpoint = endpoint
         self.sock = sock
         self.peers = dict(peers or {})
@@ -45,6 +50,12 @@ class UdpDriver:
             if getattr(endpoint, "ect", False):
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, Ecn.ECT0)
             sock.setsockopt(socket.IPPROTO_IP, _IP_RECVTOS, 1)
+        # The kernel's arrival time of every datagram, so the host's own lag (arrival to
+        # handling: a busy or descheduled process) is measured, not guessed.
+        self.rx_lag_ns: deque = deque(maxlen=LAG_SAMPLES)   # the latest ones
+        self._stamps = measure_lag
+        if measure_lag:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         self._backlog: deque = deque()  # packets the socket refused (EAGAIN), in order
         self._buf = bytearray(RECV_BUFFER)
         self._view = memoryview(self._buf)
@@ -82,11 +93,19 @@ class UdpDriver:
         """Feed every datagram waiting in the socket to the endpoint, each stamped with the
         clock when read (one timestamp for a whole burst would make every RTT sample equal)."""
         sock, buf, view, ep, clock = self.sock, self._buf, self._view, self.endpoint, self.clock
+        ancillary = socket.CMSG_SPACE(1) + (socket.CMSG_SPACE(_TIMESPEC.size) if self._stamps else 0)
+        lags = self.rx_lag_ns
         while True:
             try:
-                if self.ecn:
-                    n, anc, _, addr = sock.recvmsg_into([buf], socket.CMSG_SPACE(1))
-                    ce = any(data and data[0] & 3 == Ecn.CE for _, _, data in anc)
+                if self.ecn or self._stamps:
+                    n, anc, _, addr = sock.recvmsg_into([buf], ancillary)
+                    ce = False
+                    for level, kind, data in anc:
+                        if level == socket.IPPROTO_IP:
+                            ce = bool(data) and data[0] & 3 == Ecn.CE
+                        elif kind == _SO_TIMESTAMPNS:
+                            sec, nsec = _TIMESPEC.unpack_from(data)
+                            lags.append(time.time_ns() - (sec * 1_000_000_000 + nsec))
                 else:
                     n, addr = sock.recvfrom_into(buf)
                     ce = False
