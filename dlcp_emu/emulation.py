@@ -142,7 +142,7 @@ class EmulationRun:
     def _pace_hosts(self):
         """A host's NIC serialises at its link rate: a token bucket on the host's egress,
         counting the same 24 bytes of Ethernet overhead per frame as the switch ports, with a
-        burst of two frames. Without it a host hands a whole window to its veth at once and
+        burst of one frame. Without it a host hands a whole window to its veth at once and
         its switch sees bursts no real NIC would send. One frame of burst, not two: two frames
         back to back let a later, more urgent packet reach a strict-priority queue together
         with an earlier one and overtake it, which a NIC serialising one frame at a time never
