@@ -66,8 +66,6 @@ class SimHosts:
             key = (h.job, rank)
             self.endpoints[key].receive(h, payload, now, bool(pkt.rewrite & REWRITE_CE))
             self._flush(key, now)
-            if key[1] in self.training and h.job == TRAINING:
-                self._check_done(key[1])
         return deliver
 
     def _flush(self, key, now):
@@ -97,14 +95,14 @@ class SimHosts:
         if t is not None and self.armed.get(key) != t:
             self.armed[key] = t
             self.loop.at(t, self._timer, key, t)
+        if job == TRAINING and rank in self.training:
+            self._check_done(rank)
 
     def _timer(self, key, t):
         if self.armed.get(key) != t:
             return
         self.armed[key] = None
         self._flush(key, self.loop.now)
-        if key[0] == TRAINING and key[1] in self.training:
-            self._check_done(key[1])
 
     def _check_done(self, rank):
         """Stop the loop the moment the last agent is done, not at the end of a slice."""
