@@ -28,7 +28,8 @@ from .wire import (DLCP_UDP_PORT, OFF_CHUNK_INDEX, OFF_JOB, OFF_SEND_TS_NS,
                    OFF_UDP_CHECKSUM, DlcpHeader, Flags, Frame, encode_frame)
 
 from switch_models.datapath import (ETH_P_ALL, PACKET_IGNORE_OUTGOING, PR_SET_TIMERSLACK,
-                                    SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET, _prctl)
+                                    SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET, _prctl,
+                                    socket_drops)
 
 SO_ATTACH_FILTER = 26
 _U32 = struct.Struct("!I")
@@ -213,7 +214,8 @@ def _pct(sorted_vals, q):
 def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None):
     """Receive DLCP frames until duration_s passes, `expect` frames came, or idle_s passed
     without one (after the first). Returns counts and one-way delay per class
-    (prio, mag, droppable) and per flow (UDP source port)."""
+    (prio, mag, droppable) and per flow (UDP source port), the frames the kernel dropped at
+    this socket (`socket_drops`) and what ended the wait (`stopped_by`)."""
     _set_slack()
     filt = job_filter(job) if job is not None else None
     sock = _socket(intf, filt=filt)
@@ -232,11 +234,17 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
     t_end = clock() + int(duration_s * 1e9)
     max_seq = {}
     reordered = 0
+    drops = socket_drops(sock)      # zero: counts from bind; read to reset
     while True:
         now = clock()
-        if now >= t_end or (expect is not None and total >= expect):
+        if now >= t_end:
+            stopped_by = "duration"
+            break
+        if expect is not None and total >= expect:
+            stopped_by = "expect"
             break
         if last is not None and now - last > idle_s * 1e9:
+            stopped_by = "idle"
             break
         wait = min(t_end - now, int(idle_s * 1e9)) / 1e9
         r = select.select([sock], (), (), max(wait, 0))[0]
@@ -273,6 +281,7 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
                 reordered += 1
             else:
                 max_seq[sport] = seqno
+    drops += socket_drops(sock)
     sock.close()
     out_classes = {}
     for (prio, mag, drop), c in sorted(classes.items()):
@@ -284,6 +293,7 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
             "delay_max_us": _us(d[-1] if d else None),
             "delay_mean_us": _us(sum(d) / len(d) if d else None)}
     return {"received": total, "other": other, "reordered": reordered,
+            "socket_drops": drops, "stopped_by": stopped_by,
             "span_s": round((last - first) / 1e9, 6) if total > 1 else 0.0,
             "classes": out_classes, "flows": {str(k): v for k, v in sorted(flows.items())}}
 

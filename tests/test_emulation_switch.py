@@ -82,12 +82,21 @@ def kernel_drops(stats):
     return sum(sum(st["rx_socket_drops"].values()) for st in stats.values())
 
 
+def assert_all_accounted(run, sent, got):
+    """Every frame sent arrived, or the kernel dropped it, counted, at a switch's socket or the
+    receiver's (on a loaded 2-core machine a few in thousands), and the receiver waited for
+    all of them rather than giving up."""
+    lost = kernel_drops(run.stats) + got["socket_drops"]
+    assert got["received"] + lost == sent and lost <= 0.01 * sent, (got, lost, sent)
+
+
 def traffic(run, host, *args):
     return run.popen(host, [PY, "-m", "dlcp_emu.traffic", *map(str, args)], cwd=ROOT)
 
 
 def start_receiver(run, tmp_path, host, duration, idle=0.7, **kw):
     ready = tmp_path / f"recv-{host}.ready"
+    ready.unlink(missing_ok=True)   # an earlier receiver's: would let the sender start too soon
     extra = [a for k, v in kw.items() for a in (f"--{k}", v)]
     p = traffic(run, host, "recv", "--intf", f"{host}-eth0", "--duration", duration, "--idle",
                 idle, "--ready", ready, *extra)
@@ -209,15 +218,15 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
 def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)
     # Spray (dlcp preset): every packet takes the next spine.
+    # The receiver waits for exactly what is sent (bounded by 30 s, or 3 s without a frame).
     with emulate(tmp_path / "spray", t, "dlcp") as run:
-        rx = start_receiver(run, tmp_path, "h3", 6)
-        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 4000, 1.0, ["0:7:0:200:1"], flows=4))
+        rx = start_receiver(run, tmp_path, "h3", 30, idle=3.0, expect=4000)
+        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 4000, 2.0, ["0:7:0:200:1"], flows=4,
+                                            count=4000))
         sent = finish(s)["sent"]
-        got = finish(rx)
-    # Every frame arrives, but for any the kernel dropped at a busy switch's socket (counted,
-    # and flagged as falling behind): on a loaded 2-core machine a few in thousands.
-    lost = kernel_drops(run.stats)
-    assert got["received"] + lost == sent and lost <= 0.01 * sent, (got["received"], lost, sent)
+        got = finish(rx, timeout=40)
+    assert sent == 4000
+    assert_all_accounted(run, sent, got)
     assert_conserved(run.stats)
     up = run.stats["l1"]["tx_frames"]
     a, b = up["3"], up["4"]
@@ -226,12 +235,13 @@ def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
     assert abs(a - b) <= 0.03 * sent, (a, b)
     # ECMP (fifo preset): each flow stays on one uplink; read from the leaf's pcaps.
     with emulate(tmp_path / "ecmp", t, "fifo", pcap=True) as run:
-        rx = start_receiver(run, tmp_path, "h3", 6)
-        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 3000, 1.0, ["0:7:0:200:1"], flows=16))
+        rx = start_receiver(run, tmp_path, "h3", 30, idle=3.0, expect=3000)
+        s = traffic(run, "h1", *sender_args(t, "h1", "h3", 3000, 2.0, ["0:7:0:200:1"], flows=16,
+                                            count=3000))
         sent = finish(s)["sent"]
-        got = finish(rx)
-    lost = kernel_drops(run.stats)
-    assert got["received"] + lost == sent and lost <= 0.01 * sent, (got["received"], lost, sent)
+        got = finish(rx, timeout=40)
+    assert sent == 3000
+    assert_all_accounted(run, sent, got)
     assert_conserved(run.stats)
     pcap_dir = tmp_path / "ecmp" / "run" / "pcap"
     flows_on = {}
