@@ -9,6 +9,11 @@ Compute is a timed wait (`next_timer`/`on_timer`); communication is whole messag
 
 A message is named by (iteration, tensor_id) with tensor_id = bucket << 16 | phase << 15 |
 step: phase 0 is reduce-scatter (or a PS push), 1 all-gather (or a PS pull).
+
+With compression (`compression.CompressionSpec`) every message a rank sends is the top-k of
+what it holds for that range, at the kept ratio of the bucket's collective: fixed, or set by
+a DC2 controller from the delays of the rank's earlier buckets. A parameter server answers a
+bucket at the ratio its workers pushed.
 """
 from dataclasses import dataclass, field
 
@@ -17,6 +22,7 @@ import numpy as np
 from workloads import ds_sync_groups, split_ranges
 from workloads.patterns import Transfer
 
+from .compression import CompressionSpec, Dc2Controller, topk_pack, unpack_into, wire_ns_per_byte
 from .plan import gradient
 
 
@@ -33,8 +39,9 @@ class Outgoing:
     dst: int
     iteration: int
     tensor_id: int
-    data: np.ndarray          # float32, this message's values
+    data: np.ndarray          # float32, this message's values (dense or sparse)
     priority: int
+    exact: bool = False       # must arrive whole: no byte may be given up (sparse messages)
 
 
 @dataclass
@@ -45,6 +52,11 @@ class TensorRecord:
     ready_ns: int
     done_ns: int = -1
     lost_bytes: int = 0
+    ratio: float = 1.0        # kept fraction of values (1.0: not compressed)
+    sent_bytes: int = 0       # what this rank sent for the bucket
+    dense_bytes: int = 0      # what it would have sent uncompressed
+    energy_kept: float = 1.0  # share of the sent ranges' sum of squares the messages carried
+    delay_ns: int = -1        # synchronisation time beyond serialising sent_bytes at the link rate
 
 
 @dataclass
@@ -66,11 +78,17 @@ class _Collective:
     k: int = 0
     sent: bool = False
     lost: list = field(default_factory=list)    # byte ranges of buf zero-filled by the transport
+    ratio: float = 1.0
+    started_ns: int = 0
+    sent_bytes: int = 0
+    dense_bytes: int = 0
+    energy: list = field(default_factory=lambda: [0.0, 0.0])   # kept, total sum of squares
 
 
 class Worker:
     def __init__(self, rank, n_workers, plan, trace, pattern="ring", iterations=3, seed=1,
-                 ps_ranks=(), group_size=None, keep_results=False):
+                 ps_ranks=(), group_size=None, keep_results=False, compression=None,
+                 wire_ns_per_byte=0.0):
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
         self.pattern, self.iterations, self.seed = pattern, iterations, seed
         self.ps_ranks = tuple(ps_ranks)
@@ -84,6 +102,8 @@ class Worker:
         self.done = False
         self.queue, self.active = [], None
         self.iteration = -1
+        # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
+        self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
 
     # -- the sans-I/O surface -----------------------------------------------------------
     def start(self, now):
@@ -166,7 +186,7 @@ class Worker:
             if self.active is None:
                 if not self.queue:
                     return
-                self.active = self._begin(*self.queue.pop(0))
+                self.active = self._begin(*self.queue.pop(0), now)
             c = self.active
             if c.k == len(c.steps):
                 self._finish_collective(now)
@@ -181,22 +201,32 @@ class Worker:
                     return
                 data, lost = self.inbox.pop(key)
                 region = c.buf.view(np.uint8)[recv.start:recv.stop].view(np.float32)
-                if phase == 0 and self.pattern != "ps":
-                    region += data
-                else:
-                    region[:] = data
+                unpack_into(region, data, add=phase == 0 and self.pattern != "ps")
+                if lost and data.size != region.size:
+                    raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
+                                       "sparse messages are sent exact")
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
             c.k += 1
             c.sent = False
 
     def _send(self, c, phase, step, t):
-        data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32).copy()
+        data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32)
+        packed = None
+        if c.ratio < 1.0:
+            packed, kept, total = topk_pack(data, c.ratio)
+            c.energy[0] += kept
+            c.energy[1] += total
+        if packed is not None and phase == 1 and self.pattern != "ps":
+            unpack_into(data, packed, add=False)   # the owner keeps what the others get
+        data = data.copy() if packed is None else packed
+        c.sent_bytes += data.nbytes
+        c.dense_bytes += t.stop - t.start
         self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step),
-                                    data, c.bucket.priority))
+                                    data, c.bucket.priority, exact=packed is not None))
 
-    def _begin(self, iteration, bucket):
+    def _begin(self, iteration, bucket, now):
         buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
-        c = _Collective(iteration, bucket, buf)
+        c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
         if self.pattern == "ps":
             c.steps = self._ps_steps(bucket)
         else:
@@ -249,6 +279,10 @@ class Worker:
                    if r.iteration == c.iteration and r.bucket == c.bucket.index)
         rec.done_ns = now
         rec.lost_bytes = _covered(c.lost)
+        rec.sent_bytes, rec.dense_bytes, rec.ratio = c.sent_bytes, c.dense_bytes, c.ratio
+        rec.delay_ns = int(self.controller.on_sample(now - c.started_ns, c.sent_bytes))
+        if c.energy[1] > 0:
+            rec.energy_kept = c.energy[0] / c.energy[1]
         if self.keep_results:
             self.results[(c.iteration, c.bucket.index)] = (c.buf, sorted(c.lost))
         for lid in c.bucket.layer_ids:
@@ -259,6 +293,16 @@ class Worker:
                 self.done = True
         if self.timer is None and self.iteration == c.iteration + 1 and self.layer < self.plan.n_layers:
             self._forward(now)   # forward was waiting for this update
+
+
+def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compression,
+                link_rate_bps, mtu, keep_results=False):
+    """A worker as both backends build it: `spec_workload` the spec's [workload] fields,
+    compression a CompressionSpec, the link rate the host's (scaled)."""
+    w = spec_workload
+    return Worker(rank, workers, plan, trace, w["pattern"], w["iterations"], seed=seed,
+                  ps_ranks=ps_ranks, group_size=w.get("group_size"), keep_results=keep_results,
+                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu))
 
 
 class ParameterServer:
@@ -288,16 +332,26 @@ class ParameterServer:
     def on_message(self, src, iteration, tid, data, lost, now):
         bucket, _, _ = split_tensor_id(tid)
         key = (iteration, bucket)
-        entry = self.pending.setdefault(key, [np.zeros_like(data), 0])
-        entry[0] += data
+        start, stop = self.shards[bucket]
+        n = (stop - start) // 4
+        # [sum, pushes seen, smallest kept ratio pushed]
+        entry = self.pending.setdefault(key, [np.zeros(n, dtype=np.float32), 0, 1.0])
+        unpack_into(entry[0], data, add=True)
         entry[1] += 1
-        start = self.shards[bucket][0]
+        if data.size != n:
+            entry[2] = min(entry[2], (data.size - 1) / 2 / n)
         self.lost.extend((iteration, bucket, start + a, start + b) for a, b in lost)
         if entry[1] == len(self.workers):
             del self.pending[key]
             priority = self.plan.buckets[bucket].priority
+            out, exact = entry[0], False
+            if entry[2] < 1.0:
+                packed, _, _ = topk_pack(out, entry[2])
+                if packed is not None:
+                    out, exact = packed, True
             for w in self.workers:
-                self.outbox.append(Outgoing(w, iteration, tensor_id(bucket, 1, self.k), entry[0], priority))
+                self.outbox.append(Outgoing(w, iteration, tensor_id(bucket, 1, self.k), out,
+                                            priority, exact=exact))
             self.served += 1
             self.done = self.served == self.expected
 

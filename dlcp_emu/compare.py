@@ -6,6 +6,9 @@
 
 A preset's figures are the mean over its seeds; each seed's own figures are kept under
 `per_seed`. A run that stops early (Ctrl-C, time limit, crash) still writes what it has.
+
+`vary=(field, values)` also sweeps one spec field (`compression.mode`, `background.load`):
+every preset runs with every value, labelled `<preset>,<field's last name>=<value>`.
 """
 import json
 import shutil
@@ -30,21 +33,34 @@ def run_one(spec, preset, run_dir, backend, log):
     return s
 
 
-def compare(spec, presets, seeds=1, backend="emu", root="results", log=print):
+def variants(spec, presets, vary=None):
+    """[(label, preset, spec)] to run, every spec checked before anything runs."""
+    if vary is None:
+        return [(p, p, spec) for p in presets]
+    field, values = vary
+    specs = [(v, spec.with_field(field, v)) for v in values]
+    leaf = field.rsplit(".", 1)[-1]
+    return [(f"{p},{leaf}={v}", p, s) for p in presets for v, s in specs]
+
+
+def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
+    runs = variants(spec, presets, vary)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
         shutil.copy(spec.source, run_dir / "spec.toml")
     summary = {"spec": spec.name, "backend": backend, "seeds": seeds, "presets": {},
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "complete": False}
+    if vary is not None:
+        summary["vary"] = {"field": vary[0], "values": list(vary[1])}
     results.point_latest(run_dir)
     try:
-        for preset in presets:
+        for label, preset, v_spec in runs:
             per_seed = []
             for k in range(seeds):
-                s_spec = spec if k == 0 else _with_seed(spec, spec.seed + k)
-                log(f"{preset} (seed {s_spec.seed}, {spec.transport_for(preset)} transport, {backend}):")
-                per_seed.append(run_one(s_spec, preset, run_dir / preset / f"seed-{s_spec.seed}", backend, log))
-                summary["presets"][preset] = _combine(per_seed)
+                s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
+                log(f"{label} (seed {s_spec.seed}, {v_spec.transport_for(preset)} transport, {backend}):")
+                per_seed.append(run_one(s_spec, preset, run_dir / label / f"seed-{s_spec.seed}", backend, log))
+                summary["presets"][label] = _combine(per_seed)
                 results.write_summary(run_dir, summary)
                 if per_seed[-1].get("interrupted"):
                     raise KeyboardInterrupt
@@ -57,16 +73,12 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print):
     return run_dir, summary
 
 
-def _with_seed(spec, seed):
-    from .spec import parse_spec
-    return parse_spec({**spec.raw, "seed": seed}, spec.source)
-
-
 def _combine(per_seed):
     out = dict(per_seed[0])
     for key in FIGURES:
         values = [s[key] for s in per_seed if s.get(key) is not None]
         out[key] = float(np.mean(values)) if values else None
+    out["compression"] = _mean_numbers([s.get("compression", {}) for s in per_seed])
     out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
@@ -82,10 +94,22 @@ def _combine(per_seed):
     return out
 
 
+def _mean_numbers(dicts):
+    """The first dict, with every number replaced by its mean over the dicts that have it."""
+    out = dict(dicts[0])
+    for k in out:
+        values = [d[k] for d in dicts if isinstance(d.get(k), (int, float)) and not isinstance(d[k], bool)]
+        if values:
+            out[k] = float(np.mean(values))
+    return out
+
+
 def table(summary):
     """A plain-text table of the presets' figures, times in milliseconds."""
+    compressed = any(s.get("compression", {}).get("mode", "none") != "none"
+                     for s in summary["presets"].values())
     head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
-            "loss", "util", "scaling", "fidelity"]
+            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []), "fidelity"]
     rows = []
     for preset, s in summary["presets"].items():
         fid = s["fidelity"]
@@ -104,16 +128,24 @@ def table(summary):
                      f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
                      "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
                      "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
+                     *(_compression_cells(s.get("compression", {})) if compressed else []),
                      fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + (
-        "\n(times in ms, real-world; loss = zero-filled gradient bytes)"
+        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
+            "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
+            "\n sum of squares the compressed messages kept)" if compressed else "") +
         "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
         "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute."
         "\n 'hosts late!': a wait above 10% of a frame time or compute stretched above 5%, so the"
         "\n hosts slowed the run: raise time_dilation)")
+
+
+def _compression_cells(c):
+    pct = [c.get("wire_fraction"), c.get("energy_kept")]
+    return ["-" if v is None else f"{v * 100:.0f}%" for v in pct]
 
 
 def _ms(v):

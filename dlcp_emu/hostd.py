@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from .agent import ParameterServer, Worker
+from .agent import ParameterServer, make_worker
+from .compression import CompressionSpec
 from .hoststack import HostStack
 from .hostproc import config_and_stop_flag
 from .jsonio import write_json_atomic
@@ -93,9 +94,9 @@ def build_stack(cfg):
     if cfg["role"] == "ps":
         agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"])
     else:
-        agent = Worker(rank, cfg["workers"], plan, trace, cfg["pattern"], cfg["iterations"],
-                       seed=cfg["seed"], ps_ranks=cfg["ps_ranks"], group_size=cfg.get("group_size"),
-                       keep_results=bool(cfg.get("results_path")))
+        agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
+                            CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],
+                            cfg["mtu"], keep_results=bool(cfg.get("results_path")))
     stack = HostStack(rank, agent, "reliable" if cfg["transport"] == "tcp" else cfg["transport"],
                       mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
                       droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])

@@ -11,6 +11,7 @@ from .transport import TRANSPORTS, MagnitudePolicy, Message, RttEstimator
 from .wire import PacketType
 
 FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
+TOP_CLASS = 7          # the largest-magnitude class
 
 
 class HostStack:
@@ -82,6 +83,10 @@ class HostStack:
                 rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
                 sender = self.senders[m.dst] = self.sender_cls(
                     self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy, rtt=rtt)
+            # A message that must arrive whole (sparse) is never droppable; its values are
+            # the bucket's largest, so its packets carry the highest magnitude class.
+            exact = m.exact
             sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
                                 priority=m.priority, job=self.job, src_rank=self.rank,
-                                dst_rank=m.dst), now)
+                                dst_rank=m.dst, mag_class=TOP_CLASS if exact else None,
+                                droppable=False if exact else None), now)

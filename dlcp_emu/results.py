@@ -101,6 +101,27 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
     }
 
 
+def compression_summary(settings, tensors):
+    """What compression did over a run: the kept ratio the buckets went with (mean, least),
+    the bytes sent against the bytes uncompressed, the share of the gradients' sum of squares
+    the messages carried (weighted by uncompressed bytes), and the buckets' synchronisation
+    delay beyond serialisation, which DC2 steers by (measured with compression off too)."""
+    out = {"mode": settings.get("mode", "none")}
+    done = tensors[tensors["fct_s"].notna()] if len(tensors) and "ratio" in tensors else None
+    if done is None or not len(done):
+        return out
+    dense, w = float(done["dense_bytes"].sum()), done["dense_bytes"]
+    out.update({
+        "ratio_mean": float(done["ratio"].mean()),
+        "ratio_min": float(done["ratio"].min()),
+        "wire_fraction": float(done["sent_bytes"].sum()) / dense if dense else None,
+        "energy_kept": float((done["energy_kept"] * w).sum() / w.sum()) if w.sum() else None,
+        "delay_p50_s": percentile(done["delay_s"].dropna(), 50),
+        "delay_p99_s": percentile(done["delay_s"].dropna(), 99),
+    })
+    return out
+
+
 def write_summary(run_dir, summary):
     path = Path(run_dir) / "summary.json"
     write_json_atomic(path, summary, indent=2, default=_plain)

@@ -5,13 +5,14 @@ Scaling: link rates are multiplied by byte_scale / time_dilation and delays by
 time_dilation; gradient bytes by byte_scale; compute times by time_dilation. A real-world
 second is then time_dilation emulated seconds, and every time written out is divided back.
 """
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 
 from topologies import build as build_topology, builder_params
 
 from . import results
+from .compression import CompressionSpec
 from .spec import MAX_BACKGROUND_FLOWS
 
 
@@ -102,6 +103,14 @@ def host_link_rate(topology, host):
     return port.link.rate_bps
 
 
+def compression_for(spec):
+    """The agents' CompressionSpec: the spec's real-world target delay in the run's (dilated)
+    time."""
+    c = dict(spec.compression)
+    target_ms = c.pop("target_delay_ms", 1.0)
+    return CompressionSpec(**c, target_delay_ns=target_ms * 1e6 * spec.time_dilation)
+
+
 def hostd_config(spec, placement, topology, rank, transport, **extra):
     w, t = spec.workload, spec.transport
     return {
@@ -116,6 +125,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "peers": {r: [topology.host_ip(h), 9796] for r, h in placement.host_of_rank.items()},
         "bind": [topology.host_ip(placement.host_of_rank[rank]), 9796],
         "link_rate_bps": host_link_rate(topology, placement.host_of_rank[rank]),
+        "compression": asdict(compression_for(spec)),
         **extra,
     }
 
@@ -143,7 +153,10 @@ def tables(records, dilation, t0_ns=0):
                          "nbytes": r["nbytes"], "ready_s": (r["ready_ns"] - t0_ns) * scale,
                          "done_s": (r["done_ns"] - t0_ns) * scale if done else None,
                          "fct_s": (r["done_ns"] - r["ready_ns"]) * scale if done else None,
-                         "lost_bytes": r["lost_bytes"]})
+                         "lost_bytes": r["lost_bytes"], "ratio": r["ratio"],
+                         "sent_bytes": r["sent_bytes"], "dense_bytes": r["dense_bytes"],
+                         "energy_kept": r["energy_kept"],
+                         "delay_s": r["delay_ns"] * scale if r["delay_ns"] >= 0 else None})
         for src, it_, tid, nbytes, lost, first, done, by_class in rec.get("deliveries", []):
             row = {"src": src, "dst": rank, "iteration": it_, "tensor_id": tid,
                    "nbytes": nbytes, "lost_bytes": lost,
@@ -186,6 +199,7 @@ def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_
                           workers=spec.workload["workers"],
                           loss_bound=spec.transport["loss_bound"] if transport == "dlcp" else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
+    s["compression"] = results.compression_summary(spec.compression, tens)
     s.update({"preset": preset, "transport": transport,
               "model": spec.workload.get("model") or spec.workload.get("trace"),
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .agent import ParameterServer, Worker
+from .agent import ParameterServer, Worker, make_worker
 from .hostd import load_trace
 from .hoststack import HostStack
 from .packet_log import PacketLog, packet_key, packet_table
 from .plan import make_plan
-from .runner import (active_seconds, background_flows, finish, host_link_rate, place, port_table,
-                     preset_name, queue_table, scaled_topology, summary, tables)
+from .runner import (active_seconds, background_flows, compression_for, finish, host_link_rate,
+                     place, port_table, preset_name, queue_table, scaled_topology, summary, tables)
 from .sim import SimNetwork
 from .background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from .sim.hosts import SimHosts
@@ -31,16 +31,20 @@ def build(spec, pipeline, keep_results=False):
     plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
     stacks = {}
+    compression = compression_for(spec)
+
+    def rate(rank):
+        return host_link_rate(topo, placement.host_of_rank[rank])
+
     for rank in placement.host_of_rank:
         if rank in placement.ps_ranks:
             agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"])
         else:
-            agent = Worker(rank, placement.workers, plan, trace, w["pattern"], w["iterations"],
-                           seed=spec.seed, ps_ranks=placement.ps_ranks, group_size=w["group_size"],
-                           keep_results=keep_results)
+            agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
+                                placement.ps_ranks, compression, rate(rank), spec.mtu,
+                                keep_results=keep_results)
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
-                          droppable_fraction=t["droppable_fraction"],
-                          link_rate_bps=host_link_rate(topo, placement.host_of_rank[rank]))
+                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)

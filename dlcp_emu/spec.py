@@ -36,6 +36,14 @@
     [switch]                    # a preset and/or stages (see switch_models.pipeline)
     preset = "dlcp"
 
+    [compression]               # optional: top-k sparsification of every gradient message
+    mode = "dc2"                # none | fixed (keep `ratio` of the values) | dc2 (delay-aware)
+    ratio = 0.1                 # fixed: fraction of values kept (top-k by magnitude)
+    min_ratio = 0.01            # dc2: the least it keeps
+    target_delay_ms = 1.0       # dc2: real-world delay beyond serialisation it aims under
+    increase = 0.05             # dc2: additive step back towards 1 per bucket under the target
+    decrease = 0.5              # dc2: largest multiplicative cut (scaled by the excess)
+
     [background]                # optional
     load = 0.2                  # fraction of host link rate, Poisson arrivals
     distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
@@ -50,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
+from .compression import MODES as COMPRESSION_MODES
 from topologies import builder_params, build as build_topology
 
 PATTERNS = ("ring", "ps", "ds-sync")
@@ -83,6 +92,7 @@ class Spec:
     transport: dict
     switch: dict
     background: dict | None
+    compression: dict = field(default_factory=lambda: {"mode": "none"})
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -90,6 +100,21 @@ class Spec:
         """The same experiment with another switch spec (a preset name or a table)."""
         table = {"preset": switch} if isinstance(switch, str) else dict(switch)
         return parse_spec({**self.raw, "switch": table}, self.source)
+
+    def with_field(self, dotted, value):
+        """The same experiment with one field set, named as in the file: `seed`,
+        `compression.mode`, `topology.host_rate_bps`. Checked like the file (SpecError)."""
+        *tables, name = dotted.split(".")
+        raw = dict(self.raw)
+        node = raw
+        for i, t in enumerate(tables):
+            sub = node.get(t, {})
+            if not isinstance(sub, dict):
+                raise SpecError([f"{'.'.join(tables[:i + 1])}: is not a table"], self.source)
+            node[t] = dict(sub)
+            node = node[t]
+        node[name] = value
+        return parse_spec(raw, self.source)
 
     def transport_for(self, preset):
         """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
@@ -171,6 +196,7 @@ TOP_FIELDS = {
     "transport": ({"kind": "reliable"}, lambda v: isinstance(v, dict), "a table"),
     "switch": ({"preset": "fifo"}, lambda v: isinstance(v, dict), "a table"),
     "background": (None, lambda v: isinstance(v, dict), "a table"),
+    "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
 }
 
 
@@ -197,6 +223,15 @@ TRANSPORT_FIELDS = {
     "droppable_fraction": (0.5, _num(0, 1), "a fraction in 0..1"),
 }
 
+COMPRESSION_FIELDS = {
+    "mode": ("none", _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
+    "ratio": (0.1, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "min_ratio": (0.01, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "target_delay_ms": (1.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
+    "increase": (0.05, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "decrease": (0.5, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+}
+
 BACKGROUND_FIELDS = {
     "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
     "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
@@ -209,6 +244,7 @@ def parse_spec(raw, source="spec"):
     top = c.take(raw, "", TOP_FIELDS)
     workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
     transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
+    compression = c.take(top.get("compression") or {}, "compression", COMPRESSION_FIELDS)
     background = None
     if top.get("background") is not None:
         background = c.take(top["background"], "background", BACKGROUND_FIELDS)
@@ -243,7 +279,7 @@ def parse_spec(raw, source="spec"):
                 time_limit_s=float(top["time_limit_s"]), packet_records=top["packet_records"],
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
-                background=background, source=source, raw=raw)
+                background=background, compression=compression, source=source, raw=raw)
 
 
 def _check_topology(c, topology, workload):

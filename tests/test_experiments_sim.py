@@ -111,3 +111,50 @@ def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
     # Nothing dropped, so nothing lost: what had not arrived when the last agent finished
     # (acknowledgements on their way) is in flight, and the simulator knows it.
     assert set(packets["fate"]) <= {"delivered", "in_flight"}
+
+
+def test_compare_sweeps_compression_and_dc2_trades_bytes_for_time(tmp_path, capsys):
+    """`compare --vary compression.mode=...` on the tiny spec (2:1 uplinks, background): every
+    mode runs, the table grows its compression columns, and compressing sends fewer bytes,
+    keeps less of the gradients and finishes iterations sooner than sending them whole."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(_toml({**TINY, "compression": {"target_delay_ms": 5.0}}))
+    code = main(["compare", str(path), "--backend", "sim", "--presets", "fifo", "--vary",
+                 "compression.mode=none,fixed,dc2", "--results", str(tmp_path / "r"), "--json"])
+    assert code == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "r" / "latest" / "summary.json").read_text())
+    s = summary["presets"]
+    assert list(s) == ["fifo,mode=none", "fifo,mode=fixed", "fifo,mode=dc2"]
+    assert summary["vary"] == {"field": "compression.mode", "values": ["none", "fixed", "dc2"]}
+    none, fixed, dc2 = (s[k]["compression"] for k in s)
+    assert none["ratio_mean"] == 1.0 and none["wire_fraction"] == 1.0 and none["energy_kept"] == 1.0
+    assert none["delay_p50_s"] > 0                   # measured with compression off too
+    assert fixed["ratio_mean"] == pytest.approx(0.1) and fixed["wire_fraction"] < 0.25
+    assert dc2["ratio_min"] < 1.0 and dc2["wire_fraction"] < 1.0
+    for c in (fixed, dc2):
+        assert 0 < c["energy_kept"] < 1
+    t = {k: s[k]["iteration_time_mean_s"] for k in s}
+    assert t["fifo,mode=fixed"] < t["fifo,mode=none"] and t["fifo,mode=dc2"] < t["fifo,mode=none"]
+    assert (tmp_path / "r" / "latest" / "fifo,mode=dc2" / "seed-2" / "tensors.parquet").is_file()
+    text = compare.table(summary)
+    assert "sent" in text and "energy" in text and "fifo,mode=dc2" in text
+
+
+def test_vary_rejects_a_bad_field_before_running(tmp_path, capsys):
+    path = tmp_path / "tiny.toml"
+    path.write_text(_toml(TINY))
+    assert main(["compare", str(path), "--backend", "sim", "--presets", "fifo", "--vary",
+                 "compression.mood=dc2", "--results", str(tmp_path / "r")]) == 2
+    assert "compression.mood: unknown field" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(SystemExit):
+        main(["compare", str(path), "--vary", "compression.mode"])
+    assert "must be FIELD=V1,V2,..." in capsys.readouterr().err
+
+
+def _toml(d, prefix=""):
+    """A spec dict as TOML (flat values first, then one table per sub-dict)."""
+    flat = [f"{k} = {json.dumps(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    tables = [f"\n[{prefix}{k}]\n" + _toml(v) for k, v in d.items() if isinstance(v, dict)]
+    return "\n".join(flat) + "\n" + "".join(tables)

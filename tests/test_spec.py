@@ -85,3 +85,28 @@ def test_background_flow_count_is_checked_against_the_time_limit():
 def test_every_example_spec_is_valid(path):
     spec = load_spec(path)
     assert spec.name and spec.build_topology().hosts()
+
+
+def test_compression_fields_are_checked():
+    spec = parse_spec({**GOOD, "compression": {"mode": "dc2", "target_delay_ms": 5}})
+    assert spec.compression == {"mode": "dc2", "ratio": 0.1, "min_ratio": 0.01,
+                                "target_delay_ms": 5, "increase": 0.05, "decrease": 0.5}
+    assert parse_spec(GOOD).compression["mode"] == "none"
+    with pytest.raises(SpecError) as e:
+        parse_spec({**GOOD, "compression": {"mode": "gzip", "ratio": 0, "speed": 1}})
+    text = str(e.value)
+    assert "compression.mode: 'gzip' is not allowed; must be one of none, fixed, dc2" in text
+    assert "compression.ratio: 0 is not allowed; must be a fraction of values kept in (0, 1]" in text
+    assert "compression.speed: unknown field; allowed: mode, ratio, min_ratio" in text
+
+
+def test_with_field_sets_one_field_and_checks_it():
+    spec = parse_spec(GOOD)
+    assert spec.with_field("compression.mode", "fixed").compression["mode"] == "fixed"
+    assert spec.with_field("seed", 9).seed == 9
+    assert spec.with_field("workload.workers", 2).workload["workers"] == 2
+    assert spec.workload["workers"] == GOOD["workload"]["workers"]   # the original is untouched
+    with pytest.raises(SpecError, match="workload.wrokers: unknown field"):
+        spec.with_field("workload.wrokers", 2)
+    with pytest.raises(SpecError, match="seed: is not a table"):
+        parse_spec({**GOOD, "seed": 3}).with_field("seed.x", 1)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from switch_models import preset_names
 
-from .argtypes import positive_int
+from .argtypes import field_values, positive_int
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
@@ -29,6 +29,9 @@ def add_parser(sub):
     c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
                    help="emu: Mininet, real packets (root); sim: virtual time")
+    c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...",
+                   help="also sweep one spec field, e.g. compression.mode=none,fixed,dc2 or "
+                        "background.load=0.1,0.4: every preset runs with every value")
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
@@ -86,16 +89,17 @@ def _compare(args):
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     if _check_presets(presets):
         return 2
-    return _finish(args, spec, presets, args.seeds)
+    return _finish(args, spec, presets, args.seeds, vary=args.vary)
 
 
-def _finish(args, spec, presets, seeds, report=False):
+def _finish(args, spec, presets, seeds, report=False, vary=None):
     from dlcp_emu import compare
     pipelines = presets if presets is not None else [spec.switch]
     try:
         run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
-                                           root=args.results, log=lambda m: print(m, flush=True))
-    except (RuntimeError, ValueError) as e:   # set-up problems: say what, not a traceback
+                                           root=args.results, log=lambda m: print(m, flush=True),
+                                           vary=vary)
+    except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
     if args.json:

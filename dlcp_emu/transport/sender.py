@@ -475,7 +475,10 @@ class Sender:
 
 
 def _per_chunk(values, count: int, name: str, dtype) -> bytes:
+    """One value per chunk; a single value (a scalar) applies to every chunk."""
     a = np.asarray(values, dtype=dtype).ravel()
+    if a.ndim == 1 and np.ndim(values) == 0:
+        a = np.full(count, a[0], dtype=dtype)
     if a.shape != (count,):
         raise ValueError(f"{name} needs one value per chunk ({count}), got {a.size}")
     return a.astype(np.uint8).tobytes()
