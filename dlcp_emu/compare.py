@@ -7,9 +7,11 @@
 A preset's figures are the mean over its seeds; each seed's own figures are kept under
 `per_seed`. A run that stops early (Ctrl-C, time limit, crash) still writes what it has.
 
-`vary=(field, values)` also sweeps one spec field (`compression.mode`, `background.load`):
-every preset runs with every value, labelled `<preset>,<field's last name>=<value>`.
+`vary=[(field, values), ...]` also sweeps spec fields (`compression.mode`,
+`background.load`): every preset runs with every combination of values, labelled
+`<preset>,<field's last name>=<value>,...`.
 """
+import itertools
 import json
 import shutil
 import time
@@ -33,14 +35,14 @@ def run_one(spec, preset, run_dir, backend, log):
     return s
 
 
-def variants(spec, presets, vary=None):
+def variants(spec, presets, vary=()):
     """[(label, preset, spec)] to run, every spec checked before anything runs."""
-    if vary is None:
-        return [(p, p, spec) for p in presets]
-    field, values = vary
-    specs = [(v, spec.with_field(field, v)) for v in values]
-    leaf = field.rsplit(".", 1)[-1]
-    return [(f"{p},{leaf}={v}", p, s) for p in presets for v, s in specs]
+    specs = [("", spec)]
+    for field, values in vary or ():
+        leaf = field.rsplit(".", 1)[-1]
+        specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
+                 for (label, s), v in itertools.product(specs, values)]
+    return [(p + label, p, s) for p in presets for label, s in specs]
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
@@ -50,8 +52,8 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         shutil.copy(spec.source, run_dir / "spec.toml")
     summary = {"spec": spec.name, "backend": backend, "seeds": seeds, "presets": {},
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "complete": False}
-    if vary is not None:
-        summary["vary"] = {"field": vary[0], "values": list(vary[1])}
+    if vary:
+        summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
     results.point_latest(run_dir)
     try:
         for label, preset, v_spec in runs:

@@ -126,7 +126,7 @@ def test_compare_sweeps_compression_and_dc2_trades_bytes_for_time(tmp_path, caps
     summary = json.loads((tmp_path / "r" / "latest" / "summary.json").read_text())
     s = summary["presets"]
     assert list(s) == ["fifo,mode=none", "fifo,mode=fixed", "fifo,mode=dc2"]
-    assert summary["vary"] == {"field": "compression.mode", "values": ["none", "fixed", "dc2"]}
+    assert summary["vary"] == [{"field": "compression.mode", "values": ["none", "fixed", "dc2"]}]
     none, fixed, dc2 = (s[k]["compression"] for k in s)
     assert none["ratio_mean"] == 1.0 and none["wire_fraction"] == 1.0 and none["energy_kept"] == 1.0
     assert none["delay_p50_s"] > 0                   # measured with compression off too
@@ -158,3 +158,18 @@ def _toml(d, prefix=""):
     flat = [f"{k} = {json.dumps(v)}" for k, v in d.items() if not isinstance(v, dict)]
     tables = [f"\n[{prefix}{k}]\n" + _toml(v) for k, v in d.items() if isinstance(v, dict)]
     return "\n".join(flat) + "\n" + "".join(tables)
+
+
+def test_variants_are_every_combination_checked_up_front():
+    spec = parse_spec(TINY)
+    runs = compare.variants(spec, ["fifo", "dlcp"], [("compression.mode", ["none", "dc2"]),
+                                                     ("background.load", [0.1, 0.3])])
+    assert [label for label, _, _ in runs] == [
+        "fifo,mode=none,load=0.1", "fifo,mode=none,load=0.3", "fifo,mode=dc2,load=0.1",
+        "fifo,mode=dc2,load=0.3", "dlcp,mode=none,load=0.1", "dlcp,mode=none,load=0.3",
+        "dlcp,mode=dc2,load=0.1", "dlcp,mode=dc2,load=0.3"]
+    _, preset, s = runs[3]
+    assert preset == "fifo" and s.compression["mode"] == "dc2" and s.background["load"] == 0.3
+    assert [label for label, _, _ in compare.variants(spec, ["fifo"])] == ["fifo"]
+    with pytest.raises(ValueError, match=r"background.load: 2 is not allowed"):
+        compare.variants(spec, ["fifo"], [("background.load", [0.1, 2])])

@@ -29,9 +29,9 @@ def add_parser(sub):
     c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
                    help="emu: Mininet, real packets (root); sim: virtual time")
-    c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...",
-                   help="also sweep one spec field, e.g. compression.mode=none,fixed,dc2 or "
-                        "background.load=0.1,0.4: every preset runs with every value")
+    c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...", action="append",
+                   help="also sweep a spec field, e.g. compression.mode=none,fixed,dc2 or "
+                        "background.load=0.1,0.4 (repeat for several: every combination runs)")
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
