@@ -201,10 +201,10 @@ class Worker:
                     return
                 data, lost = self.inbox.pop(key)
                 region = c.buf.view(np.uint8)[recv.start:recv.stop].view(np.float32)
-                unpack_into(region, data, add=phase == 0 and self.pattern != "ps")
                 if lost and data.size != region.size:
                     raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
                                        "sparse messages are sent exact")
+                unpack_into(region, data, add=phase == 0 and self.pattern != "ps")
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
             c.k += 1
             c.sent = False

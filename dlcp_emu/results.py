@@ -23,7 +23,7 @@ from .jsonio import write_json_atomic
 
 SUMMARY_KEYS = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s",
                 "tensor_fct_p99_s", "tensor_fct_p999_s", "loss_fraction", "link_utilization",
-                "scaling_factor", "fidelity")
+                "scaling_factor", "compression", "fidelity")
 
 
 def new_run_dir(root="results", name="run"):
