@@ -86,7 +86,7 @@ def _combine(per_seed):
     fid = [s["fidelity"] for s in per_seed]
     worst = {}
     for key in ("p99_lateness_us", "host_timer_p99_lateness_us", "host_compute_stretch",
-                "host_rx_lag_p50_us", "host_rx_lag_p99_us"):
+                "host_rx_lag_p50_us", "host_rx_lag_p99_us", "host_stall_max_ms"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),

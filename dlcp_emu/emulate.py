@@ -107,8 +107,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     fidelity["hosts_behind"] = bool(
         (stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
         or (lag and fidelity["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
-    # Hosts that cannot keep their own compute schedule (too many agents for the cores at
-    # this dilation) also answer packets late: the run is slower than the model says.
+    # The longest a host stopped serving packets for its own sake (a garbage collection, a
+    # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
+    stalls = [r.get("stalls") or {} for r in records]
+    fidelity["host_stall_max_ms"] = max(
+        (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)

@@ -14,6 +14,7 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 "transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
 "fusion_bytes", "fusion_cycle_ms", "start_at_ns", "deadline_s", "out_path", "results_path"}
 """
+import gc
 import select
 import socket
 import sys
@@ -103,7 +104,34 @@ def build_stack(cfg):
     return plan, stack
 
 
-def records(cfg, stack, started_ns, finished, driver=None):
+class Stalls:
+    """How long this process stopped serving packets for itself: garbage collections (from
+    gc.callbacks) and its own record checkpoints. A stall of one rank stalls the whole ring."""
+
+    def __init__(self):
+        self.gc = [0, 0, 0]            # count, sum ns, max ns
+        self.writes = [0, 0, 0]
+        self._t0 = 0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase, _info):
+        if phase == "start":
+            self._t0 = time.monotonic_ns()
+        else:
+            self.add(self.gc, time.monotonic_ns() - self._t0)
+
+    @staticmethod
+    def add(acc, ns):
+        acc[0] += 1
+        acc[1] += ns
+        acc[2] = max(acc[2], ns)
+
+    def summary(self):
+        return {f"{k}_{f}": v for k, acc in (("gc", self.gc), ("write", self.writes))
+                for f, v in zip(("count", "sum_ns", "max_ns"), acc)}
+
+
+def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
     a = stack.agent
     out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
            "started_ns": started_ns, "done": stack.done,
@@ -113,7 +141,8 @@ def records(cfg, stack, started_ns, finished, driver=None):
            "timer_lateness_sum_ns": sum(stack.timer_lateness),
            "rx_lag_ns": list(driver.rx_lag_ns) if driver else [],
            "deliveries": stack.deliveries,
-           "sends": [r.__dict__ for r in stack.completions]}
+           "sends": [r.__dict__ for r in stack.completions],
+           "stalls": stalls.summary() if stalls else {}}
     if cfg["role"] == "worker":
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
@@ -136,6 +165,7 @@ def main(argv=None):
     driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
 
     clock = time.monotonic_ns
+    stalls = Stalls()
     start = cfg["start_at_ns"]
     while clock() < start and not stopping:
         time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
@@ -156,12 +186,14 @@ def main(argv=None):
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
-            write_json_atomic(out_path, records(cfg, stack, started, False, driver))
-            next_write = now + 1_000_000_000
+            write_json_atomic(out_path, records(cfg, stack, started, False, driver, stalls))
+            next_write = clock()
+            stalls.add(stalls.writes, next_write - now)
+            next_write += 1_000_000_000
         wake = driver.timeout()
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    write_json_atomic(out_path, records(cfg, stack, started, True, driver))
+    write_json_atomic(out_path, records(cfg, stack, started, True, driver, stalls))
     if log is not None:
         import pandas as pd
         rec = log.records()

@@ -8,8 +8,9 @@ def write_json_atomic(path, data, *, indent=None, default=None, fsync=False):
     that must survive a machine crash (a run's record of what it created)."""
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
+    text = json.dumps(data, indent=indent, default=default)   # json.dump's many small writes: 8x slower
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=indent, default=default)
+        f.write(text)
         if fsync:
             f.flush()
             os.fsync(f.fileno())

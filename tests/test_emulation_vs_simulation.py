@@ -25,8 +25,9 @@ SPEC = {
 
 
 def both(spec, pipeline, tmp_path, name):
+    """(emulated, simulated) mean iteration time, and what to read when they differ."""
     emu, frames = run_emulation(spec, pipeline, tmp_path / f"emu-{name}", log=lambda m: None)
-    sim, _ = run_simulation(spec, pipeline, tmp_path / f"sim-{name}", log=lambda m: None)
+    sim, sim_frames = run_simulation(spec, pipeline, tmp_path / f"sim-{name}", log=lambda m: None)
     assert emu["completed"] and sim["completed"]
     assert not emu["fidelity"]["fell_behind"], emu["fidelity"]
     assert 0 <= emu["fidelity"]["host_compute_stretch"] < 0.05, emu["fidelity"]
@@ -35,14 +36,18 @@ def both(spec, pipeline, tmp_path, name):
     # none vanished in a host's own queue.
     assert sum(emu["host_queue_drops"].values()) == 0, emu["host_queue_drops"]
     assert emu["packets"].get("lost", 0) == frames["ports"]["dropped"].sum(), emu["packets"]
-    return emu["iteration_time_mean_s"], sim["iteration_time_mean_s"]
+    assert emu["fidelity"]["host_stall_max_ms"] > 0      # measured: a checkpoint at least
+    per_it = [f"{w}: " + str((f["iterations"].groupby("iteration")["total_s"].mean() * 1e3).round(1).tolist())
+              for w, f in (("emulated", frames), ("simulated", sim_frames))]
+    why = f"{name}: {'; '.join(per_it)} ms; emulation fidelity {emu['fidelity']}"
+    return emu["iteration_time_mean_s"], sim["iteration_time_mean_s"], why
 
 
 def test_emulated_and_simulated_iteration_times_agree_within_5_percent(tmp_path):
-    e, s = both(parse_spec(SPEC), "fifo", tmp_path, "ps")
+    e, s, why = both(parse_spec(SPEC), "fifo", tmp_path, "ps")
     # The network costs something here (so agreement is not just agreeing on compute time).
     assert s > 1.5 * 0.12809
-    assert abs(e - s) / s < 0.05, f"emulated {e * 1e3:.1f} ms, simulated {s * 1e3:.1f} ms"
+    assert abs(e - s) / s < 0.05, f"emulated {e * 1e3:.1f} ms, simulated {s * 1e3:.1f} ms; {why}"
 
 
 RING = {
@@ -61,8 +66,8 @@ def test_spray_and_ecmp_agree_emulated_and_simulated(tmp_path):
     spec = parse_spec(RING)
     ecmp = both(spec, "fifo", tmp_path, "ecmp")
     spray = both(spec, {"preset": "fifo", "load_balancer": "spray"}, tmp_path, "spray")
-    for name, (e, s) in (("ecmp", ecmp), ("spray", spray)):
-        assert abs(e - s) / s < 0.05, f"{name}: emulated {e * 1e3:.1f} ms, simulated {s * 1e3:.1f} ms"
+    for e, s, why in (ecmp, spray):
+        assert abs(e - s) / s < 0.05, f"emulated {e * 1e3:.1f} ms, simulated {s * 1e3:.1f} ms; {why}"
     # Both worlds see what the comparison is about: the collision costs ECMP over 20%.
     assert ecmp[0] > 1.2 * spray[0] and ecmp[1] > 1.2 * spray[1], (ecmp, spray)
 
