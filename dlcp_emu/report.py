@@ -4,7 +4,9 @@
 - iteration_time.png: mean iteration time per preset with the spread (min..max, and std);
 - queue_occupancy.png: queued bytes over time at the bottleneck port (the port that queued
   most) of each preset;
-- loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset.
+- loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset;
+- compression.png (runs that compressed): each bucket's kept ratio over time and the delay
+  DC2 steers by.
 """
 import json
 from pathlib import Path
@@ -114,7 +116,32 @@ def draw(run_dir):
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
         pngs.append(_save(fig, run_dir / "loss_by_magnitude.png"))
+
+    compressed = [p for p in presets if "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
+    if compressed:
+        pngs.append(_compression_plot(plt, tensors, compressed, colors, title, run_dir))
     return pngs
+
+
+def _compression_plot(plt, tensors, names, colors, title, run_dir):
+    """Kept ratio of every bucket over time (mean over ranks and seeds) and the delay it was
+    chosen by: how DC2 follows the network."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for p in names:
+        t = tensors[p].dropna(subset=["done_s"])
+        by = t.groupby(["iteration", "bucket"]).agg(ready=("ready_s", "mean"), ratio=("ratio", "mean"),
+                                                   delay=("delay_s", "mean")).sort_values("ready")
+        top.plot(by["ready"] * 1e3, by["ratio"], color=colors[p], lw=0.9, marker=".", label=p)
+        bottom.plot(by["ready"] * 1e3, by["delay"] * 1e3, color=colors[p], lw=0.9, marker=".")
+    top.set_yscale("log")
+    top.set_ylabel("kept ratio (log)")
+    top.legend(fontsize=8)
+    bottom.set_ylabel("sync delay beyond\nserialisation (ms)")
+    bottom.set_xlabel("bucket ready time (ms, real-world)")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3, which="both")
+    top.set_title(f"Compression per bucket: {title}", fontsize=10)
+    return _save(fig, run_dir / "compression.png")
 
 
 def _save(fig, path):

@@ -139,6 +139,8 @@ def test_compare_sweeps_compression_and_dc2_trades_bytes_for_time(tmp_path, caps
     assert (tmp_path / "r" / "latest" / "fifo,mode=dc2" / "seed-2" / "tensors.parquet").is_file()
     text = compare.table(summary)
     assert "sent" in text and "energy" in text and "fifo,mode=dc2" in text
+    pngs = report.draw(tmp_path / "r" / "latest")
+    assert pngs[-1].name == "compression.png" and pngs[-1].stat().st_size > 15_000
 
 
 def test_vary_rejects_a_bad_field_before_running(tmp_path, capsys):
