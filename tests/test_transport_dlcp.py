@@ -209,3 +209,17 @@ def test_trace_magnitudes_drive_classes():
     plan = MagnitudePolicy().plan(mags, data.nbytes, cs)
     assert all(h.mag_class == plan.mag_class[h.chunk_index] for _, h, _ in rec.of(DATA))
     check_delivery(r.take_delivered()[0], msg, rec.droppable()[layer], cs)
+
+
+def test_one_flag_and_class_for_every_chunk_makes_a_message_exact():
+    """A sparse (compressed) message is sent with droppable=False and mag_class=7 as single
+    values: every chunk goes non-droppable in class 7, and under loss it arrives whole."""
+    data = tensor(50_000, seed=3)
+    msg = Message(data, iteration=1, tensor_id=9, src_rank=0, dst_rank=1, droppable=False,
+                  mag_class=7)
+    s, r, rec, _ = transfer([msg], LossyChannel(seed=5, loss=0.2), LossyChannel(seed=6, loss=0.1))
+    (d,) = r.take_delivered()
+    assert d.lost_bytes == 0 and np.array_equal(np.asarray(d.data, dtype=np.float32).ravel(), data)
+    heads = [h for _, h, _ in rec.of(DATA)]
+    assert heads and all(h.mag_class == 7 and not h.flags & Flags.DROPPABLE for h in heads)
+    assert any(h.flags & Flags.RETRANSMISSION for h in heads)     # the loss was repaired
