@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .hostproc import config_and_stop_flag
-from .jsonio import write_json_atomic
+from .jsonio import CheckpointWriter, write_json_atomic
 from .transport import Message, ReliableReceiver, ReliableSender, RttEstimator
 from .transport.udp_driver import UdpDriver
 
@@ -96,20 +96,19 @@ def main(argv=None):
     deadline = start + int(cfg["deadline_s"] * 1e9)
     next_write = start + 1_000_000_000
 
-    def write():
-        write_json_atomic(cfg["out_path"], records(ep, start, ip_of))
-
+    checkpoints = CheckpointWriter()
     while not stopping and clock() < deadline:
         driver.read()
         now = clock()
         driver.flush(now)
         if now >= next_write:
-            write()
+            checkpoints.write(cfg["out_path"], records(ep, start, ip_of))
             next_write = now + 1_000_000_000
         wake = driver.timeout()
         wait = 0.002 if wake is None else min(max(wake - now, 0) / 1e9, 0.002)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    write()
+    checkpoints.close()
+    write_json_atomic(cfg["out_path"], records(ep, start, ip_of))
     return 0
 
 

@@ -85,7 +85,7 @@ def _combine(per_seed):
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
     worst = {}
-    for key in ("p99_lateness_us", "host_timer_p99_lateness_us", "host_compute_stretch",
+    for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us", "host_compute_stretch",
                 "host_rx_lag_p50_us", "host_rx_lag_p99_us", "host_stall_max_ms"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None

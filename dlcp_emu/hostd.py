@@ -26,7 +26,7 @@ from .agent import ParameterServer, make_worker
 from .compression import CompressionSpec
 from .hoststack import HostStack
 from .hostproc import config_and_stop_flag
-from .jsonio import write_json_atomic
+from .jsonio import CheckpointWriter, write_json_atomic
 from .packet_log import COLUMNS, PacketLog
 from .plan import make_plan
 from .transport.udp_driver import UdpDriver
@@ -174,6 +174,7 @@ def main(argv=None):
     deadline = started + int(cfg["deadline_s"] * 1e9)
     next_write = started + 1_000_000_000
     out_path = cfg["out_path"]
+    checkpoints = CheckpointWriter()
     reported_done = False
     # Serve until told to stop: after our own work is done, peers may still need our
     # feedback (ACKs, bitmaps) to finish theirs. The runner stops every host together.
@@ -186,13 +187,14 @@ def main(argv=None):
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
-            write_json_atomic(out_path, records(cfg, stack, started, False, driver, stalls))
+            checkpoints.write(out_path, records(cfg, stack, started, False, driver, stalls))
             next_write = clock()
             stalls.add(stalls.writes, next_write - now)
             next_write += 1_000_000_000
         wake = driver.timeout()
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
+    checkpoints.close()
     write_json_atomic(out_path, records(cfg, stack, started, True, driver, stalls))
     if log is not None:
         import pandas as pd

@@ -41,7 +41,7 @@ import struct
 import sys
 import time
 
-from dlcp_emu.jsonio import write_json_atomic
+from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
 from .frames import apply_rewrite, copy_for, make_parser
 from .switch import PortConfig, Switch
@@ -397,6 +397,7 @@ class Datapath:
         self.lateness = Lateness()
         self.lateness.threshold = int(cfg["late_threshold_ns"])
         self.stopping = False
+        self.checkpoints = CheckpointWriter()   # stats while running, off the forwarding loop
         self.socks = {}
         self.pcaps = []
         zero = dict.fromkeys(self.numbers, 0)
@@ -762,8 +763,13 @@ class Datapath:
             self.socket_drops[n] += socket_drops(s)
         for p in self.pcaps:
             p.flush()
-        if self.cfg["stats_path"]:
-            write_json_atomic(self.cfg["stats_path"], self.stats(final), indent=1, default=str)
+        if not self.cfg["stats_path"]:
+            return
+        if final:
+            self.checkpoints.close()
+            write_json_atomic(self.cfg["stats_path"], self.stats(True), indent=1, default=str)
+        else:
+            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), indent=1, default=str)
 
     def stats(self, final=False):
         lat = self.lateness.summary()
