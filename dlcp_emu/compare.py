@@ -86,7 +86,7 @@ def _combine(per_seed):
     fid = [s["fidelity"] for s in per_seed]
     worst = {}
     for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us", "host_compute_stretch",
-                "host_rx_lag_p50_us", "host_rx_lag_p99_us", "host_stall_max_ms"):
+                "host_rx_lag_p50_us", "host_rx_lag_p99_us", "host_stall_max_ms", "cpu_steal_share"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
@@ -123,6 +123,9 @@ def table(summary):
                 fid_text += f", host rx {lag:.0f} us"
             if stretch is not None:
                 fid_text += f", compute +{stretch * 100:.1f}%"
+            steal = fid.get("cpu_steal_share")
+            if steal is not None and steal >= 0.01:
+                fid_text += f", cpu stolen {steal * 100:.0f}%"
             fid_text += ")"
         rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
                      _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
@@ -140,9 +143,10 @@ def table(summary):
             "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
             "\n sum of squares the compressed messages kept)" if compressed else "") +
         "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
-        "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute."
-        "\n 'hosts late!': a wait above 10% of a frame time or compute stretched above 5%, so the"
-        "\n hosts slowed the run: raise time_dilation)")
+        "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute;"
+        "\n CPU time the hypervisor took, when 1% or more. 'behind!': switches late (p99 above 1 ms"
+        "\n or one stall above 20 ms). 'hosts late!': a wait above 10% of a frame time or compute"
+        "\n stretched above 5%, so the hosts slowed the run: raise time_dilation)")
 
 
 def _compression_cells(c):

@@ -4,6 +4,7 @@ Every exit path (completion, time limit, Ctrl-C, SIGTERM, a crash) stops the age
 switches, keeps what they measured so far, and cleans up what the run created.
 """
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,6 @@ from .runner import (active_seconds, background_flows, finish, host_link_rate, h
 
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
-STALL_LIMIT_MS = 20.0   # wall clock; 0.4-4.5 ms in runs here once no switch waited for the disk
 PROGRESS_EVERY_S = 3.0
 HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
 HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
@@ -38,6 +38,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     transport = spec.transport_for(preset)
     records, procs, outs = [], {}, {}
     t_start = time.monotonic()
+    steal_start = cpu_steal_s()
     interrupted = None
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
@@ -74,6 +75,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 if p.returncode not in (0, -15) and err:
                     log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
     duration = time.monotonic() - t_start
+    steal = cpu_steal_s() - steal_start if steal_start is not None else None
     for rank, out in outs.items():
         if out.exists():
             records.append(json.loads(out.read_text()))
@@ -85,6 +87,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, active_seconds(tens), spec.time_dilation)
     fidelity = _fidelity(run.stats)
+    # CPU time the hypervisor gave to others while the run went on, as a share of the
+    # machine's: no process of the run can keep its schedule through it (6.9 s went within
+    # one hour here, and a test run in that hour saw its switches fall behind).
+    fidelity["cpu_steal_share"] = (steal / (duration * (os.cpu_count() or 1))
+                                   if steal is not None and duration > 0 else None)
     late = [x for r in records for x in r.get("timer_lateness_ns", [])]
     # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
     # like the switches' figure.
@@ -162,19 +169,27 @@ def _wait(spec, placement, procs, outs, t_start, log):
             return f"time limit of {spec.time_limit_s:g} s reached"
 
 
+def cpu_steal_s():
+    """Seconds of CPU time stolen by the hypervisor since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _fidelity(stats):
     """Worst p99 and worst single lateness of any switch port against its schedule, and
-    whether any switch fell behind: socket drops, p99 lateness above its threshold, or one
-    stall above STALL_LIMIT_MS (p99 hides a single stall, which holds every packet in that
-    switch: a switch writing its stats to a busy disk once stalled 311 ms, 11% on a run)."""
+    whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
+    20 ms: a switch that waited for a busy disk once stalled 311 ms, 11% on a run, with its
+    p99 at 138 us)."""
     lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
     p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
     worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
-    max_ms = max(worst) / 1e6 if worst else None
     return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
-            "max_lateness_ms": max_ms,
-            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st)
-            or (max_ms is not None and max_ms > STALL_LIMIT_MS),
+            "max_lateness_ms": max(worst) / 1e6 if worst else None,
+            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
             "switches": len(stats)}
 
 

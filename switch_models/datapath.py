@@ -22,12 +22,16 @@ Config (JSON)::
      "routes": {"00:00:00:00:00:01": [1], ...},      # dst MAC -> equal-cost egress ports
      "flood": [1, 2, 3],                               # ports on the flood tree
      "stats_path": "...json", "ready_path": "...", "pcap_dir": null,
-     "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "batch": 64,
+     "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "stall_limit_ns": 20000000,
+     "batch": 64,
      "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0}
 
 On SIGTERM/SIGINT the loop stops taking frames in, lets what the model holds leave on
 schedule (at most drain_s), writes the final stats to `stats_path` and the process
-exits 0. Stats are also written every `stats_interval_s`, so a crash keeps what was measured.
+exits 0. Stats are also written every `stats_interval_s` (by a thread), so a crash keeps
+what was measured. The switch says it fell behind when its sockets dropped frames, its p99
+lateness exceeds late_threshold_ns, or one packet left more than stall_limit_ns late (a p99
+hides a single stall, which holds every packet the switch has).
 """
 import argparse
 import ctypes
@@ -99,6 +103,7 @@ def load_config(cfg):
     out.setdefault("pcap_dir", None)
     out.setdefault("stats_interval_s", 1.0)
     out.setdefault("late_threshold_ns", 1_000_000)
+    out.setdefault("stall_limit_ns", 20_000_000)
     out.setdefault("batch", 64)
     out.setdefault("parent_pid", None)
     out.setdefault("cpu", None)
@@ -824,8 +829,9 @@ class Datapath:
                 "accounted": accounted,
                 "ok": taken == accounted == sum(tx_model.values()) + sum(drops.values()) + queued,
             })
-        p99 = lat["p99_ns"]
-        out["fell_behind"] = bool(sock_drops > 0 or (p99 is not None and p99 > self.lateness.threshold))
+        p99, worst = lat["p99_ns"], lat.get("max_ns")
+        out["fell_behind"] = bool(sock_drops > 0 or (p99 is not None and p99 > self.lateness.threshold)
+                                  or (worst is not None and worst > self.cfg["stall_limit_ns"]))
         return out
 
     def close(self):

@@ -225,3 +225,15 @@ def test_process_records_survive_pid_checks():
     assert not cleanup.process_alive(me, cleanup.proc_start_time(me) + 1)
     assert not cleanup.process_alive(_dead_pid(), 1)
     assert cleanup.proc_start_time(10**9) is None
+
+
+@pytest.mark.parametrize("stall_limit_ns, behind", [(1, True), (10**12, False)])
+def test_one_late_packet_beyond_the_stall_limit_means_behind(tmp_path, stall_limit_ns, behind):
+    """p99 lateness hides a single stall; the worst packet's lateness against stall_limit_ns
+    does not (real packets always leave a little late: over 1 ns)."""
+    rig = Rig(tmp_path, late_threshold_ns=10**12, stall_limit_ns=stall_limit_ns)
+    rig.far[1].send(frame())
+    assert len(rig.recv(2, 1)) == 1
+    stats = rig.stop()
+    assert stats["lateness"]["max_ns"] > 1
+    assert stats["fell_behind"] is behind

@@ -163,8 +163,12 @@ def test_ping_and_tcp_across_leaf_spine(tmp_path):
 def test_tcp_is_paced_at_the_port_rate(tmp_path):
     rate = 100 * MBPS
     t = build("star", hosts=2, rate_bps=rate)
-    with emulate(tmp_path, t, "fifo") as run:
-        client, server = iperf3(run, "h2", "h1", 3)
+    # A run whose switch says it fell behind (the machine was busy) is run once more.
+    for k in range(2):
+        with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
+            client, server = iperf3(run, "h2", "h1", 3)
+        if not run.stats["s1"]["fell_behind"]:
+            break
     got = client["end"]["sum_received"]["bits_per_second"]
     assert got >= 0.9 * rate, got
     assert got <= 1.02 * rate, got

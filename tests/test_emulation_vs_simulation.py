@@ -24,9 +24,21 @@ SPEC = {
 }
 
 
+def faithful_emulation(spec, pipeline, path, attempts=2):
+    """An emulated run that did not flag itself: one that says its switches or hosts fell
+    behind (a busy machine: the hypervisor took seconds of CPU within an hour here) is run
+    again, once; the caller's assertions then show the fidelity of the last try."""
+    for k in range(attempts):
+        emu, frames = run_emulation(spec, pipeline, path / f"try-{k}", log=lambda m: None)
+        fid = emu["fidelity"]
+        if not fid["fell_behind"] and not fid["hosts_behind"]:
+            break
+    return emu, frames
+
+
 def both(spec, pipeline, tmp_path, name):
     """(emulated, simulated) mean iteration time, and what to read when they differ."""
-    emu, frames = run_emulation(spec, pipeline, tmp_path / f"emu-{name}", log=lambda m: None)
+    emu, frames = faithful_emulation(spec, pipeline, tmp_path / f"emu-{name}")
     sim, sim_frames = run_simulation(spec, pipeline, tmp_path / f"sim-{name}", log=lambda m: None)
     assert emu["completed"] and sim["completed"]
     assert not emu["fidelity"]["fell_behind"], emu["fidelity"]
@@ -79,7 +91,7 @@ def test_compressed_parameter_server_agrees_emulated_and_simulated(tmp_path):
     against 248 simulated over four runs), without them emulation ran 2.5% faster."""
     spec = parse_spec({**SPEC, "topology": {**SPEC["topology"], "buffer_bytes": 64_000_000},
                        "compression": {"mode": "fixed", "ratio": 0.1}})
-    emu, _ = run_emulation(spec, "fifo", tmp_path / "emu", log=lambda m: None)
+    emu, _ = faithful_emulation(spec, "fifo", tmp_path / "emu")
     sim, _ = run_simulation(spec, "fifo", tmp_path / "sim", log=lambda m: None)
     assert emu["completed"] and sim["completed"] and not emu["fidelity"]["hosts_behind"]
     ce, cs = emu["compression"], sim["compression"]
