@@ -85,8 +85,9 @@ def _combine(per_seed):
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
     worst = {}
-    for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us", "host_compute_stretch",
-                "host_rx_lag_p50_us", "host_rx_lag_p99_us", "host_stall_max_ms", "cpu_steal_share"):
+    for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us",
+                "host_compute_stretch", "host_rx_lag_p50_us", "host_rx_lag_p99_us",
+                "host_stall_max_ms", "cpu_steal_share"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),

@@ -12,7 +12,8 @@ SIGTERM, so a run that is stopped keeps what was measured.
 Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
 "transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
-"fusion_bytes", "fusion_cycle_ms", "start_at_ns", "deadline_s", "out_path", "results_path"}
+"fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
+"start_at_ns", "deadline_s", "out_path", "results_path"}
 """
 import gc
 import select
@@ -106,7 +107,8 @@ def build_stack(cfg):
 
 class Stalls:
     """How long this process stopped serving packets for itself: garbage collections (from
-    gc.callbacks) and its own record checkpoints. A stall of one rank stalls the whole ring."""
+    gc.callbacks) and building its record checkpoints (a thread writes them). A stall of one
+    rank stalls the whole ring."""
 
     def __init__(self):
         self.gc = [0, 0, 0]            # count, sum ns, max ns
@@ -188,9 +190,8 @@ def main(argv=None):
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
             checkpoints.write(out_path, records(cfg, stack, started, False, driver, stalls))
-            next_write = clock()
-            stalls.add(stalls.writes, next_write - now)
-            next_write += 1_000_000_000
+            stalls.add(stalls.writes, clock() - now)   # building and serialising them
+            next_write = now + 1_000_000_000
         wake = driver.timeout()
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
