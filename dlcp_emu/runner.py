@@ -107,7 +107,7 @@ def compression_for(spec):
     """The agents' CompressionSpec: the spec's real-world target delay in the run's (dilated)
     time."""
     c = dict(spec.compression)
-    target_ms = c.pop("target_delay_ms", 1.0)
+    target_ms = c.pop("target_delay_ms")
     return CompressionSpec(**c, target_delay_ns=target_ms * 1e6 * spec.time_dilation)
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
-from .compression import MODES as COMPRESSION_MODES
+from .compression import MODES as COMPRESSION_MODES, CompressionSpec
 from topologies import builder_params, build as build_topology
 
 PATTERNS = ("ring", "ps", "ds-sync")
@@ -92,7 +92,7 @@ class Spec:
     transport: dict
     switch: dict
     background: dict | None
-    compression: dict = field(default_factory=lambda: {"mode": "none"})
+    compression: dict
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -223,13 +223,14 @@ TRANSPORT_FIELDS = {
     "droppable_fraction": (0.5, _num(0, 1), "a fraction in 0..1"),
 }
 
+_C = CompressionSpec()   # the defaults live there, once
 COMPRESSION_FIELDS = {
-    "mode": ("none", _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
-    "ratio": (0.1, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "min_ratio": (0.01, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "target_delay_ms": (1.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
-    "increase": (0.05, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
-    "decrease": (0.5, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "mode": (_C.mode, _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
+    "ratio": (_C.ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "min_ratio": (_C.min_ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "target_delay_ms": (_C.target_delay_ns / 1e6, _num(0, lo_open=True), "a number of milliseconds > 0"),
+    "increase": (_C.increase, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "decrease": (_C.decrease, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
 }
 
 BACKGROUND_FIELDS = {

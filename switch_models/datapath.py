@@ -402,7 +402,8 @@ class Datapath:
         self.lateness = Lateness()
         self.lateness.threshold = int(cfg["late_threshold_ns"])
         self.stopping = False
-        self.checkpoints = CheckpointWriter()   # stats while running, off the forwarding loop
+        # Stats while running, written off the forwarding loop (no thread without a file).
+        self.checkpoints = CheckpointWriter() if cfg["stats_path"] else None
         self.socks = {}
         self.pcaps = []
         zero = dict.fromkeys(self.numbers, 0)
