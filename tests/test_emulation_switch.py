@@ -25,6 +25,7 @@ for tool in ("mnexec", "iperf3", "ethtool", "ping"):
         pytest.skip(f"emulation tests need {tool}", allow_module_level=True)
 
 from dlcp_emu import cleanup  # noqa: E402
+from dlcp_emu.emulate import cpu_steal_s  # noqa: E402
 from dlcp_emu.emulation import EmulationRun, root_interfaces  # noqa: E402
 from topologies import build  # noqa: E402
 
@@ -163,12 +164,20 @@ def test_ping_and_tcp_across_leaf_spine(tmp_path):
 def test_tcp_is_paced_at_the_port_rate(tmp_path):
     rate = 100 * MBPS
     t = build("star", hosts=2, rate_bps=rate)
-    # A run whose switch says it fell behind (the machine was busy) is run once more.
-    for k in range(2):
+    # A run whose switch says it fell behind is run again; behind every time while the
+    # hypervisor took CPU (see test_emulation_vs_simulation.faithful_emulation): skipped.
+    steals = []
+    for k in range(3):
+        stolen, t0 = cpu_steal_s(), time.monotonic()
         with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
             client, server = iperf3(run, "h2", "h1", 3)
         if not run.stats["s1"]["fell_behind"]:
             break
+        steals.append((cpu_steal_s() - stolen) / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
+    else:
+        if min(steals) >= 0.01:
+            pytest.skip(f"the switch fell behind every time while the hypervisor took "
+                        f"{', '.join(f'{x:.0%}' for x in steals)} of the CPU")
     got = client["end"]["sum_received"]["bits_per_second"]
     assert got >= 0.9 * rate, got
     assert got <= 1.02 * rate, got

@@ -24,15 +24,22 @@ SPEC = {
 }
 
 
-def faithful_emulation(spec, pipeline, path, attempts=2):
+def faithful_emulation(spec, pipeline, path, attempts=3):
     """An emulated run that did not flag itself: one that says its switches or hosts fell
-    behind (a busy machine: the hypervisor took seconds of CPU within an hour here) is run
-    again, once; the caller's assertions then show the fidelity of the last try."""
+    behind is run again (up to `attempts` in all). If every try fell behind while the
+    hypervisor took CPU time (1% or more: a CI run here lost 6.6 s in three minutes, every
+    switch's p99 in the ms), the machine cannot emulate now and the test is skipped, saying
+    so; behind without stolen CPU is the emulator's fault, and the caller's assertions fail."""
+    steals = []
     for k in range(attempts):
         emu, frames = run_emulation(spec, pipeline, path / f"try-{k}", log=lambda m: None)
         fid = emu["fidelity"]
         if not fid["fell_behind"] and not fid["hosts_behind"]:
-            break
+            return emu, frames
+        steals.append(fid.get("cpu_steal_share") or 0.0)
+    if min(steals) >= 0.01:
+        pytest.skip(f"every emulation fell behind while the hypervisor took "
+                    f"{', '.join(f'{x:.0%}' for x in steals)} of the CPU")
     return emu, frames
 
 
