@@ -187,8 +187,13 @@ def _fidelity(stats):
     lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
     p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
     worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
+    # How long frames waited in the switches' rings before the loop took them (arrivals are
+    # the kernel's times, so a wait costs only what exceeds a packet's slack: lateness).
+    wait = [st["rx_wait"]["p99_ns"] for st in stats.values()
+            if st and (st.get("rx_wait") or {}).get("p99_ns") is not None]
     return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
             "max_lateness_ms": max(worst) / 1e6 if worst else None,
+            "switch_rx_wait_p99_us": max(wait) / 1e3 if wait else None,
             "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
             "switches": len(stats)}
 

@@ -20,6 +20,8 @@ from . import cleanup
 from .mnswitch import DlcpSwitch, configure_host, switch_class
 from .sim.network import HOST_BUFFER_BYTES
 
+HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
+
 
 class RunTerminated(BaseException):
     """SIGTERM arrived while the run was up (a BaseException, like KeyboardInterrupt, so
@@ -120,7 +122,7 @@ class EmulationRun:
             cls = switch_class(topology=self.topology, pipeline=self.pipeline, seed=self.seed,
                                stats_dir=self.run_dir, pcap=self.pcap, mode=self.mode,
                                late_threshold_ns=self.late_threshold_ns, on_spawn=on_spawn,
-                               **self.switch_opts)
+                               paced_hosts=self.pace_hosts, **self.switch_opts)
             sw_name = "DlcpSwitch"
         state.data["info"]["switch"] = sw_name
         state.save()
@@ -140,17 +142,17 @@ class EmulationRun:
         return self
 
     def _pace_hosts(self):
-        """A host's NIC serialises at its link rate: a token bucket on the host's egress,
-        counting the same 24 bytes of Ethernet overhead per frame as the switch ports, with a
-        burst of one frame. Without it a host hands a whole window to its veth at once and
-        its switch sees bursts no real NIC would send. One frame of burst, not two: two frames
-        back to back let a later, more urgent packet reach a strict-priority queue together
-        with an earlier one and overtake it, which a NIC serialising one frame at a time never
-        allows (ECMP runs were 30% slower emulated than simulated for that). The queue holds
-        what the simulator's NIC holds (the transport's window bounds it): a 64-frame limit
-        dropped a PS's bursts to four workers, 1.5% of its packets, out of sight of the
-        switches."""
-        frame = self.mtu + 14
+        """A host's NIC serialises at its link rate. Two parts emulate it: a token bucket on the
+        host's egress, counting the same 24 bytes of Ethernet overhead per frame as the switch
+        ports, keeps the host from handing a whole window to its veth at once; and the switch
+        port facing the host (`peer_paced`) serialises each frame on arrival, after the one
+        before it, and adds the link's delay, as the simulator's NIC does. The bucket holds
+        HOST_BURST_FRAMES frames: with one, each release the kernel's timer made late was lost
+        for good (the host sent below its rate); the switch's serialisation keeps the frames
+        of a burst apart, so none reaches a priority queue early. The queue holds what the
+        simulator's NIC holds (the transport's window bounds it): a 64-frame limit dropped a
+        PS's bursts to four workers, 1.5% of its packets, out of sight of the switches."""
+        frame = self.mtu + 14 + 24
         self.paced = True
         for h in self.net.hosts:
             (port,) = self.topology.ports(h.name)
@@ -159,7 +161,7 @@ class EmulationRun:
                 if intf.name == "lo":
                     continue
                 out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead 24 tbf "
-                            f"rate {rate}bit burst {frame + 24} limit {HOST_BUFFER_BYTES}")
+                            f"rate {rate}bit burst {HOST_BURST_FRAMES * frame} limit {HOST_BUFFER_BYTES}")
                 if out.strip():
                     raise RuntimeError(f"pacing {h.name} {intf.name} with tbf failed: {out.strip()}")
 

@@ -16,6 +16,7 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 "start_at_ns", "deadline_s", "out_path", "results_path"}
 """
 import gc
+import os
 import select
 import socket
 import sys
@@ -218,4 +219,11 @@ def save_results(cfg, agent):
 
 
 if __name__ == "__main__":
+    profile = os.environ.get("DLCP_HOSTD_PROFILE")     # developer aid: cProfile one host
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        rc = prof.runcall(main)
+        prof.dump_stats(f"{profile}.{os.getpid()}")
+        sys.exit(rc)
     sys.exit(main())

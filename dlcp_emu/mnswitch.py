@@ -126,7 +126,7 @@ class DlcpSwitch(Switch):
     def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
                  mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
                  ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
-                 rt_priority=None, **params):
+                 rt_priority=None, paced_hosts=False, **params):
         # Mininet passes batch=True when the class has batchStartup, which then waits.
         self.batch_startup = params.pop("batch", False)
         self.pipeline = pipeline
@@ -141,6 +141,7 @@ class DlcpSwitch(Switch):
         self.stats_interval_s = stats_interval_s
         self.cpu = cpu
         self.rt_priority = rt_priority
+        self.paced_hosts = paced_hosts
         self.on_spawn = on_spawn
         self.ready_timeout = ready_timeout
         self.proc = None
@@ -151,11 +152,16 @@ class DlcpSwitch(Switch):
 
     # -- config ---------------------------------------------------------------------------
     def port_list(self):
-        """[{number, intf, rate_bps, delay_ns, buffer_bytes}] from our interfaces, with the
-        link params Mininet handed each interface (the topology's as a fallback)."""
-        by_port = {}
+        """[{number, intf, rate_bps, delay_ns, buffer_bytes, peer_paced}] from our interfaces,
+        with the link params Mininet handed each interface (the topology's as a fallback).
+        peer_paced: the port faces a host whose egress a token bucket paces (`paced_hosts`),
+        so the switch emulates that link's serialisation and delay on arrival."""
+        by_port, peers, hosts = {}, {}, set()
         if self.topology is not None:
-            by_port = {n: link for n, _, link in self.topology.port_map().get(self.name, [])}
+            entries = self.topology.port_map().get(self.name, [])
+            by_port = {n: link for n, _, link in entries}
+            peers = {n: peer for n, peer, _ in entries}
+            hosts = set(self.topology.hosts())
         ports = []
         for intf in self.intfList():
             number = self.ports.get(intf)
@@ -176,7 +182,8 @@ class DlcpSwitch(Switch):
                                      f"expects {want}")
             ports.append({"number": number, "intf": intf.name,
                           "rate_bps": p.get("rate_bps"), "delay_ns": int(p.get("delay_ns") or 0),
-                          "buffer_bytes": int(p.get("buffer_bytes") or 256 * 1024)})
+                          "buffer_bytes": int(p.get("buffer_bytes") or 256 * 1024),
+                          "peer_paced": bool(self.paced_hosts and peers.get(number) in hosts)})
         return ports
 
     def _paths(self):

@@ -18,7 +18,7 @@ Config (JSON)::
     {"name": "s1", "mode": "model" | "forward", "pipeline": "dlcp" or a spec table,
      "seed": 0,
      "ports": [{"number": 1, "intf": "s1-eth1", "rate_bps": 1e8, "delay_ns": 0,
-                "buffer_bytes": 262144}, ...],
+                "buffer_bytes": 262144, "peer_paced": false}, ...],
      "routes": {"00:00:00:00:00:01": [1], ...},      # dst MAC -> equal-cost egress ports
      "flood": [1, 2, 3],                               # ports on the flood tree
      "stats_path": "...json", "ready_path": "...", "pcap_dir": null,
@@ -36,6 +36,8 @@ hides a single stall, which holds every packet the switch has).
 import argparse
 import ctypes
 import gc
+import heapq
+import itertools
 import json
 import os
 import select
@@ -44,10 +46,12 @@ import socket
 import struct
 import sys
 import time
+from operator import itemgetter
 
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
-from .frames import apply_rewrite, copy_for, make_parser
+from .frames import ETH_MIN, apply_rewrite, copy_for, make_parser
+from .port import ETHERNET_OVERHEAD
 from .switch import PortConfig, Switch
 
 ETH_P_ALL = 3
@@ -62,9 +66,16 @@ PR_SET_PDEATHSIG = 1
 PR_SET_TIMERSLACK = 29
 
 SOCKET_BUFFER = 4 << 20
+MAX_SEND_AHEAD_NS = 200_000
+SEND_AHEAD_STEP_NS = 1_000
 RUNT_KEY = b"\x00" * 6      # route key of frames too short to carry a MAC: never routed
 
 MODES = ("model", "forward")
+CONFIG_KEYS = {"name", "mode", "pipeline", "seed", "ports", "routes", "flood", "stats_path",
+               "ready_path", "pcap_dir", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
+               "batch", "parent_pid", "cpu", "rx_ring", "drain_s", "rt_priority",
+               "queue_sample_ns", "queue_samples_max"}
+PORT_KEYS = {"number", "intf", "rate_bps", "delay_ns", "buffer_bytes", "peer_paced"}
 
 
 class ConfigError(ValueError):
@@ -112,6 +123,9 @@ def load_config(cfg):
     out.setdefault("rt_priority", None)
     out.setdefault("queue_sample_ns", 1_000_000)
     out.setdefault("queue_samples_max", 200_000)
+    unknown = sorted(set(out) - CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown config fields {unknown}; allowed: {sorted(CONFIG_KEYS)}")
     rt = out["rt_priority"]
     if rt is not None and not (isinstance(rt, int) and 1 <= rt <= 99):
         raise ConfigError(f"rt_priority must be null or an integer in 1..99, got {rt!r}")
@@ -125,6 +139,11 @@ def load_config(cfg):
         if not isinstance(p["number"], int) or p["number"] < 1 or p["number"] in numbers:
             raise ConfigError(f"port numbers must be distinct integers >= 1, got {p['number']!r}")
         numbers.add(p["number"])
+        unknown = sorted(set(p) - PORT_KEYS)
+        if unknown:
+            raise ConfigError(f"port {p['number']}: unknown fields {unknown}; allowed: {sorted(PORT_KEYS)}")
+        if not isinstance(p.get("peer_paced", False), bool):
+            raise ConfigError(f"port {p['number']}: peer_paced must be true or false, got {p['peer_paced']!r}")
         if out["mode"] == "model" and "rate_bps" not in p:
             raise ConfigError(f"port {p['number']} needs rate_bps in model mode")
     for dst, nums in out["routes"].items():
@@ -276,8 +295,9 @@ PACKET_RX_RING = 5
 PACKET_VERSION = 10
 TPACKET_V2 = 1
 TP_STATUS_USER = 1
-# struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac (then tp_net, times, vlan).
-_TP2_HDR = struct.Struct("=IIIH")
+# struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_sec, tp_nsec (then
+# vlan). tp_sec/tp_nsec: when the kernel delivered the frame (CLOCK_REALTIME).
+_TP2_HDR = struct.Struct("=IIIHHII")
 _ZERO32 = struct.Struct("=I")
 
 
@@ -310,17 +330,20 @@ class RxRing:
         i = self.i
         out = []
         append = out.append
+        stamps = []
+        stamp = stamps.append
         if not unpack(mm, i * fs)[0] & TP_STATUS_USER:
             # Called because select said frames wait, yet our next slot is empty: we lost
             # step with the kernel's head (seen after heavy overload), so find the frames.
             i = self._resync()
         while n:
             off = i * fs
-            status, length, snap, mac = unpack(mm, off)
+            status, length, snap, mac, _net, sec, nsec = unpack(mm, off)
             if not status & TP_STATUS_USER:
                 break
             if snap == length:
                 append(mm[off + mac:off + mac + snap])
+                stamp(sec * 1_000_000_000 + nsec)
             else:
                 self.truncated += 1          # larger than a ring slot: cannot forward it
             clear(mm, off, 0)                # slot back to the kernel
@@ -329,7 +352,7 @@ class RxRing:
                 i = 0
             n -= 1
         self.i = i
-        return out
+        return out, stamps
 
     def _resync(self):
         """Move to the first slot holding a frame after ours, wrapping (the oldest of the
@@ -401,6 +424,18 @@ class Datapath:
         self.routes = {mac_bytes(d): tuple(n) for d, n in cfg["routes"].items()}
         self.lateness = Lateness()
         self.lateness.threshold = int(cfg["late_threshold_ns"])
+        self.rx_wait = Lateness()              # how long frames waited in the rx rings
+        self.rx_wait.threshold = int(cfg["late_threshold_ns"])
+        self.clock_offset = time.time_ns() - time.monotonic_ns()   # ring times -> monotonic
+        # Ports whose peer is a host paced by a token bucket (see _arrivals): the link's
+        # ns per byte with the Ethernet overhead, and its delay.
+        self.ingress = {p["number"]: (8e9 / float(p["rate_bps"]), int(p.get("delay_ns", 0)))
+                        for p in self.ports if p.get("peer_paced")}
+        self.ingress_free = dict.fromkeys(self.ingress, 0)
+        self.arriving = []          # heap of (arrival ns, seq, port, frame) still on the wire
+        self.arriving_seq = itertools.count()
+        self.parse = make_parser()
+        self.send_ahead = 0         # ns before a departure the loop wakes (see _send_due)
         self.stopping = False
         # Stats while running, written off the forwarding loop (no thread without a file).
         self.checkpoints = CheckpointWriter() if cfg["stats_path"] else None
@@ -534,8 +569,9 @@ class Datapath:
         return None
 
     def _drains(self):
-        """port -> drain(n): up to n received frames (a list), from the ring if there is one,
-        else by recv until the socket would block; with capture on, each is also written."""
+        """port -> drain(n): up to n received frames (a list) and the kernel's delivery time
+        of each (CLOCK_REALTIME ns), from the ring if there is one; else by recv until the
+        socket would block, with no times (None). With capture on, each is also written."""
         drains = {}
         bufsize = self.bufsize
         rx_errors = self.rx_errors
@@ -556,13 +592,13 @@ class Datapath:
                             rx_errors[port] += 1
                             break
                         k -= 1
-                    return out
+                    return out, None
             if self.pcaps:
                 def drain(k, raw=drain, cap=self.pcap_rx[n].write):
-                    frames = raw(k)
-                    for f in frames:
-                        cap(f)
-                    return frames
+                    frames, stamps = raw(k)
+                    for f, t in zip(frames, stamps or [None] * len(frames)):
+                        cap(f, t)
+                    return frames, stamps
             drains[n] = drain
         return drains
 
@@ -585,39 +621,37 @@ class Datapath:
 
     def _run_model(self):
         sw = self.switch
-        receive, poll, next_event = sw.receive, sw.poll, sw.next_event_time
-        parse = make_parser()
+        next_event = sw.next_event_time
         clock = time.monotonic_ns
         sel = select.select
-        rewrite = apply_rewrite
-        copy = copy_for
         batch = self.cfg["batch"]
         lat = self.lateness.pending
-        lat_append = lat.append
         lat_limit = 1 << 16
+        waits = self.rx_wait.pending
+        arriving = self.arriving
         drains = self._drains()
         by_sock = {self.socks[n]: (n, drains[n]) for n in self.numbers}
         rlist = [*by_sock, self.wake_r]
         peeks = self._peeks()
-        size = max(self.numbers) + 1
-        sends = [None] * size
-        for n, f in self._senders().items():
-            sends[n] = f
-        flood = self.flood
-        flood_frames, flood_copies, not_flooded = self.flood_frames, self.flood_copies, self.not_flooded
-        tx_errors = self.tx_errors
+        sends = self._send_table()
+        arrivals, take, send_due = self._arrivals, self._take, self._send_due
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
         samples = self.queue_samples
         sample_ports = [sw.ports[n] for n in self.numbers]
         sample_ns, max_samples = int(self.cfg["queue_sample_ns"]), int(self.cfg["queue_samples_max"])
         next_sample = 0
+        floor = 0           # the model's clock so far: arrivals are never given one earlier
         loops = 0
         while not self.stopping:
             loops += 1
             t = next_event()
+            if t is not None:
+                t -= self.send_ahead
+            if arriving and (t is None or arriving[0][0] < t):
+                t = arriving[0][0]
             now = clock()
-            if now >= housekeeping or len(lat) > lat_limit:
+            if now >= housekeeping or len(lat) > lat_limit or len(waits) > lat_limit:
                 self.loops = loops
                 self.housekeeping()
                 housekeeping = self._housekeeping_due()
@@ -632,75 +666,172 @@ class Datapath:
             ready = [s for s, peek in peeks if peek()] if peeks else None
             if not ready:
                 ready = sel(rlist, (), (), timeout)[0]
+            got = []
             for sock in ready:
                 entry = by_sock.get(sock)
                 if entry is None:
                     self._drain_wakeup()
                     continue
                 port, drain = entry
-                now = clock()
-                for frame in drain(batch):
-                    pkt = parse(frame)
-                    if frame[0] & 1:            # group bit of the destination MAC
-                        outs = flood[port]
-                        if not outs:
-                            not_flooded[port] += 1
-                            continue
-                        flood_frames[port] += 1
-                        flood_copies[port] += len(outs)
-                        for q in outs:
-                            receive(copy(pkt, q), port, now)
-                    else:
-                        receive(pkt, port, now)
+                frames, stamps = drain(batch)
+                if frames:
+                    got.append((port, frames, stamps))
+            if got or arriving:
+                due = arrivals(got, clock(), floor)
+                if due:
+                    take(due)
             now = clock()
             if now >= next_sample and len(samples) < max_samples:
                 # Queue occupancy over time, for the report's bottleneck plot.
                 samples.append((now, *[p.bytes for p in sample_ports]))
                 next_sample = now + sample_ns
-            out = poll(now)
-            for port, pkt in out:
-                frame = pkt.frame
-                if pkt.rewrite:
-                    try:
-                        frame = rewrite(pkt)
-                    except ValueError:
-                        self.rewrite_errors += 1
-                now = clock()
-                lat_append(now - pkt.depart)
-                try:
-                    sends[port](frame)
-                except OSError:
-                    tx_errors[port] += 1
+            floor = now + self.send_ahead
+            send_due(floor, sends)
         self.loops = loops
-        self._drain_model(sends)
+        self._drain_model(sends, floor)
 
-    def _drain_model(self, sends):
-        """After a stop request: take nothing more in, but let what the model holds leave on
-        schedule (bounded by drain_s), so that a run's last packets are delivered and its
-        stats end with empty queues."""
+    def _arrivals(self, got, now, floor):
+        """[(arrival ns, port, frame)] due by `now`, in order of arrival, from the frames
+        just read ([(port, frames, kernel times or None)]) and those still on an ingress
+        link (`arriving`).
+
+        A frame arrived when the kernel delivered it, not when we read it: a loop that was
+        late (descheduled, busy sending) then only makes packets late by what exceeds their
+        own slack (serialisation, queueing), and that shows as lateness instead of silently
+        shifting the schedule. How long frames waited in the rings is kept (`rx_wait`).
+
+        A port whose peer is a paced host (`peer_paced`) emulates the host's link: its token
+        bucket hands a frame over when the frame's first bit would leave a real NIC, so the
+        frame arrives whole one serialisation (plus the link's delay) later, after the frame
+        before it. Without this every host-to-switch hop was one frame time early against
+        the simulator's NIC (emulated runs 1-3% fast). Frames not yet arrived wait in a heap.
+
+        The model's clock never runs back: a frame due before our last poll arrives at that
+        poll (`floor`)."""
+        wait = self.rx_wait.pending.append
+        offset = self.clock_offset
+        ingress, free, arriving = self.ingress, self.ingress_free, self.arriving
+        out = []
+        append = out.append
+        sources = len(got)
+        for port, frames, stamps in got:
+            link = ingress.get(port)
+            if stamps is None:               # no ring: read time is all we know
+                stamps = [now + offset] * len(frames)
+            for f, st in zip(frames, stamps):
+                t = st - offset
+                if t > now:
+                    t = now
+                wait(now - t)
+                if link is not None:
+                    start = free[port]
+                    if t > start:
+                        start = t
+                    n = len(f)
+                    free[port] = end = start + int(((n if n > ETH_MIN else ETH_MIN) + ETHERNET_OVERHEAD)
+                                                   * link[0] + 0.5)
+                    t = end + link[1]
+                    if t > now:
+                        heapq.heappush(arriving, (t, next(self.arriving_seq), port, f))
+                        continue
+                append((t if t > floor else floor, port, f))
+        if arriving and arriving[0][0] <= now:
+            sources += 1
+            pop = heapq.heappop
+            while arriving and arriving[0][0] <= now:
+                t, _, port, f = pop(arriving)
+                append((t if t > floor else floor, port, f))
+        if sources > 1:
+            out.sort(key=itemgetter(0))
+        return out
+
+    def _take(self, due):
+        """Hand frames to the model ([(arrival ns, port, frame)]); a broadcast becomes one
+        packet per tree port it is flooded to."""
+        parse, receive, copy = self.parse, self.switch.receive, copy_for
+        flood = self.flood
+        for t, port, frame in due:
+            pkt = parse(frame)
+            if frame[0] & 1:            # group bit of the destination MAC
+                outs = flood[port]
+                if not outs:
+                    self.not_flooded[port] += 1
+                    continue
+                self.flood_frames[port] += 1
+                self.flood_copies[port] += len(outs)
+                for q in outs:
+                    receive(copy(pkt, q), port, t)
+            else:
+                receive(pkt, port, t)
+
+    def _send_table(self):
+        """[send function], indexed by port number."""
+        sends = [None] * (max(self.numbers) + 1)
+        for n, f in self._senders().items():
+            sends[n] = f
+        return sends
+
+    def _send_due(self, until, sends):
+        """Send what the model releases by `until`, with its rewrites, and record how late
+        each frame left against its scheduled departure.
+
+        The loop wakes `send_ahead` ns before a departure: waking from select and sending
+        takes tens of microseconds here (p50 55 us), and a frame that leaves late arrives late
+        at the next hop, whose kernel time then carries the delay on (every switch on a path
+        adds its own). send_ahead follows the median of that delay (a step up for each frame
+        that left late, one down for each that left early, between 0 and MAX_SEND_AHEAD_NS),
+        so that frames leave on schedule, half a little early, half a little late."""
+        clock = time.monotonic_ns
+        lat_append = self.lateness.pending.append
+        tx_errors = self.tx_errors
+        ahead = self.send_ahead
+        for port, pkt in self.switch.poll(until):
+            frame = pkt.frame
+            if pkt.rewrite:
+                try:
+                    frame = apply_rewrite(pkt)
+                except ValueError:
+                    self.rewrite_errors += 1
+            late = clock() - pkt.depart
+            lat_append(late)
+            if late > 0:
+                if ahead < MAX_SEND_AHEAD_NS:
+                    ahead += SEND_AHEAD_STEP_NS
+            elif ahead > 0:
+                ahead -= SEND_AHEAD_STEP_NS
+            try:
+                sends[port](frame)
+            except OSError:
+                tx_errors[port] += 1
+        self.send_ahead = ahead
+
+    def _drain_model(self, sends, floor):
+        """After a stop request: read nothing more, but let what the model holds, and the
+        frames still on an ingress link, go on on schedule (bounded by drain_s), so that a
+        run's last packets are delivered and its stats end with empty queues. Frames still
+        on a link at the deadline are given to the model then, so that they are counted."""
         sw = self.switch
         clock = time.monotonic_ns
         deadline = clock() + int(self.cfg["drain_s"] * 1e9)
-        lat_append = self.lateness.pending.append
+        arriving = self.arriving
         while True:
             t = sw.next_event_time()
+            if arriving and (t is None or arriving[0][0] < t):
+                t = arriving[0][0]
             now = clock()
             if t is None or now > deadline:
-                return
+                break
             if t > now:
                 select.select((), (), (), min(t, deadline) / 1e9 - now / 1e9)
-            for port, pkt in sw.poll(clock()):
-                frame = pkt.frame
-                if pkt.rewrite:
-                    try:
-                        frame = apply_rewrite(pkt)
-                    except ValueError:
-                        self.rewrite_errors += 1
-                lat_append(clock() - pkt.depart)
-                try:
-                    sends[port](frame)
-                except OSError:
-                    self.tx_errors[port] += 1
+            now = clock()
+            due = self._arrivals([], now, floor)
+            if due:
+                self._take(due)
+            floor = now
+            self._send_due(now, sends)
+        if arriving:
+            self._take([(max(t, floor), port, f) for t, _, port, f in sorted(arriving)])
+            arriving.clear()
 
     def _run_forward(self):
         """No model: straight from the input socket to the output one."""
@@ -734,7 +865,7 @@ class Datapath:
                     self._drain_wakeup()
                     continue
                 port, drain = entry
-                for frame in drain(batch):
+                for frame in drain(batch)[0]:
                     rx[port] += 1
                     if frame[0] & 1:
                         for q, send in flood[port]:
@@ -765,6 +896,8 @@ class Datapath:
     # -- stats ----------------------------------------------------------------------------
     def housekeeping(self, final=False):
         self.lateness.fold()
+        self.rx_wait.fold()
+        self.clock_offset = time.time_ns() - time.monotonic_ns()   # follows a clock step
         for n, s in self.socks.items():
             self.socket_drops[n] += socket_drops(s)
         for p in self.pcaps:
@@ -796,6 +929,8 @@ class Datapath:
             "queue_samples": {"ports": list(self.numbers), "samples": self.queue_samples}
             if final else None,
             "lateness": lat,
+            "send_ahead_ns": self.send_ahead,
+            "rx_wait": self.rx_wait.summary(),
         }
         sock_drops = sum(self.socket_drops.values())
         if self.switch is None:
