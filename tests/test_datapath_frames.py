@@ -7,7 +7,7 @@ import pytest
 from dlcp_emu.wire import (DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame,
                            internet_checksum)
 from switch_models import REWRITE_CE, REWRITE_TRIM
-from switch_models.datapath import (ConfigError, Lateness, PcapWriter, build_switch,
+from switch_models.datapath import (ConfigError, Datapath, Lateness, PcapWriter, build_switch,
                                     flood_table, load_config, mac_bytes)
 from switch_models.frames import apply_rewrite, copy_for, make_parser, parse
 
@@ -139,6 +139,57 @@ def test_config_defaults_and_errors():
         load_config(config(ports=[{"number": 1, "intf": "a"}]))
     assert load_config(config(mode="forward", ports=[{"number": 1, "intf": "a"}],
                               routes={}, flood=[]))
+    with pytest.raises(ConfigError, match=r"unknown config fields \['batchsize'\]"):
+        load_config(config(batchsize=8))
+    with pytest.raises(ConfigError, match=r"port 1: unknown fields \['rate'\]"):
+        load_config(config(ports=[{"number": 1, "intf": "a", "rate": 1e6}]))
+    with pytest.raises(ConfigError, match="peer_paced must be true or false"):
+        load_config(config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": 1}]))
+
+
+# -- arrivals: kernel times, a paced host's link, the model's clock ---------------------------
+
+MS = 1_000_000
+FRAME = dlcp(payload=1000)
+SER = (len(FRAME) + 24) * 8_000     # its serialisation at 1 Mbit/s, Ethernet overhead included
+
+
+def arrivals_rig(delay_ns=0):
+    """A data path (no sockets) whose port 1 faces a paced host (1 Mbit/s, delay_ns) and port
+    2 a switch; kernel times are given in monotonic ns through its clock offset."""
+    dp = Datapath(config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "delay_ns": delay_ns,
+                                 "peer_paced": True},
+                                {"number": 2, "intf": "b", "rate_bps": 1e6}]))
+    return dp, (lambda *ts: [t + dp.clock_offset for t in ts])
+
+
+def test_a_frame_arrives_when_the_kernel_delivered_it_not_when_it_was_read():
+    dp, k = arrivals_rig()
+    got = dp._arrivals([(2, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=105 * MS, floor=0)
+    assert [(t, p) for t, p, _ in got] == [(100 * MS, 2), (101 * MS, 2)]
+    assert dp.rx_wait.pending == [5 * MS, 4 * MS]
+    # The model's clock never runs back (a frame delivered before the last poll arrives at
+    # it), and a kernel time past our own read is read time.
+    got = dp._arrivals([(2, [FRAME, FRAME], k(90 * MS, 200 * MS))], now=110 * MS, floor=105 * MS)
+    assert [t for t, _, _ in got] == [105 * MS, 110 * MS]
+
+
+def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay():
+    dp, k = arrivals_rig(delay_ns=2 * MS)
+    # The host's token bucket let two frames out 1 ms apart: the first arrives whole one
+    # serialisation (and the delay) later, the second one serialisation after the first.
+    first, second = 100 * MS + SER + 2 * MS, 100 * MS + 2 * SER + 2 * MS
+    assert dp._arrivals([(1, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=101 * MS, floor=0) == []
+    assert [a[0] for a in sorted(dp.arriving)] == [first, second]
+    # Due ones come out in order, merged with what another port just delivered.
+    got = dp._arrivals([(2, [FRAME], k(first + 1))], now=first + 5, floor=0)
+    assert [(t, p) for t, p, _ in got] == [(first, 1), (first + 1, 2)]
+    assert [(t, p) for t, p, _ in dp._arrivals([], now=second, floor=0)] == [(second, 1)]
+    assert dp.arriving == []
+    # After an idle link a frame starts on release.
+    later = 300 * MS
+    dp._arrivals([(1, [FRAME], k(later))], now=later, floor=0)
+    assert [a[0] for a in dp.arriving] == [later + SER + 2 * MS]
 
 
 def test_build_switch_routes_macs_and_flood_keys():

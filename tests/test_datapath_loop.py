@@ -31,10 +31,11 @@ def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796):
 class Rig:
     """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
 
-    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", **kw):
+    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(), **kw):
         cfg = {"name": "s1", "mode": mode, "pipeline": pipeline,
                "ports": [{"number": n, "intf": f"p{n}", "rate_bps": rate,
-                          "buffer_bytes": kw.pop("buffer_bytes", 256 * 1024)}
+                          "buffer_bytes": kw.pop("buffer_bytes", 256 * 1024),
+                          "peer_paced": n in paced}
                          for n in range(1, nports + 1)],
                "routes": {H[n]: [n] for n in range(1, nports + 1)},
                "flood": list(range(1, nports + 1)),
@@ -57,9 +58,10 @@ class Rig:
         deadline = time.monotonic() + timeout
         while len(out) < n and time.monotonic() < deadline:
             try:
-                out.append((time.monotonic_ns(), s.recv(65536)))
+                data = s.recv(65536)
             except socket.timeout:
                 break
+            out.append((time.monotonic_ns(), data))    # when it came, not when we began waiting
         return out
 
     def stop(self):
@@ -90,6 +92,34 @@ def test_paces_at_the_port_rate_and_conserves(tmp_path):
     assert stats["tx_frames"] == {1: 0, 2: 10, 3: 0}
     lat = stats["lateness"]
     assert lat["count"] == 10 and lat["p50_ns"] < 5_000_000
+
+
+def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_it(tmp_path):
+    """Port 1 faces a paced host: a frame read from it is whole one serialisation later
+    (socketpairs carry no kernel times: from when it was read), then serialised again on the
+    way out. 1024 us each at 8 Mbit/s."""
+    rig = Rig(tmp_path, rate=8e6, paced=(1,))
+    f = frame(payload=910)
+    sent = time.monotonic_ns()
+    rig.far[1].send(f)
+    (got,) = rig.recv(2, 1)
+    stats = rig.stop()
+    assert got[0] - sent >= 2 * 1024_000
+    assert stats["conservation"]["ok"] and stats["tx_frames"][2] == 1
+
+
+def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path):
+    """Five frames at 8 kbit/s take 5 s to cross the host's link; stopped at once with a short
+    drain, the switch gives them to its model anyway: counted as queued, none lost unseen."""
+    rig = Rig(tmp_path, rate=8e3, paced=(1,), drain_s=0.05)
+    for _ in range(5):
+        rig.far[1].send(frame(payload=910))
+    deadline = time.monotonic() + 5
+    while len(rig.dp.arriving) < 5 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    stats = rig.stop()
+    c = stats["conservation"]
+    assert c["ok"] and c["frames_in"] == 5 and c["sent"] + c["queued"] == 5, c
 
 
 def test_floods_broadcast_on_tree_ports_through_the_model(tmp_path):
