@@ -27,17 +27,24 @@ class CheckpointWriter:
     the disk. A write or rename there blocked 60-300 ms at times (all hosts at once: a busy
     journal), which stalled the emulation it should only have recorded. Only the newest
     pending checkpoint is written; close() writes it and stops the thread, before the
-    process's final, synchronous write."""
+    process's final, synchronous write.
+
+    The thread starts with the first write, from the loop, so that it inherits the loop's
+    scheduling: a real-time switch's writer started as an ordinary thread could hold the GIL
+    when the real-time tasks preempted it, and the switch then waited for it (priority
+    inversion: stalls of 10-40 ms, about once a second)."""
 
     def __init__(self):
         self._cv = threading.Condition()
         self._pending = None
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="checkpoints", daemon=True)
-        self._thread.start()
+        self._thread = None
 
     def write(self, path, data, **dumps_kw):
         item = (os.fspath(path), json.dumps(data, **dumps_kw))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="checkpoints", daemon=True)
+            self._thread.start()
         with self._cv:
             self._pending = item
             self._cv.notify()
@@ -56,4 +63,5 @@ class CheckpointWriter:
         with self._cv:
             self._closed = True
             self._cv.notify()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()

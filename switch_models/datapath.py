@@ -435,6 +435,8 @@ class Datapath:
         self.arriving = []          # heap of (arrival ns, seq, port, frame) still on the wire
         self.arriving_seq = itertools.count()
         self.parse = make_parser()
+        self.housekeeping_interval_ns = int(cfg["stats_interval_s"] * 1e9)
+        self.housekeeping_max_ns = 0    # the longest the loop spent on its stats, once a second
         self.send_ahead = 0         # ns before a departure the loop wakes (see _send_due)
         self.stopping = False
         # Stats while running, written off the forwarding loop (no thread without a file).
@@ -655,6 +657,9 @@ class Datapath:
                 self.loops = loops
                 self.housekeeping()
                 housekeeping = self._housekeeping_due()
+                took = housekeeping - now - self.housekeeping_interval_ns
+                if took > self.housekeeping_max_ns:
+                    self.housekeeping_max_ns = took
             if t is None:
                 timeout = idle
             else:
@@ -930,6 +935,7 @@ class Datapath:
             if final else None,
             "lateness": lat,
             "send_ahead_ns": self.send_ahead,
+            "housekeeping_max_ns": self.housekeeping_max_ns,
             "rx_wait": self.rx_wait.summary(),
         }
         sock_drops = sum(self.socket_drops.values())

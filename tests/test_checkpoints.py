@@ -2,6 +2,7 @@
 disk, and the newest checkpoint is what ends up in the file."""
 import json
 import os
+import threading
 import signal
 
 import pytest
@@ -46,3 +47,23 @@ def test_close_with_nothing_pending_returns(tmp_path):
     w2.write(tmp_path / "a.json", [1, 2])
     w2.close()
     assert json.loads((tmp_path / "a.json").read_text()) == [1, 2]
+
+
+def test_writer_thread_starts_with_the_first_write_and_takes_the_loops_scheduling(tmp_path):
+    """Made before a switch turns real-time, written to from its real-time loop: the writer
+    thread must be as real-time as the loop, or it can hold the GIL while preempted (priority
+    inversion). SCHED_BATCH stands in for the loop's policy (no privilege needed)."""
+    w = CheckpointWriter()                       # made here, by an ordinary thread
+    seen = {}
+
+    def loop():
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        w.write(tmp_path / "s.json", {"n": 1})
+        seen["policy"] = os.sched_getscheduler(w._thread.native_id)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    t.join(10)
+    w.close()
+    assert seen["policy"] == os.SCHED_BATCH
+    assert json.loads((tmp_path / "s.json").read_text()) == {"n": 1}
