@@ -721,13 +721,15 @@ class Datapath:
         sources = len(got)
         for port, frames, stamps in got:
             link = ingress.get(port)
-            if stamps is None:               # no ring: read time is all we know
+            ring = stamps is not None
+            if not ring:                     # read time is all we know, and no wait to keep
                 stamps = [now + offset] * len(frames)
             for f, st in zip(frames, stamps):
                 t = st - offset
                 if t > now:
                     t = now
-                wait(now - t)
+                if ring:
+                    wait(now - t)
                 if link is not None:
                     start = free[port]
                     if t > start:

@@ -64,6 +64,21 @@ def test_run_gives_up_at_the_deadline(sockets):
     assert time.monotonic() - t < 2
 
 
+def wait_for_arrival_stamps(a, b, rx, tries=100):
+    """The first socket on a machine to ask for timestamps turns arrival stamping on for all,
+    but the kernel does it later, from a workqueue (net_enable_timestamp); until then a
+    datagram is stamped when it is read, and its wait reads as ~0 (seen on a fresh machine:
+    2-30 us after a 50 ms wait). Probe until a datagram that waited 5 ms shows it."""
+    for _ in range(tries):
+        a.sendto(b"probe", b.getsockname())
+        time.sleep(0.005)
+        rx.read()                                 # not DLCP: counted malformed, its wait kept
+        if rx.rx_lag_ns and rx.rx_lag_ns[-1] >= 4_000_000:
+            rx.rx_lag_ns.clear()
+            return
+    pytest.fail("the kernel never stamped datagrams on arrival")
+
+
 def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
     """Datagrams that sat in the socket are reported as having waited at least that long."""
     a, b = sockets
@@ -71,6 +86,7 @@ def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
     sender, receiver = S(0, 1), R(1)
     tx = UdpDriver(sender, a, {1: b.getsockname()})
     rx = UdpDriver(receiver, b, measure_lag=True, ecn=True)
+    wait_for_arrival_stamps(a, b, rx)
     sender.send(Message(np.ones(3000, np.float32), src_rank=0, dst_rank=1), time.monotonic_ns())
     tx.flush(time.monotonic_ns())                 # a few packets, now in b's socket buffer
     wait_s = 0.05

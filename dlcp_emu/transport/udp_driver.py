@@ -51,7 +51,9 @@ class UdpDriver:
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, Ecn.ECT0)
             sock.setsockopt(socket.IPPROTO_IP, _IP_RECVTOS, 1)
         # The kernel's arrival time of every datagram, so the host's own lag (arrival to
-        # handling: a busy or descheduled process) is measured, not guessed.
+        # handling: a busy or descheduled process) is measured, not guessed. (On a machine
+        # where no socket asked before, the kernel turns arrival stamps on a little later,
+        # from a workqueue; the first datagrams are stamped when read, their lag ~0.)
         self.rx_lag_ns: deque = deque(maxlen=LAG_SAMPLES)   # the latest ones
         self._stamps = measure_lag
         if measure_lag:
