@@ -1,14 +1,14 @@
 """Sans-I/O switch models: route -> load balancer -> classifier -> queue manager ->
 scheduler -> egress port. No sockets, no clock, no Mininet: drivers supply packets and time."""
-from .classifiers import CLASSIFIERS
-from .load_balancers import LOAD_BALANCERS
-from .packet import REWRITE_CE, REWRITE_TRIM, Packet
-from .pipeline import PRESETS, PipelineSpec, preset_names
-from .port import EgressPort
-from .queue_managers import QUEUE_MANAGERS
-from .registry import SpecError
-from .schedulers import SCHEDULERS
-from .switch import PortConfig, Switch
+from switch_models.classifiers import CLASSIFIERS
+from switch_models.load_balancers import LOAD_BALANCERS
+from switch_models.packet import REWRITE_CE, REWRITE_TRIM, Packet
+from switch_models.pipeline import PRESETS, PipelineSpec, preset_names
+from switch_models.port import EgressPort
+from switch_models.queue_managers import QUEUE_MANAGERS
+from switch_models.registry import SpecError
+from switch_models.schedulers import SCHEDULERS
+from switch_models.switch import PortConfig, Switch
 
 __all__ = ["CLASSIFIERS", "LOAD_BALANCERS", "QUEUE_MANAGERS", "SCHEDULERS", "PRESETS",
            "REWRITE_CE", "REWRITE_TRIM", "EgressPort", "Packet", "PipelineSpec", "PortConfig",

@@ -3,7 +3,7 @@ many queues a priority scheduler needs. One classifier instance serves the whole
 per-flow state (PIAS) is shared by its ports as a switch's would be."""
 from bisect import bisect_left
 
-from .registry import Registry, require
+from switch_models.registry import Registry, require
 
 CLASSIFIERS = Registry("classifier")
 

@@ -4,7 +4,7 @@
 """
 import random
 
-from .registry import Registry, require
+from switch_models.registry import Registry, require
 
 LOAD_BALANCERS = Registry("load balancer")
 _MASK64 = (1 << 64) - 1

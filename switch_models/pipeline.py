@@ -9,11 +9,11 @@ of the four stages overriding it; a stage is a name or a table with `name` and p
 """
 from dataclasses import dataclass, field
 
-from .classifiers import CLASSIFIERS
-from .load_balancers import LOAD_BALANCERS
-from .queue_managers import QUEUE_MANAGERS
-from .registry import SpecError
-from .schedulers import SCHEDULERS
+from switch_models.classifiers import CLASSIFIERS
+from switch_models.load_balancers import LOAD_BALANCERS
+from switch_models.queue_managers import QUEUE_MANAGERS
+from switch_models.registry import SpecError
+from switch_models.schedulers import SCHEDULERS
 
 STAGES = {
     "load_balancer": LOAD_BALANCERS,

@@ -5,8 +5,8 @@ now), and may first evict queued packets with port.evict (each counted with its 
 every packet a port takes in is accounted for. Thresholds are fractions of the port buffer
 so that a spec means the same thing at every link rate.
 """
-from .packet import REWRITE_CE, REWRITE_TRIM
-from .registry import Registry, require
+from switch_models.packet import REWRITE_CE, REWRITE_TRIM
+from switch_models.registry import Registry, require
 
 QUEUE_MANAGERS = Registry("queue manager")
 

@@ -2,7 +2,7 @@
 the port needs; `pick(port, eligible)` returns a queue index among `eligible`, a non-empty bit mask of the
 queues whose head packet may go now (live and already arrived), so strict priority is one
 bit trick rather than a scan."""
-from .registry import Registry, require
+from switch_models.registry import Registry, require
 
 SCHEDULERS = Registry("scheduler")
 

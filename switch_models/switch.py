@@ -8,8 +8,8 @@ simulator with virtual time, tests with whatever they like.
 import zlib
 from dataclasses import dataclass
 
-from .pipeline import PipelineSpec
-from .port import ETHERNET_OVERHEAD, EgressPort
+from switch_models.pipeline import PipelineSpec
+from switch_models.port import ETHERNET_OVERHEAD, EgressPort
 
 NO_ROUTE = "no_route"
 

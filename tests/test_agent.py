@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlcp_emu.agent import ParameterServer, Worker
-from dlcp_emu.plan import gradient, make_plan
+from dlcp_emu.host.agent import ParameterServer, Worker
+from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.sim import EventLoop
 from workloads import Trace, get_model
 
@@ -157,7 +157,7 @@ def test_real_trace_plan_keeps_bucket_structure_when_scaled():
 def test_each_ranks_ring_steps_are_its_share_of_the_schedule(n, nbytes):
     """The per-rank steps the worker computes are exactly what the full schedule gives it."""
     from workloads import ring_allreduce
-    from dlcp_emu.plan import BucketPlan
+    from dlcp_emu.host.plan import BucketPlan
     trace = small_trace()
     plan = make_plan(trace)
     bucket = BucketPlan(0, 0, (0,), (nbytes,), nbytes, 0)

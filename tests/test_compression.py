@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from dlcp_emu.agent import ParameterServer, Worker
-from dlcp_emu.compression import (CompressionSpec, Dc2Controller, sparse_pays, topk_pack,
-                                  unpack_into, wire_ns_per_byte)
-from dlcp_emu.plan import gradient, make_plan
+from dlcp_emu.host.agent import ParameterServer, Worker
+from dlcp_emu.host.compression import (
+    CompressionSpec,
+    Dc2Controller,
+    sparse_pays,
+    topk_pack,
+    unpack_into,
+    wire_ns_per_byte,
+)
+from dlcp_emu.host.plan import gradient, make_plan
 from test_agent import run, small_trace
 
 

@@ -1,15 +1,30 @@
-"""switch_models.frames and the data path's pure parts: frames -> Packet, rewrites, flood
+"""dlcp_emu.emu.datapath.frames and the data path's pure parts: frames -> Packet, rewrites, flood
 tables, configs, lateness percentiles, pcap files. No root, no sockets."""
 import struct
 
 import pytest
 
-from dlcp_emu.wire import (DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame,
-                           internet_checksum)
+from dlcp_emu.wire import (
+    DlcpHeader,
+    Ecn,
+    Flags,
+    Frame,
+    decode_frame,
+    encode_frame,
+    internet_checksum,
+)
 from switch_models import REWRITE_CE, REWRITE_TRIM
-from switch_models.datapath import (ConfigError, Datapath, Lateness, PcapWriter, build_switch,
-                                    flood_table, load_config, mac_bytes)
-from switch_models.frames import apply_rewrite, copy_for, make_parser, parse
+from dlcp_emu.emu.datapath.process import (
+    ConfigError,
+    Datapath,
+    Lateness,
+    PcapWriter,
+    build_switch,
+    flood_table,
+    load_config,
+    mac_bytes,
+)
+from dlcp_emu.emu.datapath.frames import apply_rewrite, copy_for, make_parser, parse
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 

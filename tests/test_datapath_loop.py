@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from dlcp_emu import cleanup
-from dlcp_emu.mnswitch import flood_ports, switch_config
+from dlcp_emu.emu import cleanup
+from dlcp_emu.emu.mnswitch import flood_ports, switch_config
 from dlcp_emu.wire import DlcpHeader, Flags, Frame, decode_frame, encode_frame
-from switch_models.datapath import Datapath
+from dlcp_emu.emu.datapath.process import Datapath
 from topologies import build
 
 H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}

@@ -9,8 +9,8 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 if os.geteuid() != 0:
     pytest.skip("emulation tests need root", allow_module_level=True)
 
-from dlcp_emu.emulate import run_emulation  # noqa: E402
-from dlcp_emu.spec import parse_spec  # noqa: E402
+from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.experiment.spec import parse_spec
 
 SPEC = {
     "name": "bg", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002, "time_limit_s": 30,

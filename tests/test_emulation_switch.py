@@ -24,10 +24,10 @@ for tool in ("mnexec", "iperf3", "ethtool", "ping"):
                for d in os.environ.get("PATH", "/usr/sbin:/usr/bin").split(":") + ["/usr/sbin", "/usr/bin"]):
         pytest.skip(f"emulation tests need {tool}", allow_module_level=True)
 
-from dlcp_emu import cleanup  # noqa: E402
-from dlcp_emu.emulate import cpu_steal_s  # noqa: E402
-from dlcp_emu.emulation import EmulationRun, root_interfaces  # noqa: E402
-from topologies import build  # noqa: E402
+from dlcp_emu.emu import cleanup
+from dlcp_emu.emu.run import cpu_steal_s
+from dlcp_emu.emu.net import EmulationRun, root_interfaces
+from topologies import build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
@@ -92,7 +92,7 @@ def assert_all_accounted(run, sent, got):
 
 
 def traffic(run, host, *args):
-    return run.popen(host, [PY, "-m", "dlcp_emu.traffic", *map(str, args)], cwd=ROOT)
+    return run.popen(host, [PY, "-m", "dlcp_emu.emu.traffic", *map(str, args)], cwd=ROOT)
 
 
 def start_receiver(run, tmp_path, host, duration, idle=0.7, **kw):
@@ -282,7 +282,7 @@ def test_clean_after_the_runner_is_killed(tmp_path):
         import sys, time
         sys.path.insert(0, {ROOT!r})
         from topologies import build
-        from dlcp_emu.emulation import EmulationRun
+        from dlcp_emu.emu.net import EmulationRun
         run = EmulationRun(build("leaf-spine", **{t_args!r}), "fifo", runtime_dir={str(rt)!r},
                            run_dir={str(tmp_path / 'run')!r})
         run.__enter__()
@@ -332,7 +332,7 @@ def test_sigterm_to_the_runner_tears_everything_down(tmp_path):
         import json, sys, time
         sys.path.insert(0, {ROOT!r})
         from topologies import build
-        from dlcp_emu.emulation import EmulationRun, RunTerminated
+        from dlcp_emu.emu.net import EmulationRun, RunTerminated
         run = EmulationRun(build("star", **{t_args!r}), "fifo", runtime_dir={str(rt)!r},
                            run_dir={str(tmp_path / 'run')!r})
         try:

@@ -17,10 +17,10 @@ if os.geteuid() != 0:
 if not shutil.which("mnexec"):
     pytest.skip("emulation tests need mnexec (Debian's mininet package)", allow_module_level=True)
 
-from dlcp_emu.emulate import run_emulation  # noqa: E402
-from dlcp_emu.hostd import load_trace  # noqa: E402
-from dlcp_emu.plan import gradient, make_plan  # noqa: E402
-from dlcp_emu.spec import parse_spec  # noqa: E402
+from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.emu.hostd import load_trace
+from dlcp_emu.host.plan import gradient, make_plan
+from dlcp_emu.experiment.spec import parse_spec
 
 ITERATIONS = 3
 

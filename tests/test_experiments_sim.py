@@ -5,10 +5,10 @@ import json
 import pandas as pd
 import pytest
 
-from dlcp_emu import compare, report
+from dlcp_emu.study import compare, report
 from dlcp_emu.cli import main
-from dlcp_emu.results import SUMMARY_KEYS
-from dlcp_emu.spec import parse_spec
+from dlcp_emu.experiment.results import SUMMARY_KEYS
+from dlcp_emu.experiment.spec import parse_spec
 
 TINY = {
     "name": "tiny", "seed": 2, "time_dilation": 2.0, "byte_scale": 0.002, "time_limit_s": 30,
@@ -96,7 +96,7 @@ def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
     retransmission would be a spurious timeout. With the retransmission floors set from the
     scaled host link (a frame takes milliseconds) there are none; with the microsecond-scale
     defaults a whole message burst after the compute phase used to time out every iteration."""
-    from dlcp_emu.simulate import run_simulation
+    from dlcp_emu.sim.run import run_simulation
     spec = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "seed": 1,
                        "time_dilation": 4.0,
                        "topology": {**TINY["topology"], "hosts_per_leaf": 3, "delay_ns": 1000}})

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from dlcp_emu.spec import SpecError, load_spec, parse_spec
+from dlcp_emu.experiment.spec import SpecError, load_spec, parse_spec
 
 GOOD = {
     "name": "t1",

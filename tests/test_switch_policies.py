@@ -1,9 +1,20 @@
 """Each pipeline stage does what its name promises, and specs reject what does not exist."""
 import pytest
 
-from switch_models import (CLASSIFIERS, LOAD_BALANCERS, PRESETS, QUEUE_MANAGERS, REWRITE_CE,
-                           REWRITE_TRIM, SCHEDULERS, Packet, PipelineSpec, PortConfig, SpecError,
-                           Switch)
+from switch_models import (
+    CLASSIFIERS,
+    LOAD_BALANCERS,
+    PRESETS,
+    QUEUE_MANAGERS,
+    REWRITE_CE,
+    REWRITE_TRIM,
+    SCHEDULERS,
+    Packet,
+    PipelineSpec,
+    PortConfig,
+    SpecError,
+    Switch,
+)
 
 GBPS = 1e9
 

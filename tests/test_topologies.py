@@ -5,9 +5,20 @@ import time
 
 import pytest
 
-from topologies import (DEFAULT_BUFFER_BYTES, Link, Node, Topology, TopologyError, build,
-                        builder_params, dumbbell, fat_tree, leaf_spine,
-                        leaf_spine_uplink_rate, star)
+from topologies import (
+    DEFAULT_BUFFER_BYTES,
+    Link,
+    Node,
+    Topology,
+    TopologyError,
+    build,
+    builder_params,
+    dumbbell,
+    fat_tree,
+    leaf_spine,
+    leaf_spine_uplink_rate,
+    star,
+)
 
 G = 10**9
 

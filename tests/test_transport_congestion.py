@@ -156,8 +156,13 @@ def test_rto_floors_scale_with_a_slow_link():
     """At a real 10 Gbit/s a frame takes 1.2 us and the defaults stand; at the emulator's
     byte-scaled 5 Mbit/s it takes 2.5 ms, and G, the floor and the initial RTO become
     RTO_FLOOR_FRAMES frame times (twice that before the first sample)."""
-    from dlcp_emu.transport.congestion import (ETHERNET_FRAMING, GRANULARITY_NS, INITIAL_RTO_NS,
-                                               MIN_RTO_NS, RTO_FLOOR_FRAMES)
+    from dlcp_emu.transport.congestion import (
+        ETHERNET_FRAMING,
+        GRANULARITY_NS,
+        INITIAL_RTO_NS,
+        MIN_RTO_NS,
+        RTO_FLOOR_FRAMES,
+    )
     fast = RttEstimator.for_link(10e9, 1500)
     assert (fast.min_rto_ns, fast.granularity_ns, fast.rto_ns) == (MIN_RTO_NS, GRANULARITY_NS, INITIAL_RTO_NS)
     slow = RttEstimator.for_link(5e6, 1500)

@@ -7,10 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workloads
-from dlcp_emu.transport import (DlcpReceiver, DlcpSender, MagnitudePolicy, Message,
-                                chunk_magnitudes, chunk_payload_size)
+from dlcp_emu.transport import (
+    DlcpReceiver,
+    DlcpSender,
+    MagnitudePolicy,
+    Message,
+    chunk_magnitudes,
+    chunk_payload_size,
+)
 from dlcp_emu.transport import feedback as fb
-from dlcp_emu.transport.channel import LossyChannel
+from transport_channel import LossyChannel
 from dlcp_emu.wire import Flags, PacketType
 from transport_helpers import run_transfer, tensor
 

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcp_emu.transport import (MagnitudePolicy, chunk_magnitudes, chunk_payload_size,
-                                layer_priority)
+from dlcp_emu.transport import MagnitudePolicy, chunk_magnitudes, chunk_payload_size, layer_priority
 from dlcp_emu.transport import feedback as fb
 
 

@@ -7,10 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcp_emu.transport import (CongestionControl, MagnitudePolicy, Message, ReliableReceiver,
-                                ReliableSender, chunk_magnitudes, chunk_payload_size)
+from dlcp_emu.transport import (
+    CongestionControl,
+    MagnitudePolicy,
+    Message,
+    ReliableReceiver,
+    ReliableSender,
+    chunk_magnitudes,
+    chunk_payload_size,
+)
 from dlcp_emu.transport import feedback as fb
-from dlcp_emu.transport.channel import LossyChannel, run_pair
+from transport_channel import LossyChannel, run_pair
 from dlcp_emu.wire import Flags, PacketType
 from transport_helpers import Recorder, run_transfer, tensor
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dlcp_emu.transport import Message, TRANSPORTS
-from dlcp_emu.transport.udp_driver import UdpDriver, run
+from dlcp_emu.emu.udp_driver import UdpDriver, run
 
 
 @pytest.fixture

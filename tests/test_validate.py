@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from dlcp_emu import validate
+from dlcp_emu.study import validate
 from dlcp_emu.cli import main
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dlcp_emu.cli import main
-from dlcp_emu.whatif import paper_fusion, whatif
+from dlcp_emu.study.whatif import paper_fusion, whatif
 from workloads import Trace, vec_add_seconds
 
 
@@ -72,7 +72,7 @@ def test_cli_sweep_writes_table_and_plot(tmp_path, capsys):
 
 
 def test_packet_level_answer_beside_the_closed_form(tmp_path):
-    from dlcp_emu.whatif_sim import whatif_sim
+    from dlcp_emu.study.whatif_sim import whatif_sim
     slow = whatif_sim("resnet50", 4, 10, tmp_path / "slow")
     fast = whatif_sim("resnet50", 4, 100, tmp_path / "fast")
     assert slow["completed"] and fast["completed"]

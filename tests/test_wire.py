@@ -15,7 +15,7 @@ from scapy.packet import Raw
 from scapy.utils import checksum as scapy_checksum
 
 from dlcp_emu import wire
-from dlcp_emu.scapy_layer import DLCP
+from dlcp_emu.wire.scapy_layer import DLCP
 from dlcp_emu.wire import (
     DLCP_UDP_PORT,
     FRAME_OVERHEAD,

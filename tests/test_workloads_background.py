@@ -3,8 +3,13 @@
 import numpy as np
 import pytest
 
-from workloads.background import (FLOW_CDFS, PACKET_BYTES, mean_flow_bytes, poisson_flows,
-                                  sample_flow_sizes)
+from workloads.background import (
+    FLOW_CDFS,
+    PACKET_BYTES,
+    mean_flow_bytes,
+    poisson_flows,
+    sample_flow_sizes,
+)
 
 
 def test_cdf_tables_are_valid():

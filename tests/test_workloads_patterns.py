@@ -5,8 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workloads.patterns import (ds_sync_groups, execute_ps, execute_ring_allreduce,
-                                parameter_server, ring_allreduce, split_ranges)
+from workloads.patterns import (
+    ds_sync_groups,
+    execute_ps,
+    execute_ring_allreduce,
+    parameter_server,
+    ring_allreduce,
+    split_ranges,
+)
 
 
 def arrays(n, length, seed=0):

@@ -2,7 +2,7 @@
 sender-receiver transfer over lossy channels in virtual time."""
 import numpy as np
 
-from dlcp_emu.transport.channel import LossyChannel, run_pair
+from transport_channel import LossyChannel, run_pair
 from dlcp_emu.wire import Flags, PacketType
 
 

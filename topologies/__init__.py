@@ -1,9 +1,27 @@
 """Topologies: one description (nodes, links, rates, shortest-path route tables) that builds
 a Mininet Topo for the emulator and a plain graph for the simulator."""
-from .builders import (BUILDERS, build, builder_params, dumbbell, fat_tree, leaf_spine,
-                       leaf_spine_uplink_rate, star)
-from .model import (DEFAULT_BUFFER_BYTES, HOST, IP_PREFIX_LEN, MIN_BUFFER_BYTES, SWITCH, Link,
-                    Node, Port, Topology, TopologyError)
+from topologies.builders import (
+    BUILDERS,
+    build,
+    builder_params,
+    dumbbell,
+    fat_tree,
+    leaf_spine,
+    leaf_spine_uplink_rate,
+    star,
+)
+from topologies.model import (
+    DEFAULT_BUFFER_BYTES,
+    HOST,
+    IP_PREFIX_LEN,
+    MIN_BUFFER_BYTES,
+    SWITCH,
+    Link,
+    Node,
+    Port,
+    Topology,
+    TopologyError,
+)
 
 __all__ = [
     "BUILDERS", "build", "builder_params", "star", "dumbbell", "leaf_spine", "fat_tree",

@@ -17,8 +17,18 @@ import inspect
 import math
 from typing import Any, Callable
 
-from .model import (DEFAULT_BUFFER_BYTES, HOST, MIN_BUFFER_BYTES, SWITCH, Link, Node,
-                    Topology, TopologyError, check_int, check_rate)
+from topologies.model import (
+    DEFAULT_BUFFER_BYTES,
+    HOST,
+    MIN_BUFFER_BYTES,
+    SWITCH,
+    Link,
+    Node,
+    Topology,
+    TopologyError,
+    check_int,
+    check_rate,
+)
 
 
 def _rate(topo: str, name: str, v) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .trace import Trace
+from workloads.trace import Trace
 
 DEFAULT_FUSION_BYTES = 64 * 1024 * 1024
 DEFAULT_CYCLE_MS = 5.0

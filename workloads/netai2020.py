@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import architectures, synthetic
-from .trace import Trace
+from workloads import architectures, synthetic
+from workloads.trace import Trace
 
 TRACE_DIR = Path(__file__).parent / "traces" / "netai2020"
 BATCH_TIME_MS = {"resnet50": 128.09, "resnet101": 192.01, "vgg16": 194.52}

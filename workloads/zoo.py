@@ -20,8 +20,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import architectures, netai2020, synthetic
-from .trace import Trace
+from workloads import architectures, netai2020, synthetic
+from workloads.trace import Trace
 
 
 @dataclass(frozen=True)

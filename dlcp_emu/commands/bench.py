@@ -3,7 +3,7 @@ import json
 
 from switch_models import preset_names
 
-from .argtypes import positive_int
+from dlcp_emu.commands.argtypes import positive_int
 
 
 def add_parser(sub):
@@ -16,7 +16,7 @@ def add_parser(sub):
     m.add_argument("--repeat", type=positive_int, default=3, help="runs; the best is reported")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_bench_model)
-    from . import bench_switch
+    from dlcp_emu.tools import bench_switch
     bench_switch.add_kind(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
     sim.add_argument("--k", type=positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
@@ -28,7 +28,7 @@ def add_parser(sub):
 
 
 def _bench_model(args):
-    from dlcp_emu import bench_model
+    from dlcp_emu.tools import bench_model
     runs = [bench_model.run(args.preset, packets=args.packets, seed=i + 1) for i in range(args.repeat)]
     best = max(runs, key=lambda r: r["pps"])
     best["runs_pps"] = [r["pps"] for r in runs]
@@ -43,7 +43,7 @@ def _bench_model(args):
 
 
 def _bench_sim(args):
-    from dlcp_emu import bench_sim
+    from dlcp_emu.tools import bench_sim
     result = bench_sim.scaling_curve(k=args.k, repeat=args.repeat)
     curve = result["curve"]
     best = max(curve, key=lambda r: r["packet_hops_per_s"])

@@ -18,7 +18,7 @@ def add_parser(sub):
 
 
 def _clean(args):
-    from dlcp_emu import cleanup
+    from dlcp_emu.emu import cleanup
     directory = args.runtime_dir or cleanup.runtime_dir()
     try:
         reports = cleanup.clean(directory)

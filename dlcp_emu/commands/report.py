@@ -13,7 +13,7 @@ def _report(args):
     if not (args.run / "summary.json").is_file():
         print(f"dlcp-emu report: {args.run} is not a run folder (no summary.json)", file=sys.stderr)
         return 2
-    from dlcp_emu import compare, report
+    from dlcp_emu.study import compare, report
     import json
     print(compare.table(json.loads((args.run / "summary.json").read_text())))
     for png in report.draw(args.run):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from switch_models import preset_names
 
-from .argtypes import field_values, positive_int
+from dlcp_emu.commands.argtypes import field_values, positive_int
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
@@ -47,7 +47,7 @@ def _common(p):
 
 
 def _load(path):
-    from dlcp_emu.spec import SpecError, load_spec
+    from dlcp_emu.experiment.spec import SpecError, load_spec
     try:
         return load_spec(path)
     except SpecError as e:
@@ -93,7 +93,7 @@ def _compare(args):
 
 
 def _finish(args, spec, presets, seeds, report=False, vary=None):
-    from dlcp_emu import compare
+    from dlcp_emu.study import compare
     pipelines = presets if presets is not None else [spec.switch]
     try:
         run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
@@ -109,7 +109,7 @@ def _finish(args, spec, presets, seeds, report=False, vary=None):
         print(compare.table(summary))
         print(f"\nresults: {run_dir}  (also {args.results / 'latest'})")
     if report:
-        from dlcp_emu import report as rep
+        from dlcp_emu.study import report as rep
         pngs = rep.draw(run_dir)
         print("plots:\n" + "\n".join(f"  {p}" for p in pngs))
     return 0 if summary["complete"] else 1

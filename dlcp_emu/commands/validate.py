@@ -1,10 +1,10 @@
-"""`dlcp-emu validate`: emulate and simulate one spec and compare (see dlcp_emu/validate.py)."""
+"""`dlcp-emu validate`: emulate and simulate one spec and compare (see dlcp_emu/study/validate.py)."""
 import json
 import sys
 from pathlib import Path
 
-from .argtypes import open_fraction, positive_int
-from .run import _check_presets, _load, _need_root
+from dlcp_emu.commands.argtypes import open_fraction, positive_int
+from dlcp_emu.commands.run import _check_presets, _load, _need_root
 
 
 def add_parser(sub):
@@ -34,7 +34,7 @@ def _validate(args):
         return 2
     if _check_presets(presets):
         return 2
-    from dlcp_emu import validate
+    from dlcp_emu.study import validate
     try:
         out_dir, report = validate.validate(spec, presets, seeds=args.seeds, tolerance=args.tolerance,
                                             root=args.results, log=lambda m: print(m, flush=True))

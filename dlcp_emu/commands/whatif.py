@@ -38,7 +38,7 @@ def _at_least(lo, kind):
 
 
 def _run(args):
-    from dlcp_emu import whatif
+    from dlcp_emu.study import whatif
     if args.sweep:
         return _sweep(args, whatif)
     missing = [flag for flag, v in (("--model", args.model), ("--workers", args.workers),
@@ -81,7 +81,7 @@ def _sweep(args, whatif):
 
 def _sim(args):
     import tempfile
-    from dlcp_emu.whatif_sim import whatif_sim
+    from dlcp_emu.study.whatif_sim import whatif_sim
     if args.compression != 1:
         args.parser.error("--sim models no compression; leave --compression at 1")
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,7 +9,7 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
 
-from ..wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
+from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 
 MIN_FRAME = 60   # Ethernet minimum, without FCS
 TRAINING = 0

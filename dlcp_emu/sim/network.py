@@ -15,7 +15,7 @@ from collections import deque
 
 from switch_models import PortConfig, Switch
 
-from .events import FOREVER, EventLoop
+from dlcp_emu.sim.events import FOREVER, EventLoop
 
 HOST_BUFFER_BYTES = 64 * 1024 * 1024
 

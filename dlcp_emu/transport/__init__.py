@@ -7,11 +7,19 @@ ns) that answer what to send. A packet here is (DlcpHeader, payload bytes or mem
 Drivers: `channel.run_pair` (virtual time, lossy), `udp_driver` (real UDP sockets).
 """
 
-from .congestion import CongestionControl, RttEstimator
-from .message import (DEFAULT_MTU, ChunkPlan, MagnitudePolicy, Message, chunk_magnitudes,
-                      chunk_payload_size, layer_priority, transport_payload_size)
-from .receiver import Delivery, DlcpReceiver, ReliableReceiver
-from .sender import DlcpSender, ReliableSender, SendResult
+from dlcp_emu.transport.congestion import CongestionControl, RttEstimator
+from dlcp_emu.transport.message import (
+    DEFAULT_MTU,
+    ChunkPlan,
+    MagnitudePolicy,
+    Message,
+    chunk_magnitudes,
+    chunk_payload_size,
+    layer_priority,
+    transport_payload_size,
+)
+from dlcp_emu.transport.receiver import Delivery, DlcpReceiver, ReliableReceiver
+from dlcp_emu.transport.sender import DlcpSender, ReliableSender, SendResult
 
 TRANSPORTS = {
     "reliable": (ReliableSender, ReliableReceiver),

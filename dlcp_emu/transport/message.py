@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..wire import HEADER_LEN, IPV4_LEN, MAX_PAYLOAD, UDP_LEN
+from dlcp_emu.wire import HEADER_LEN, IPV4_LEN, MAX_PAYLOAD, UDP_LEN
 
 DEFAULT_MTU = 1500
 FLOAT = np.dtype("<f4")  # gradients travel little-endian, whatever the host order

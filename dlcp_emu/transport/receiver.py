@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..wire import MAX_PAYLOAD, DlcpHeader, Flags, PacketType
-from . import feedback as fb
-from .message import DEFAULT_MTU, FLOAT, transport_payload_size
+from dlcp_emu.wire import MAX_PAYLOAD, DlcpHeader, Flags, PacketType
+from dlcp_emu.transport import feedback as fb
+from dlcp_emu.transport.message import DEFAULT_MTU, FLOAT, transport_payload_size
 
 ACK = PacketType.ACK
 BITMAP = PacketType.BITMAP

@@ -24,11 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..wire import DlcpHeader, Flags, PacketType
-from . import feedback as fb
-from .congestion import CongestionControl, RttEstimator
-from .message import (DEFAULT_MTU, FLOAT, MAX_CHUNKS, MagnitudePolicy, Message, chunk_magnitudes,
-                      transport_payload_size)
+from dlcp_emu.wire import DlcpHeader, Flags, PacketType
+from dlcp_emu.transport import feedback as fb
+from dlcp_emu.transport.congestion import CongestionControl, RttEstimator
+from dlcp_emu.transport.message import (
+    DEFAULT_MTU,
+    FLOAT,
+    MAX_CHUNKS,
+    MagnitudePolicy,
+    Message,
+    chunk_magnitudes,
+    transport_payload_size,
+)
 
 UNSENT, IN_FLIGHT, ACKED, LOST, ABANDONED = range(5)  # chunk states; LOST = awaiting retransmission
 DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP

@@ -1,0 +1,1 @@
+"""The emulator: Mininet, switch and host processes, the real-time data path."""

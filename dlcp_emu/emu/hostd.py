@@ -1,0 +1,229 @@
+"""The host agent process: one per emulated host, in its Mininet namespace.
+
+    python -m dlcp_emu.emu.hostd --config FILE.json
+
+Builds the plan from the trace, the agent (worker or parameter server) and its transport
+stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
+time (CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
+deadline, and writes its records (`out_path`, JSON) and, if asked, its reduced tensors
+(`results_path`, .npz) for verification. Records are also written every second and on
+SIGTERM, so a run that is stopped keeps what was measured.
+
+Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
+"bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
+"transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
+"fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
+"start_at_ns", "deadline_s", "out_path", "results_path"}
+"""
+import gc
+import os
+import select
+import socket
+import sys
+import time
+
+import numpy as np
+
+from dlcp_emu.host.agent import ParameterServer, make_worker
+from dlcp_emu.host.compression import CompressionSpec
+from dlcp_emu.host.stack import HostStack
+from dlcp_emu.emu.hostproc import config_and_stop_flag
+from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
+from dlcp_emu.host.packet_log import COLUMNS, PacketLog
+from dlcp_emu.host.plan import make_plan
+from dlcp_emu.emu.udp_driver import UdpDriver
+
+MAX_WAIT_S = 0.002
+TCP_PORT = 9797
+
+
+def load_trace(cfg):
+    from workloads import get_model, load_trace as load_file
+    return load_file(cfg["trace"]) if cfg.get("trace") else get_model(cfg["model"])
+
+
+def run_tcp(cfg, stack, stopping):
+    """The `tcp` transport: the agent's messages over kernel TCP connections."""
+    from dlcp_emu.emu.tcp_messenger import TcpMessenger
+    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
+    bind = (cfg["bind"][0], TCP_PORT)
+    m = TcpMessenger(cfg["rank"], stack.agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
+    clock = time.monotonic_ns
+    while clock() < cfg["start_at_ns"] and not stopping:
+        time.sleep(0.005)
+    started = clock()
+    m.start(started)
+    deadline = started + int(cfg["deadline_s"] * 1e9)
+    out_path, next_write, reported = cfg["out_path"], started + 1_000_000_000, False
+    while not stopping and clock() < deadline:
+        wake = m.next_timeout()
+        now = clock()
+        wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
+        readable, writable, _ = select.select(m.sockets(), m.writers(), [], wait)
+        now = clock()
+        for s in writable:
+            m.on_writable(s)
+        for s in readable:
+            m.on_readable(s, now)
+        m.on_timer(clock())
+        for s in m.writers():
+            m.on_writable(s)
+        if now >= next_write or (m.done and not reported):
+            reported = m.done
+            write_json_atomic(out_path, tcp_records(cfg, m, started))
+            next_write = now + 1_000_000_000
+    write_json_atomic(out_path, tcp_records(cfg, m, started))
+    save_results(cfg, stack.agent)
+    return 0
+
+
+def tcp_records(cfg, m, started):
+    a = m.agent
+    out = {"rank": cfg["rank"], "role": cfg["role"], "started_ns": started, "done": m.done,
+           "deliveries": m.deliveries, "sends": []}
+    if cfg["role"] == "worker":
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["tensors"] = [r.__dict__ for r in a.tensors]
+    else:
+        out["lost"] = []
+    return out
+
+
+def build_stack(cfg):
+    trace = load_trace(cfg)
+    plan = make_plan(trace, dilation=cfg["dilation"], byte_scale=cfg["byte_scale"],
+                     fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
+    rank = cfg["rank"]
+    if cfg["role"] == "ps":
+        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"])
+    else:
+        agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
+                            CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],
+                            cfg["mtu"], keep_results=bool(cfg.get("results_path")))
+    stack = HostStack(rank, agent, "reliable" if cfg["transport"] == "tcp" else cfg["transport"],
+                      mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
+                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])
+    return plan, stack
+
+
+class Stalls:
+    """How long this process stopped serving packets for itself: garbage collections (from
+    gc.callbacks) and building its record checkpoints (a thread writes them). A stall of one
+    rank stalls the whole ring."""
+
+    def __init__(self):
+        self.gc = [0, 0, 0]            # count, sum ns, max ns
+        self.writes = [0, 0, 0]
+        self._t0 = 0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase, _info):
+        if phase == "start":
+            self._t0 = time.monotonic_ns()
+        else:
+            self.add(self.gc, time.monotonic_ns() - self._t0)
+
+    @staticmethod
+    def add(acc, ns):
+        acc[0] += 1
+        acc[1] += ns
+        acc[2] = max(acc[2], ns)
+
+    def summary(self):
+        return {f"{k}_{f}": v for k, acc in (("gc", self.gc), ("write", self.writes))
+                for f, v in zip(("count", "sum_ns", "max_ns"), acc)}
+
+
+def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
+    a = stack.agent
+    out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
+           "started_ns": started_ns, "done": stack.done,
+           "packets_sent": driver.sent if driver else 0,
+           "packets_received": driver.received if driver else 0,
+           "timer_lateness_ns": stack.timer_lateness[-10_000:],
+           "timer_lateness_sum_ns": sum(stack.timer_lateness),
+           "rx_lag_ns": list(driver.rx_lag_ns) if driver else [],
+           "deliveries": stack.deliveries,
+           "sends": [r.__dict__ for r in stack.completions],
+           "stalls": stalls.summary() if stalls else {}}
+    if cfg["role"] == "worker":
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["tensors"] = [r.__dict__ for r in a.tensors]
+    else:
+        out["lost"] = a.lost
+    return out
+
+
+def main(argv=None):
+    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.hostd", argv)
+    plan, stack = build_stack(cfg)
+
+    if cfg["transport"] == "tcp":
+        return run_tcp(cfg, stack, stopping)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(tuple(cfg["bind"]))
+    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
+    log = PacketLog(stack) if cfg.get("packets_path") else None
+    driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
+
+    clock = time.monotonic_ns
+    stalls = Stalls()
+    start = cfg["start_at_ns"]
+    while clock() < start and not stopping:
+        time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
+    started = clock()
+    stack.start(started)
+    deadline = started + int(cfg["deadline_s"] * 1e9)
+    next_write = started + 1_000_000_000
+    out_path = cfg["out_path"]
+    checkpoints = CheckpointWriter()
+    reported_done = False
+    # Serve until told to stop: after our own work is done, peers may still need our
+    # feedback (ACKs, bitmaps) to finish theirs. The runner stops every host together.
+    while not stopping:
+        driver.read()
+        now = clock()
+        driver.flush(now)
+        if now >= deadline:
+            print(f"hostd rank {cfg['rank']}: deadline of {cfg['deadline_s']} s reached", file=sys.stderr)
+            break
+        if now >= next_write or (stack.done and not reported_done):
+            reported_done = stack.done
+            checkpoints.write(out_path, records(cfg, stack, started, False, driver, stalls))
+            stalls.add(stalls.writes, clock() - now)   # building and serialising them
+            next_write = now + 1_000_000_000
+        wake = driver.timeout()
+        wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
+        select.select([driver], [driver] if driver.backlogged else [], [], wait)
+    checkpoints.close()
+    write_json_atomic(out_path, records(cfg, stack, started, True, driver, stalls))
+    if log is not None:
+        import pandas as pd
+        rec = log.records()
+        pd.DataFrame(rec["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
+        pd.DataFrame(rec["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
+            cfg["packets_path"] + ".received.parquet")
+    save_results(cfg, stack.agent)
+    return 0
+
+
+def save_results(cfg, agent):
+    """The reduced tensors and their zero-filled ranges, for verification (if asked)."""
+    if cfg.get("results_path") and cfg["role"] == "worker":
+        arrays = {}
+        for (it, b), (buf, lost) in agent.results.items():
+            arrays[f"r_{it}_{b}"] = buf
+            arrays[f"l_{it}_{b}"] = np.asarray(lost, dtype=np.int64).reshape(-1, 2)
+        np.savez(cfg["results_path"], **arrays)
+
+
+if __name__ == "__main__":
+    profile = os.environ.get("DLCP_HOSTD_PROFILE")     # developer aid: cProfile one host
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        rc = prof.runcall(main)
+        prof.dump_stats(f"{profile}.{os.getpid()}")
+        sys.exit(rc)
+    sys.exit(main())

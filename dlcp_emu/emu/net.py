@@ -1,0 +1,259 @@
+"""`EmulationRun`: a Mininet network of DlcpSwitch processes that cleans up after itself.
+
+    with EmulationRun(topology, "dlcp") as run:
+        h1, h2 = run.host("h1"), run.host("h2")
+        h1.cmd("ping -c1", h2.IP())
+        srv = run.popen("h2", ["iperf3", "-s", "-1"])      # recorded, ended at exit
+    run.stats["l1"]                                        # final stats of each switch
+
+Every exit path (normal, exception, KeyboardInterrupt, SIGTERM) stops the switch processes
+and keeps their stats, ends the processes started with `popen`, stops the net, and removes
+the state file; what is recorded there is what `dlcp-emu clean` would remove after a crash.
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+
+from dlcp_emu.emu import cleanup
+from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
+from dlcp_emu.sim.network import HOST_BUFFER_BYTES
+
+HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
+
+
+class RunTerminated(BaseException):
+    """SIGTERM arrived while the run was up (a BaseException, like KeyboardInterrupt, so
+    ordinary `except Exception` blocks do not swallow it)."""
+
+
+def root_interfaces(topology):
+    """Interfaces a net of this topology creates in the root namespace: every switch port
+    (host-side ends live in the host namespaces and go with them)."""
+    return [topology.intf_name(s, n) for s, ports in topology.port_map().items()
+            for n, _, _ in ports]
+
+
+class EmulationRun:
+    def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, static_arp=False,
+                 mode="model", run_dir=None, runtime_dir=None, switch_opts=None,
+                 switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500,
+                 pace_hosts=False):
+        """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
+        switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
+        DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
+        configs, stats and pcaps go (a new temporary directory by default)."""
+        self.topology = topology
+        self.pipeline = pipeline
+        self.seed = seed
+        self.pcap = pcap
+        self.static_arp = static_arp
+        self.mode = mode
+        self.run_dir = run_dir
+        self.runtime_dir = runtime_dir
+        self.switch_opts = dict(switch_opts or {})
+        self.switch_override = switch
+        self.late_threshold_ns = late_threshold_ns
+        self.configure_hosts = configure_hosts
+        self.mtu = mtu
+        self.pace_hosts = pace_hosts
+        self.paced = False
+        self.host_drops = {}     # host -> packets its pacing queue dropped (read at stop)
+        self.net = None
+        self.state = None
+        self.stats = {}
+        self.procs = []
+        self._old_handler = None
+        self._stopped = False
+
+    # -- context manager ------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _on_sigterm(self, signum, frame):
+        raise RunTerminated(f"SIGTERM during emulation run {self.state.run_id if self.state else ''}")
+
+    def start(self):
+        from mininet.net import Mininet
+        from mininet.node import Host
+
+        if self.run_dir is None:
+            self.run_dir = tempfile.mkdtemp(prefix="dlcp-emu-run-")
+        os.makedirs(self.run_dir, exist_ok=True)
+        if threading.current_thread() is threading.main_thread():
+            self._old_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.state = cleanup.RunState(directory=self.runtime_dir, run_dir=self.run_dir,
+                                      topology=self.topology.name)
+        state = self.state
+        names = root_interfaces(self.topology)
+        taken = [n for n in names if os.path.exists(f"/sys/class/net/{n}")]
+        if taken:
+            # Mininet would fail later with "RTNETLINK answers: File exists".
+            raise RuntimeError(f"interface {taken[0]} already exists: another emulation is running, "
+                               "or a killed one left it behind (`dlcp-emu clean` removes those); "
+                               "one emulation at a time per machine")
+        if self.switch_override is not None:
+            # Kernel bridges (LinuxBridge) are interfaces named after their switch.
+            names += self.topology.switches()
+        state.add_interfaces(names)
+
+        class RecordedHost(Host):
+            def startShell(self, *a, **kw):
+                super().startShell(*a, **kw)
+                state.add_process("host", self.name, self.pid, netns=cleanup.netns_inode(self.pid))
+
+        def on_spawn(sw, pid, start):
+            state.add_process("switch", sw.name, pid, start)
+
+        if self.switch_override is not None:
+            cls = self.switch_override
+            sw_name = getattr(cls, "__name__", str(cls))
+        else:
+            cls = switch_class(topology=self.topology, pipeline=self.pipeline, seed=self.seed,
+                               stats_dir=self.run_dir, pcap=self.pcap, mode=self.mode,
+                               late_threshold_ns=self.late_threshold_ns, on_spawn=on_spawn,
+                               paced_hosts=self.pace_hosts, **self.switch_opts)
+            sw_name = "DlcpSwitch"
+        state.data["info"]["switch"] = sw_name
+        state.save()
+        self.net = Mininet(self.topology.to_mininet_topo(), switch=cls, host=RecordedHost,
+                           controller=None, autoSetMacs=False, build=True)
+        state.note_ifindexes()
+        if self.configure_hosts:
+            for h in self.net.hosts:
+                configure_host(h)
+        if self.static_arp:
+            self.net.staticArp()
+        if self.mtu != 1500:
+            self._set_mtu()
+        if self.pace_hosts:
+            self._pace_hosts()
+        self.net.start()
+        return self
+
+    def _pace_hosts(self):
+        """A host's NIC serialises at its link rate. Two parts emulate it: a token bucket on the
+        host's egress, counting the same 24 bytes of Ethernet overhead per frame as the switch
+        ports, keeps the host from handing a whole window to its veth at once; and the switch
+        port facing the host (`peer_paced`) serialises each frame on arrival, after the one
+        before it, and adds the link's delay, as the simulator's NIC does. The bucket holds
+        HOST_BURST_FRAMES frames: with one, each release the kernel's timer made late was lost
+        for good (the host sent below its rate); the switch's serialisation keeps the frames
+        of a burst apart, so none reaches a priority queue early. The queue holds what the
+        simulator's NIC holds (the transport's window bounds it): a 64-frame limit dropped a
+        PS's bursts to four workers, 1.5% of its packets, out of sight of the switches."""
+        frame = self.mtu + 14 + 24
+        self.paced = True
+        for h in self.net.hosts:
+            (port,) = self.topology.ports(h.name)
+            rate = int(port.link.rate_bps)
+            for intf in h.intfList():
+                if intf.name == "lo":
+                    continue
+                out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead 24 tbf "
+                            f"rate {rate}bit burst {HOST_BURST_FRAMES * frame} limit {HOST_BUFFER_BYTES}")
+                if out.strip():
+                    raise RuntimeError(f"pacing {h.name} {intf.name} with tbf failed: {out.strip()}")
+
+    def _set_mtu(self):
+        """Jumbo frames: every interface of the run, host ends in their namespaces, switch
+        ends in the root one, before the switch processes size their buffers."""
+        import subprocess
+        for h in self.net.hosts:
+            for intf in h.intfList():
+                h.cmd(f"ip link set dev {intf.name} mtu {self.mtu}")
+        for name in root_interfaces(self.topology):
+            subprocess.run(["ip", "link", "set", "dev", name, "mtu", str(self.mtu)], check=True)
+
+    # -- use ------------------------------------------------------------------------------
+    def host(self, name):
+        return self.net.get(name)
+
+    def switch(self, name):
+        return self.net.get(name)
+
+    def popen(self, host, cmd, **kwargs):
+        """host.popen(cmd) in the host's namespace, recorded so that it is ended at exit and
+        by `dlcp-emu clean` after a crash."""
+        node = self.host(host) if isinstance(host, str) else host
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+        p = node.popen(cmd, **kwargs)
+        self.procs.append(p)
+        self.state.add_process("traffic", f"{node.name}:{cmd if isinstance(cmd, str) else cmd[0]}",
+                               p.pid)
+        return p
+
+    def switch_stats(self):
+        """Latest stats of every switch: final ones once stopped, else the periodic ones."""
+        return {s.name: s.stats() for s in self.net.switches if isinstance(s, DlcpSwitch)}
+
+    def host_queue_drops(self):
+        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw."""
+        import re
+        drops = {}
+        for h in self.net.hosts if self.net is not None else ():
+            for intf in h.intfList():
+                if intf.name != "lo":
+                    m = re.search(r"dropped (\d+)", h.cmd(f"tc -s qdisc show dev {intf.name}"))
+                    drops[h.name] = drops.get(h.name, 0) + (int(m.group(1)) if m else 0)
+        return drops
+
+    # -- teardown ---------------------------------------------------------------------------
+    def stop_switches(self):
+        """Stop every switch process (in parallel) and keep its final stats."""
+        if self.net is None:
+            return self.stats
+        switches = [s for s in self.net.switches if isinstance(s, DlcpSwitch)]
+        for s in switches:
+            s._signal(signal.SIGTERM)
+        for s in switches:
+            self.stats[s.name] = s.stop_process()
+        return self.stats
+
+    def stop(self):
+        if self._stopped:
+            return self.stats
+        self._stopped = True
+        # A second SIGTERM must not cut the teardown short.
+        if self._old_handler is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            try:
+                if self.paced and self.net is not None:
+                    self.host_drops = self.host_queue_drops()
+                self.stop_switches()
+            finally:
+                for p in self.procs:
+                    if p.poll() is None:
+                        p.terminate()
+                for p in self.procs:
+                    try:
+                        p.wait(timeout=3)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait(timeout=3)
+                if self.net is not None:
+                    try:
+                        self.net.stop()
+                    except Exception:
+                        pass
+        finally:
+            if self.state is not None:
+                # Whatever net.stop did not remove (or a failed start left): by the record.
+                cleanup.clean_state(self.state.data, wait_s=2.0)
+                self.state.remove()
+            if self._old_handler is not None:
+                signal.signal(signal.SIGTERM, self._old_handler)
+                self._old_handler = None
+        return self.stats

@@ -1,0 +1,276 @@
+"""Run one experiment on Mininet: our switches, one agent process per host, real packets.
+
+Every exit path (completion, time limit, Ctrl-C, SIGTERM, a crash) stops the agents and
+switches, keeps what they measured so far, and cleans up what the run created.
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from dlcp_emu.experiment import results
+from dlcp_emu.emu.background import BACKGROUND_UDP_PORT
+from dlcp_emu.emu.net import EmulationRun
+from dlcp_emu.host.plan import make_plan
+from dlcp_emu.experiment.runner import (
+    active_seconds,
+    background_flows,
+    finish,
+    host_link_rate,
+    hostd_config,
+    place,
+    port_table,
+    preset_name,
+    queue_table,
+    scaled_topology,
+    summary,
+    tables,
+)
+
+START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
+POLL_S = 0.25
+PROGRESS_EVERY_S = 3.0
+HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
+HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
+SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
+
+
+def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
+    """Returns (summary dict, tables dict). Writes the run's tables under run_dir."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    topo = scaled_topology(spec)
+    placement = place(spec, topo)
+    from dlcp_emu.emu.hostd import load_trace
+    plan = make_plan(load_trace(spec.workload), dilation=spec.time_dilation,
+                     byte_scale=spec.byte_scale, fusion_bytes=spec.workload["fusion_bytes"],
+                     fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
+    preset = preset_name(pipeline)
+    transport = spec.transport_for(preset)
+    records, procs, outs = [], {}, {}
+    t_start = time.monotonic()
+    steal_start = cpu_steal_s()
+    interrupted = None
+    run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
+                       pace_hosts=True)
+    with run:
+        start_at = time.monotonic_ns() + int(START_DELAY_S * 1e9)
+        for rank, host in placement.host_of_rank.items():
+            out = run_dir / f"host-{rank}.json"
+            out.unlink(missing_ok=True)   # never read a previous run's records as this one's
+            cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
+                               deadline_s=spec.time_limit_s, out_path=str(out),
+                               packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
+                               results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
+            cfg_path = run_dir / f"host-{rank}.config.json"
+            cfg_path.write_text(json.dumps(cfg))
+            outs[rank] = out
+            procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
+                                    cwd=str(Path(__file__).resolve().parent.parent))
+        bg_outs = _start_background(spec, topo, run, run_dir, start_at, log)
+        try:
+            interrupted = _wait(spec, placement, procs, outs, t_start, log)
+        except KeyboardInterrupt:
+            interrupted = "interrupted (Ctrl-C)"
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.terminate()
+            for rank, p in procs.items():
+                try:
+                    _, err = p.communicate(timeout=10)
+                except Exception:
+                    p.kill()
+                    _, err = p.communicate()
+                if p.returncode not in (0, -15) and err:
+                    log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
+    duration = time.monotonic() - t_start
+    steal = cpu_steal_s() - steal_start if steal_start is not None else None
+    for rank, out in outs.items():
+        if out.exists():
+            records.append(json.loads(out.read_text()))
+    starts = [r["started_ns"] for r in records if r.get("started_ns")]
+    t0 = min(starts) if starts else 0
+    its, tens, dels = tables(records, spec.time_dilation, t0_ns=t0)
+    queues = queue_table({name: st.get("queue_samples") for name, st in run.stats.items() if st},
+                         t0, spec.time_dilation)
+    counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
+    ports = port_table(counters, active_seconds(tens), spec.time_dilation)
+    fidelity = _fidelity(run.stats)
+    # CPU time the hypervisor gave to others while the run went on, as a share of the
+    # machine's: no process of the run can keep its schedule through it (6.9 s went within
+    # one hour here, and a test run in that hour saw its switches fall behind).
+    fidelity["cpu_steal_share"] = (steal / (duration * (os.cpu_count() or 1))
+                                   if steal is not None and duration > 0 else None)
+    late = [x for r in records for x in r.get("timer_lateness_ns", [])]
+    # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
+    # like the switches' figure.
+    p99_late = results.percentile(late, 99) if late else None
+    fidelity["host_timer_p99_lateness_us"] = p99_late / 1e3 if late else None
+    # A late timer delays the rest of that iteration's forward pass (each layer's timer is
+    # set when the previous one fires), so what stretches compute is the lateness summed
+    # over an iteration: its mean per worker and iteration, as a fraction of the compute.
+    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / plan.compute_ns
+               for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
+    fidelity["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
+    # How long datagrams waited in the hosts' sockets before their agent took them (kernel
+    # arrival stamp to handling), wall-clock us.
+    lag = [x for r in records for x in r.get("rx_lag_ns", [])]
+    fidelity["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
+    fidelity["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
+    # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
+    # their compute, or leave packets waiting: every exchange then takes longer than the
+    # model says. The yardstick for waiting is the time a full frame takes on a host link.
+    frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
+    fidelity["hosts_behind"] = bool(
+        (stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
+        or (lag and fidelity["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
+    # The longest a host stopped serving packets for its own sake (a garbage collection, a
+    # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
+    stalls = [r.get("stalls") or {} for r in records]
+    fidelity["host_stall_max_ms"] = max(
+        (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
+    s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
+    s["backend"] = "emulation"
+    s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
+                                      for st in run.stats.values() if st)
+    # Packets the hosts' own egress queues dropped: lost before any switch saw them.
+    s["host_queue_drops"] = run.host_drops
+    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+              "queues": queues, "background": _background_table(bg_outs, spec.time_dilation),
+              "packets": _packets(run_dir, outs, spec.time_dilation, t0)}
+    finish(run_dir, s, frames, interrupted)
+    for st in run.stats.values():   # the samples are in queues.parquet
+        if st:
+            st.pop("queue_samples", None)
+    (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
+    return s, frames
+
+
+def _wait(spec, placement, procs, outs, t_start, log):
+    """Until every agent is done (None), or why not."""
+    iterations = spec.workload["iterations"]
+    last = (None, 0.0)
+    while True:
+        time.sleep(POLL_S)
+        done, its, packets = 0, [], 0
+        for rank, out in outs.items():
+            try:
+                rec = json.loads(out.read_text())
+            except (OSError, ValueError):
+                continue
+            done += bool(rec.get("done"))
+            packets += rec.get("packets_sent", 0)
+            if rank not in placement.ps_ranks:
+                its.append(sum(1 for r in rec.get("iterations", []) if r.get("comm_end_ns", -1) >= 0))
+        elapsed = time.monotonic() - t_start
+        state = (min(its, default=0), done)
+        # A line when an iteration or an agent finishes, else every few seconds.
+        if state != last[0] or elapsed - last[1] >= PROGRESS_EVERY_S:
+            log(f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
+                f"agents done {done}/{len(outs)}, packets sent {packets:,}")
+            last = (state, elapsed)
+        if done == len(outs):
+            return None
+        dead = [r for r, p in procs.items() if p.poll() is not None]
+        if dead:
+            return f"agent(s) {dead} exited before finishing"
+        if elapsed > spec.time_limit_s:
+            return f"time limit of {spec.time_limit_s:g} s reached"
+
+
+def cpu_steal_s():
+    """Seconds of CPU time stolen by the hypervisor since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _fidelity(stats):
+    """Worst p99 and worst single lateness of any switch port against its schedule, and
+    whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
+    20 ms: a switch that waited for a busy disk once stalled 311 ms, 11% on a run, with its
+    p99 at 138 us)."""
+    lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
+    p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
+    worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
+    # How long frames waited in the switches' rings before the loop took them (arrivals are
+    # the kernel's times, so a wait costs only what exceeds a packet's slack: lateness).
+    wait = [st["rx_wait"]["p99_ns"] for st in stats.values()
+            if st and (st.get("rx_wait") or {}).get("p99_ns") is not None]
+    return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
+            "max_lateness_ms": max(worst) / 1e6 if worst else None,
+            "switch_rx_wait_p99_us": max(wait) / 1e3 if wait else None,
+            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
+            "switches": len(stats)}
+
+
+BACKGROUND_TCP_PORT = 5001
+
+
+def _start_background(spec, topo, run, run_dir, start_at, log):
+    """The spec's background flows (`runner.background_flows`), one process per host, over
+    the `reliable` packet transport (`background`, what the simulator runs too) or kernel
+    TCP (`bgtraffic`, sink and sources)."""
+    if not spec.background:
+        return {}
+    hosts = topo.hosts()
+    by_src = background_flows(spec, topo)
+    bg = spec.background
+    log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
+        f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
+    peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
+    outs = {}
+    for i, h in enumerate(hosts):
+        out = run_dir / f"background-{h}.json"
+        out.unlink(missing_ok=True)
+        common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
+                  "out_path": str(out)}
+        if bg["transport"] == "tcp":
+            module = "dlcp_emu.emu.bgtraffic"
+            cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
+                   "flows": [[t / 1e9, topo.host_ip(hosts[dst]), n] for t, dst, n, _ in by_src[h]]}
+        else:
+            module = "dlcp_emu.emu.background"
+            cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
+                   "link_rate_bps": host_link_rate(topo, h), **common}
+        path = run_dir / f"background-{h}.config.json"
+        path.write_text(json.dumps(cfg))
+        outs[h] = out
+        run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
+                  cwd=str(Path(__file__).resolve().parent.parent))
+    return outs
+
+
+def _background_table(outs, dilation):
+    import pandas as pd
+    rows = []
+    for host, out in outs.items():
+        if not out.exists():
+            continue
+        for f in json.loads(out.read_text())["flows"]:
+            rows.append({"src": host, "dst": f["dst"], "bytes": f["bytes"], "state": f["state"],
+                         "start_s": f["start_ns"] * 1e-9 / dilation,
+                         "fct_s": None if f["fct_ns"] is None else f["fct_ns"] * 1e-9 / dilation})
+    return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
+
+
+def _packets(run_dir, outs, dilation, t0):
+    """The hosts' per-packet logs joined into one table with each packet's fate."""
+    import pandas as pd
+    from dlcp_emu.host.packet_log import packet_table
+    logs = []
+    for rank in outs:
+        base = run_dir / f"packets-{rank}"
+        sent, received = Path(f"{base}.sent.parquet"), Path(f"{base}.received.parquet")
+        if sent.exists() and received.exists():
+            logs.append({"sent": list(pd.read_parquet(sent).itertuples(index=False, name=None)),
+                         "received": list(pd.read_parquet(received).itertuples(index=False, name=None))})
+            sent.unlink()
+            received.unlink()
+    return packet_table(logs, dilation, t0)

@@ -1,0 +1,379 @@
+"""A small DLCP traffic generator and receiver for tests and benchmarks (raw AF_PACKET).
+
+    python -m dlcp_emu.emu.traffic send --intf h1-eth0 --src-mac .. --dst-mac .. --src-ip ..
+        --dst-ip .. --rate-pps 20000 --duration 2 --class 0:7:0:1000:1 --class 7:0:1:1000:3
+    python -m dlcp_emu.emu.traffic recv --intf h3-eth0 --duration 4 --idle 0.5
+
+Run each in a host's namespace (Mininet `host.popen`). Frames are built once with
+`wire.encode_frame`; per packet the sender only stamps the sequence number (chunk_index) and
+CLOCK_MONOTONIC send time (send_ts_ns) into a template, with the UDP checksum left at 0 (none)
+so the stamp needs no checksum update. Both namespaces share CLOCK_MONOTONIC, so the receiver
+gets one-way delay as its receive time minus send_ts_ns.
+
+A class is PRIO:MAG:DROPPABLE:PAYLOAD:WEIGHT; classes are interleaved by weight, flows (UDP
+source ports) round robin. `--sample-every K` marks every K-th frame with job 1; a receiver
+with `--job 1` gets only those through a socket filter (so it keeps up at high rates).
+"""
+import argparse
+import ctypes
+import json
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+from dlcp_emu.wire import (
+    DLCP_UDP_PORT,
+    OFF_CHUNK_INDEX,
+    OFF_JOB,
+    OFF_SEND_TS_NS,
+    OFF_UDP_CHECKSUM,
+    DlcpHeader,
+    Flags,
+    Frame,
+    encode_frame,
+)
+
+from dlcp_emu.emu.datapath.process import (
+    ETH_P_ALL,
+    PACKET_IGNORE_OUTGOING,
+    PR_SET_TIMERSLACK,
+    SO_RCVBUFFORCE,
+    SO_SNDBUFFORCE,
+    SOL_PACKET,
+    _prctl,
+    socket_drops,
+)
+
+SO_ATTACH_FILTER = 26
+_U32 = struct.Struct("!I")
+_U64 = struct.Struct("!Q")
+# At offset 36: dport; 42: magic, version; 47: prio, mag; 46 flags; 50 job; 66 chunk index;
+# 82 send_ts.
+_RX = struct.Struct("!36xH4xHBxBBBxH14xI12xQ")
+_SPORT = struct.Struct("!H")
+
+
+def parse_class(text):
+    try:
+        prio, mag, drop, payload, weight = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"class must be PRIO:MAG:DROPPABLE:PAYLOAD:WEIGHT (integers), got {text!r}") from None
+    if not (0 <= prio <= 7 and 0 <= mag <= 7 and drop in (0, 1) and 0 <= payload <= 9000
+            and weight >= 1):
+        raise argparse.ArgumentTypeError(f"class out of range: {text!r}")
+    return {"prio": prio, "mag": mag, "droppable": bool(drop), "payload": payload,
+            "weight": weight}
+
+
+def build_templates(src_mac, dst_mac, src_ip, dst_ip, classes, flows=1, sport_base=10000,
+                    dport=DLCP_UDP_PORT, job=0, ecn=0):
+    """[class][flow] -> bytearray frame with UDP checksum 0 (so stamps need no update)."""
+    out = []
+    for c in classes:
+        row = []
+        for f in range(flows):
+            h = DlcpHeader(flags=Flags.DROPPABLE if c["droppable"] else Flags(0),
+                           priority=c["prio"], mag_class=c["mag"], job=job,
+                           payload_len=c["payload"], tensor_id=c.get("layer", 0))
+            fr = Frame(src_mac=src_mac, dst_mac=dst_mac, src_ip=src_ip, dst_ip=dst_ip,
+                       sport=sport_base + f, dport=dport, ecn=ecn, header=h,
+                       payload=bytes(c["payload"]))
+            buf = bytearray(encode_frame(fr))
+            buf[OFF_UDP_CHECKSUM:OFF_UDP_CHECKSUM + 2] = b"\x00\x00"
+            row.append(buf)
+        out.append(row)
+    return out
+
+
+def udp_template(src_mac, dst_mac, src_ip, dst_ip, size, sport=10000, dport=DLCP_UDP_PORT + 1):
+    """A plain (non-DLCP) IPv4/UDP frame of `size` bytes (>= 42; 60 is the 64-byte minimum
+    Ethernet frame without FCS), UDP checksum 0."""
+    from dlcp_emu.wire import _ip_bytes, _mac_bytes, internet_checksum
+    size = max(size, 42)
+    buf = bytearray(size)
+    ip_len = size - 14
+    struct.pack_into("!6s6sHBBHHHBBH4s4sHHHH", buf, 0, _mac_bytes(dst_mac, "dst_mac"),
+                     _mac_bytes(src_mac, "src_mac"), 0x0800, 0x45, 0, ip_len, 0, 0x4000, 64, 17,
+                     0, _ip_bytes(src_ip, "src_ip"), _ip_bytes(dst_ip, "dst_ip"), sport, dport,
+                     ip_len - 20, 0)
+    struct.pack_into("!H", buf, 24, internet_checksum(buf[14:34]))
+    return buf
+
+
+def schedule(classes, flows):
+    """Frame order: classes interleaved by weight (smooth), flows round robin."""
+    total = sum(c["weight"] for c in classes)
+    credit = [0.0] * len(classes)
+    order = []
+    for _ in range(total):
+        for i, c in enumerate(classes):
+            credit[i] += c["weight"] / total
+        i = max(range(len(classes)), key=lambda k: credit[k])
+        credit[i] -= 1
+        order.append(i)
+    seq = []
+    n = len(order) * flows
+    for k in range(n):
+        seq.append((order[k % len(order)], k % flows))
+    return seq
+
+
+def _set_slack():
+    _prctl(PR_SET_TIMERSLACK, 1)   # wake on time: the send schedule is in microseconds
+
+
+def _socket(intf, rcvbuf=4 << 20, filt=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    for opt in (SO_RCVBUFFORCE, SO_SNDBUFFORCE):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, opt, rcvbuf)
+        except OSError:
+            pass
+    if filt is not None:
+        prog, _keep = filt
+        s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, prog)
+    s.bind((intf, ETH_P_ALL))
+    return s
+
+
+def job_filter(job):
+    """Classic BPF: accept IPv4 UDP to the DLCP port whose DLCP job field equals `job`."""
+    ins = [
+        (0x28, 0, 0, 12), (0x15, 0, 5, 0x0800),          # ldh [12]; jeq IPv4
+        (0x28, 0, 0, 36), (0x15, 0, 3, DLCP_UDP_PORT),   # ldh [36]; jeq dport
+        (0x28, 0, 0, OFF_JOB), (0x15, 0, 1, job),        # ldh [50]; jeq job
+        (0x06, 0, 0, 0xFFFF), (0x06, 0, 0, 0),           # accept / reject
+    ]
+    raw = b"".join(struct.pack("HBBI", *i) for i in ins)
+    buf = ctypes.create_string_buffer(raw)
+    prog = struct.pack("HL", len(ins), ctypes.addressof(buf))
+    return prog, buf
+
+
+def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sample_every=0,
+         cpu=None):
+    """Send frames at rate_pps (bursts of at most `burst` when behind) for duration_s or
+    count frames. Returns a summary dict."""
+    _set_slack()
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    sock = _socket(intf)
+    tx = sock.send
+    clock = time.monotonic_ns
+    pack_ts = _U64.pack_into
+    pack_seq = _U32.pack_into
+    frames = [templates[c][f] for c, f in seq]
+    samples = None
+    if sample_every:
+        samples = [bytearray(t) for t in frames]
+        for t in samples:
+            struct.pack_into("!H", t, OFF_JOB, 1)
+    L = len(frames)
+    stamp = all(len(f) >= 90 for f in frames)
+    per_class = [0] * len(templates)
+    cls_of = [c for c, _ in seq]
+    limit = count if count is not None else 1 << 62
+    dur_ns = int(duration_s * 1e9)
+    gap = 1e9 / rate_pps
+    errors = 0
+    sent = 0
+    t0 = clock()
+    end = t0 + dur_ns
+    while sent < limit:
+        now = clock()
+        if now >= end:
+            break
+        due = int((now - t0) / gap) + 1 - sent
+        if due <= 0:
+            wait = (t0 + sent * gap - now) / 1e9
+            if wait > 0:
+                select.select((), (), (), wait)
+            continue
+        if due > burst:
+            due = burst
+        if due > limit - sent:
+            due = limit - sent
+        for _ in range(due):
+            i = sent % L
+            if samples is not None and sent % sample_every == 0:
+                buf = samples[i]
+            else:
+                buf = frames[i]
+            if stamp:
+                pack_seq(buf, OFF_CHUNK_INDEX, sent & 0xFFFFFFFF)
+                pack_ts(buf, OFF_SEND_TS_NS, clock())
+            try:
+                tx(buf)
+            except OSError:
+                errors += 1
+                continue
+            per_class[cls_of[i]] += 1
+            sent += 1
+    elapsed = (clock() - t0) / 1e9
+    sock.close()
+    return {"sent": sent, "errors": errors, "elapsed_s": round(elapsed, 6),
+            "pps": round(sent / elapsed) if elapsed > 0 else 0, "per_class": per_class}
+
+
+def _pct(sorted_vals, q):
+    if not sorted_vals:
+        return None
+    k = min(len(sorted_vals) - 1, int(q / 100 * len(sorted_vals)))
+    return sorted_vals[k]
+
+
+def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None):
+    """Receive DLCP frames until duration_s passes, `expect` frames came, or idle_s passed
+    without one (after the first). Returns counts and one-way delay per class
+    (prio, mag, droppable) and per flow (UDP source port), the frames the kernel dropped at
+    this socket (`socket_drops`) and what ended the wait (`stopped_by`)."""
+    _set_slack()
+    filt = job_filter(job) if job is not None else None
+    sock = _socket(intf, filt=filt)
+    sock.setblocking(False)
+    if ready_path:
+        with open(ready_path, "w") as f:
+            f.write(str(os.getpid()))
+    recv = sock.recv
+    clock = time.monotonic_ns
+    unpack = _RX.unpack_from
+    classes = {}
+    flows = {}
+    other = 0
+    total = 0
+    first = last = None
+    t_end = clock() + int(duration_s * 1e9)
+    max_seq = {}
+    reordered = 0
+    drops = socket_drops(sock)      # zero: counts from bind; read to reset
+    while True:
+        now = clock()
+        if now >= t_end:
+            stopped_by = "duration"
+            break
+        if expect is not None and total >= expect:
+            stopped_by = "expect"
+            break
+        if last is not None and now - last > idle_s * 1e9:
+            stopped_by = "idle"
+            break
+        wait = min(t_end - now, int(idle_s * 1e9)) / 1e9
+        r = select.select([sock], (), (), max(wait, 0))[0]
+        if not r:
+            continue
+        for _ in range(256):
+            try:
+                frame = recv(9100)
+            except BlockingIOError:
+                break
+            t = clock()
+            if len(frame) < 90:
+                other += 1
+                continue
+            dport, magic, version, flags, prio, mag, _job, seqno, ts = unpack(frame)
+            if dport != DLCP_UDP_PORT or magic != 0xD1C9 or version != 1:
+                other += 1
+                continue
+            total += 1
+            if first is None:
+                first = t
+            last = t
+            key = (prio, mag, flags & 1)
+            c = classes.get(key)
+            if c is None:
+                c = classes[key] = {"count": 0, "delays": [], "bytes": 0}
+            c["count"] += 1
+            c["bytes"] += len(frame)
+            c["delays"].append(t - ts)
+            (sport,) = _SPORT.unpack_from(frame, 34)
+            flows[sport] = flows.get(sport, 0) + 1
+            m = max_seq.get(sport, -1)
+            if seqno < m:
+                reordered += 1
+            else:
+                max_seq[sport] = seqno
+    drops += socket_drops(sock)
+    sock.close()
+    out_classes = {}
+    for (prio, mag, drop), c in sorted(classes.items()):
+        d = sorted(c["delays"])
+        out_classes[f"{prio}:{mag}:{drop}"] = {
+            "prio": prio, "mag": mag, "droppable": bool(drop), "count": c["count"],
+            "bytes": c["bytes"],
+            "delay_p50_us": _us(_pct(d, 50)), "delay_p99_us": _us(_pct(d, 99)),
+            "delay_max_us": _us(d[-1] if d else None),
+            "delay_mean_us": _us(sum(d) / len(d) if d else None)}
+    return {"received": total, "other": other, "reordered": reordered,
+            "socket_drops": drops, "stopped_by": stopped_by,
+            "span_s": round((last - first) / 1e9, 6) if total > 1 else 0.0,
+            "classes": out_classes, "flows": {str(k): v for k, v in sorted(flows.items())}}
+
+
+def _us(ns):
+    return None if ns is None else round(ns / 1000, 3)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m dlcp_emu.emu.traffic")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("send")
+    s.add_argument("--intf", required=True)
+    s.add_argument("--src-mac", required=True)
+    s.add_argument("--dst-mac", required=True)
+    s.add_argument("--src-ip", required=True)
+    s.add_argument("--dst-ip", required=True)
+    s.add_argument("--class", dest="classes", action="append", type=parse_class,
+                   help="PRIO:MAG:DROPPABLE:PAYLOAD:WEIGHT (repeatable)")
+    s.add_argument("--flows", type=int, default=1)
+    s.add_argument("--udp-size", type=int, default=None,
+                   help="send plain UDP frames of this many bytes instead of DLCP (no stamps)")
+    s.add_argument("--sport-base", type=int, default=10000)
+    s.add_argument("--rate-pps", type=float, required=True)
+    s.add_argument("--duration", type=float, default=1.0)
+    s.add_argument("--count", type=int, default=None)
+    s.add_argument("--burst", type=int, default=32)
+    s.add_argument("--sample-every", type=int, default=0)
+    s.add_argument("--ecn", type=int, default=0, choices=(0, 1, 2, 3))
+    s.add_argument("--cpu", type=int, default=None)
+    s.add_argument("--start-at", type=float, default=None,
+                   help="CLOCK_MONOTONIC second to start at (to line up several senders)")
+    r = sub.add_parser("recv")
+    r.add_argument("--intf", required=True)
+    r.add_argument("--duration", type=float, default=5.0)
+    r.add_argument("--idle", type=float, default=0.5)
+    r.add_argument("--expect", type=int, default=None)
+    r.add_argument("--job", type=int, default=None)
+    r.add_argument("--ready", default=None, help="file to create once listening")
+    args = ap.parse_args(argv)
+    if args.cmd == "send":
+        classes = args.classes or [parse_class("7:0:0:18:1")]
+        if args.udp_size is not None:
+            classes = [{"udp_size": args.udp_size}]
+            tpl = [[udp_template(args.src_mac, args.dst_mac, args.src_ip, args.dst_ip,
+                                 args.udp_size, sport=args.sport_base + f)
+                    for f in range(args.flows)]]
+            seq = [(0, f) for f in range(args.flows)]
+        else:
+            tpl = build_templates(args.src_mac, args.dst_mac, args.src_ip, args.dst_ip, classes,
+                                  flows=args.flows, sport_base=args.sport_base, ecn=args.ecn)
+            seq = schedule(classes, args.flows)
+        if args.start_at is not None:
+            wait = args.start_at - time.monotonic()
+            if 0 < wait < 30:
+                time.sleep(wait)
+        out = send(args.intf, tpl, seq, args.rate_pps, args.duration, args.count, args.burst,
+                   args.sample_every, args.cpu)
+        out["classes"] = classes
+    else:
+        out = receive(args.intf, args.duration, args.idle, args.expect, args.job, args.ready)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

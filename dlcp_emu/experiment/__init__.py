@@ -1,0 +1,1 @@
+"""An experiment: the spec, its scaling, placement and flows, and result tables."""

@@ -1,0 +1,338 @@
+"""Experiment specs: one TOML file names everything a run needs.
+
+    name = "default"            # run label
+    seed = 1
+    time_dilation = 1.0         # link rates / D, compute times * D; results converted back
+    byte_scale = 1.0            # gradient bytes and link rates * s (keeps the comm/compute ratio)
+    mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
+    time_limit_s = 300
+    packet_records = true       # per-packet table (memory grows with packets: off for large runs)
+
+    [topology]                  # kind + the builder's own parameters (rates as real-world bit/s)
+    kind = "leaf-spine"
+    leaves = 2
+    spines = 2
+    hosts_per_leaf = 2
+    host_rate_bps = 10e9
+    oversubscription = 2.0
+
+    [workload]
+    model = "resnet50"          # a zoo model, or trace = "path/to/trace.csv"
+    pattern = "ring"            # ring | ps | ds-sync
+    workers = 4
+    iterations = 5
+    ps = 1                      # parameter servers (pattern = "ps")
+    group_size = 2              # DS-Sync group size
+    fusion_bytes = 67108864     # Horovod tensor fusion threshold; 0 disables fusion
+    fusion_cycle_ms = 5.0
+    placement = "spread"        # spread: ranks dealt round robin over racks; packed: rack by rack
+
+    [transport]
+    kind = "dlcp"               # tcp (kernel, emulation only) | reliable | dlcp | auto (dlcp for
+                                # dlcp* presets, else reliable)
+    loss_bound = 0.01           # dlcp: fraction of a tensor's bytes that may be lost
+    droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
+
+    [switch]                    # a preset and/or stages (see switch_models.pipeline)
+    preset = "dlcp"
+
+    [compression]               # optional: top-k sparsification of every gradient message
+    mode = "dc2"                # none | fixed (keep `ratio` of the values) | dc2 (delay-aware)
+    ratio = 0.1                 # fixed: fraction of values kept (top-k by magnitude)
+    min_ratio = 0.01            # dc2: the least it keeps
+    target_delay_ms = 1.0       # dc2: real-world delay beyond serialisation it aims under
+    increase = 0.05             # dc2: additive step back towards 1 per bucket under the target
+    decrease = 0.5              # dc2: largest multiplicative cut (scaled by the excess)
+
+    [background]                # optional
+    load = 0.2                  # fraction of host link rate, Poisson arrivals
+    distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
+    transport = "reliable"      # reliable (the packet transport: both backends run it alike) |
+                                # tcp (kernel TCP: emulation; the simulator approximates it)
+
+`load_spec(path)` and `parse_spec(dict)` check every field and report all problems at once,
+each naming the field and what is allowed; unknown fields are errors.
+"""
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from switch_models import PipelineSpec, SpecError as SwitchSpecError
+from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from topologies import builder_params, build as build_topology
+
+PATTERNS = ("ring", "ps", "ds-sync")
+TRANSPORTS = ("tcp", "reliable", "dlcp", "auto")
+DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
+BACKGROUND_TRANSPORTS = ("reliable", "tcp")
+MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
+PLACEMENTS = ("spread", "packed")
+
+
+class SpecError(ValueError):
+    """An experiment spec is wrong; the message lists every problem, one a line."""
+
+    def __init__(self, problems, source="spec"):
+        self.problems = list(problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
+                         + "\n  ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    seed: int
+    time_dilation: float
+    byte_scale: float
+    mtu: int
+    time_limit_s: float
+    packet_records: bool
+    topology: dict
+    workload: dict
+    transport: dict
+    switch: dict
+    background: dict | None
+    compression: dict
+    source: str = "spec"
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def with_switch(self, switch):
+        """The same experiment with another switch spec (a preset name or a table)."""
+        table = {"preset": switch} if isinstance(switch, str) else dict(switch)
+        return parse_spec({**self.raw, "switch": table}, self.source)
+
+    def with_field(self, dotted, value):
+        """The same experiment with one field set, named as in the file: `seed`,
+        `compression.mode`, `topology.host_rate_bps`. Checked like the file (SpecError)."""
+        *tables, name = dotted.split(".")
+        raw = dict(self.raw)
+        node = raw
+        for i, t in enumerate(tables):
+            sub = node.get(t, {})
+            if not isinstance(sub, dict):
+                raise SpecError([f"{'.'.join(tables[:i + 1])}: is not a table"], self.source)
+            node[t] = dict(sub)
+            node = node[t]
+        node[name] = value
+        return parse_spec(raw, self.source)
+
+    def transport_for(self, preset):
+        """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
+        transport and every other preset with the reliable one (the fair baseline)."""
+        kind = self.transport["kind"]
+        if kind != "auto":
+            return kind
+        return "dlcp" if str(preset).startswith("dlcp") else "reliable"
+
+    def build_topology(self):
+        params = {k: v for k, v in self.topology.items() if k != "kind"}
+        return build_topology(self.topology["kind"], **params)
+
+
+class _Checker:
+    """Collects problems instead of stopping at the first."""
+
+    def __init__(self):
+        self.problems = []
+
+    def take(self, table, prefix, fields):
+        """fields: {name: (default or REQUIRED, check(value) -> bool, allowed text)}."""
+        if not isinstance(table, dict):
+            self.problems.append(f"[{prefix}] must be a table")
+            return {}
+        out = {}
+        for name in sorted(set(table) - set(fields)):
+            self.problems.append(f"{_path(prefix, name)}: unknown field; allowed: {', '.join(fields)}")
+        for name, (default, check, allowed) in fields.items():
+            if name not in table:
+                if default is REQUIRED:
+                    self.problems.append(f"{_path(prefix, name)}: missing; must be {allowed}")
+                else:
+                    out[name] = default
+                continue
+            value = table[name]
+            if not check(value):
+                self.problems.append(f"{_path(prefix, name)}: {value!r} is not allowed; must be {allowed}")
+            out[name] = value
+        return out
+
+
+REQUIRED = object()
+
+
+def _path(prefix, name):
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _num(lo, hi=None, lo_open=False):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return False
+        if v < lo or (lo_open and v == lo):
+            return False
+        return hi is None or v <= hi
+    return check
+
+
+def _int(lo, hi=None):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+
+
+def _one_of(options):
+    return lambda v: v in options
+
+
+TOP_FIELDS = {
+    "name": ("experiment", lambda v: isinstance(v, str) and v.replace("-", "").replace("_", "").isalnum(),
+             "letters, digits, '-' and '_'"),
+    "seed": (1, _int(0), "an integer >= 0"),
+    "time_dilation": (1.0, _num(1), "a number >= 1"),
+    "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
+    "mtu": (1500, _int(576, 9000), "an integer in 576..9000"),
+    "time_limit_s": (300, _num(1, 86400), "a number of seconds in 1..86400"),
+    "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
+    "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
+    "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
+    "transport": ({"kind": "reliable"}, lambda v: isinstance(v, dict), "a table"),
+    "switch": ({"preset": "fifo"}, lambda v: isinstance(v, dict), "a table"),
+    "background": (None, lambda v: isinstance(v, dict), "a table"),
+    "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
+}
+
+
+def _workload_fields():
+    from workloads import list_models
+    models = list_models()
+    return {
+        "model": (None, _one_of(models), f"one of {', '.join(models)}"),
+        "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
+        "pattern": ("ring", _one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
+        "workers": (REQUIRED, _int(1, 1024), "an integer in 1..1024"),
+        "iterations": (3, _int(1, 10_000), "an integer in 1..10000"),
+        "ps": (1, _int(1, 64), "an integer in 1..64"),
+        "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
+        "fusion_bytes": (64 * 1024 * 1024, _int(0), "an integer >= 0 (0 disables fusion)"),
+        "fusion_cycle_ms": (5.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
+        "placement": ("spread", _one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
+    }
+
+
+TRANSPORT_FIELDS = {
+    "kind": ("reliable", _one_of(TRANSPORTS), f"one of {', '.join(TRANSPORTS)}"),
+    "loss_bound": (0.01, _num(0, 0.5), "a fraction in 0..0.5"),
+    "droppable_fraction": (0.5, _num(0, 1), "a fraction in 0..1"),
+}
+
+_C = CompressionSpec()   # the defaults live there, once
+COMPRESSION_FIELDS = {
+    "mode": (_C.mode, _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
+    "ratio": (_C.ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "min_ratio": (_C.min_ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "target_delay_ms": (_C.target_delay_ns / 1e6, _num(0, lo_open=True), "a number of milliseconds > 0"),
+    "increase": (_C.increase, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "decrease": (_C.decrease, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+}
+
+BACKGROUND_FIELDS = {
+    "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
+    "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
+    "transport": ("reliable", _one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
+}
+
+
+def parse_spec(raw, source="spec"):
+    c = _Checker()
+    top = c.take(raw, "", TOP_FIELDS)
+    workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
+    transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
+    compression = c.take(top.get("compression") or {}, "compression", COMPRESSION_FIELDS)
+    background = None
+    if top.get("background") is not None:
+        background = c.take(top["background"], "background", BACKGROUND_FIELDS)
+
+    if workload and (workload.get("model") is None) == (workload.get("trace") is None):
+        c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
+    if workload.get("trace"):
+        path = Path(workload["trace"])
+        if not path.is_absolute() and source != "spec":
+            path = Path(source).parent / path
+        if not path.is_file():
+            c.problems.append(f"workload.trace: no file at {str(path)!r}")
+        workload["trace"] = str(path)
+    if workload.get("pattern") == "ds-sync" and isinstance(workload.get("group_size"), int) \
+            and isinstance(workload.get("workers"), int) and workload["group_size"] > workload["workers"]:
+        c.problems.append("workload.group_size: must be at most workload.workers")
+
+    topology = top.get("topology") or {}
+    topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
+    if topo is not None and background and not c.problems:
+        _check_background(c, background, topo, top)
+    switch = top.get("switch") or {}
+    try:
+        PipelineSpec.parse(switch)
+    except SwitchSpecError as e:
+        c.problems.append(f"switch: {e}")
+
+    if c.problems:
+        raise SpecError(c.problems, source)
+    return Spec(name=top["name"], seed=top["seed"], time_dilation=float(top["time_dilation"]),
+                byte_scale=float(top["byte_scale"]), mtu=top["mtu"],
+                time_limit_s=float(top["time_limit_s"]), packet_records=top["packet_records"],
+                topology=dict(topology),
+                workload=workload, transport=transport, switch=dict(switch),
+                background=background, compression=compression, source=source, raw=raw)
+
+
+def _check_topology(c, topology, workload):
+    kind = topology.get("kind")
+    try:
+        allowed = builder_params(kind) if isinstance(kind, str) else None
+    except ValueError as e:
+        c.problems.append(f"topology.kind: {e}")
+        return
+    if allowed is None:
+        c.problems.append("topology.kind: missing; must be one of star, dumbbell, leaf-spine, fat-tree")
+        return
+    params = {k: v for k, v in topology.items() if k != "kind"}
+    try:
+        topo = build_topology(kind, **params)
+    except ValueError as e:
+        c.problems.append(f"topology: {e}")
+        return
+    hosts = len(topo.hosts())
+    needed = workload.get("workers", 0) if isinstance(workload.get("workers"), int) else 0
+    if workload.get("pattern") == "ps" and isinstance(workload.get("ps"), int):
+        needed += workload["ps"]
+    if needed > hosts:
+        c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if workload.get('pattern') == 'ps' else ''}) "
+                          f"but topology {kind} has {hosts}")
+    return topo
+
+
+def _check_background(c, background, topo, top):
+    """Background flows are drawn for the whole time limit: their number must stay within
+    what a run holds (MAX_BACKGROUND_FLOWS)."""
+    from workloads import mean_flow_bytes
+    hosts = topo.hosts()
+    (port,) = topo.ports(hosts[0])
+    per_s = background["load"] * port.link.rate_bps * len(hosts) / top["time_dilation"] \
+        / (8 * mean_flow_bytes(background["distribution"]))
+    expected = per_s * top["time_limit_s"]
+    if expected > MAX_BACKGROUND_FLOWS:
+        c.problems.append(
+            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} "
+            f"means about {expected:,.0f} flows, above the {MAX_BACKGROUND_FLOWS:,} a run holds; "
+            f"lower background.load or time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.0f} s here)")
+
+
+def load_spec(path):
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError([f"cannot read {path}: {e.strerror}"], str(path)) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError([f"not valid TOML: {e}"], str(path)) from None
+    return parse_spec(raw, str(path))

@@ -1,0 +1,373 @@
+"""Host agents: sans-I/O replay of one rank of data-parallel training.
+
+A worker runs iterations: forward layer by layer (layer l waits until the previous
+iteration's update of l has arrived: why front layers matter most), then backward, which
+releases fused gradient buckets at their trace times; buckets are synchronised one at a time,
+in order, by ring all-reduce (also within DS-Sync groups) or through parameter servers.
+Compute is a timed wait (`next_timer`/`on_timer`); communication is whole messages
+(`take_sends`/`on_message`) that a transport turns into packets. Nothing here reads a clock.
+
+A message is named by (iteration, tensor_id) with tensor_id = bucket << 16 | phase << 15 |
+step: phase 0 is reduce-scatter (or a PS push), 1 all-gather (or a PS pull).
+
+With compression (`compression.CompressionSpec`) every message a rank sends is the top-k of
+what it holds for that range, at the kept ratio of the bucket's collective: fixed, or set by
+a DC2 controller from the delays of the rank's earlier buckets. A parameter server answers a
+bucket at the ratio its workers pushed.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workloads import ds_sync_groups, split_ranges
+from workloads.patterns import Transfer
+
+from dlcp_emu.host.compression import (
+    CompressionSpec,
+    Dc2Controller,
+    topk_pack,
+    unpack_into,
+    wire_ns_per_byte,
+)
+from dlcp_emu.host.plan import gradient
+
+
+def tensor_id(bucket, phase, step):
+    return bucket << 16 | phase << 15 | step
+
+
+def split_tensor_id(tid):
+    return tid >> 16, tid >> 15 & 1, tid & 0x7FFF
+
+
+@dataclass
+class Outgoing:
+    dst: int
+    iteration: int
+    tensor_id: int
+    data: np.ndarray          # float32, this message's values (dense or sparse)
+    priority: int
+    exact: bool = False       # must arrive whole: no byte may be given up (sparse messages)
+
+
+@dataclass
+class TensorRecord:
+    iteration: int
+    bucket: int
+    nbytes: int
+    ready_ns: int
+    done_ns: int = -1
+    lost_bytes: int = 0
+    ratio: float = 1.0        # kept fraction of values (1.0: not compressed)
+    sent_bytes: int = 0       # what this rank sent for the bucket
+    dense_bytes: int = 0      # what it would have sent uncompressed
+    energy_kept: float = 1.0  # share of the sent ranges' sum of squares the messages carried
+    delay_ns: int = -1        # synchronisation time beyond serialising sent_bytes at the link rate
+
+
+@dataclass
+class IterationRecord:
+    iteration: int
+    start_ns: int
+    compute_ns: int
+    backward_end_ns: int = -1
+    comm_end_ns: int = -1
+
+
+@dataclass
+class _Collective:
+    """One bucket's synchronisation in progress at this rank."""
+    iteration: int
+    bucket: object
+    buf: np.ndarray
+    steps: list = field(default_factory=list)   # [(phase, step id, send Transfer|None, recv Transfer|None)]
+    k: int = 0
+    sent: bool = False
+    lost: list = field(default_factory=list)    # byte ranges of buf zero-filled by the transport
+    ratio: float = 1.0
+    started_ns: int = 0
+    sent_bytes: int = 0
+    dense_bytes: int = 0
+    energy: list = field(default_factory=lambda: [0.0, 0.0])   # kept, total sum of squares
+
+
+class Worker:
+    def __init__(self, rank, n_workers, plan, trace, pattern="ring", iterations=3, seed=1,
+                 ps_ranks=(), group_size=None, keep_results=False, compression=None,
+                 wire_ns_per_byte=0.0):
+        self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
+        self.pattern, self.iterations, self.seed = pattern, iterations, seed
+        self.ps_ranks = tuple(ps_ranks)
+        self.group_size = group_size
+        self.keep_results = keep_results
+        self.results = {}            # (iteration, bucket) -> (array, lost ranges), if kept
+        self.tensors, self.iteration_records = [], []
+        self.outbox, self.inbox = [], {}
+        self.updated_through = [-1] * plan.n_layers   # last iteration whose update arrived
+        self.timer = None
+        self.done = False
+        self.queue, self.active = [], None
+        self.iteration = -1
+        # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
+        self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
+
+    # -- the sans-I/O surface -----------------------------------------------------------
+    def start(self, now):
+        self._start_iteration(0, now)
+
+    def next_timer(self):
+        return None if self.timer is None else self.timer[0]
+
+    def on_timer(self, now):
+        _, action = self.timer
+        self.timer = None
+        action(now)
+
+    def take_sends(self):
+        out, self.outbox = self.outbox, []
+        return out
+
+    def on_message(self, src, iteration, tid, data, lost, now):
+        """A whole message arrived; `lost` lists (start, stop) byte ranges of it that the
+        transport zero-filled."""
+        self.inbox[(iteration, tid, src)] = (data, lost)
+        self._progress(now)
+
+    # -- compute ---------------------------------------------------------------------------
+    def _start_iteration(self, i, now):
+        self.iteration = i
+        self.layer = 0
+        self.iteration_records.append(IterationRecord(i, now, self.plan.compute_ns))
+        self._forward(now)
+
+    def _forward(self, now):
+        """Run forward through every layer whose update is in, as one timed wait."""
+        fwd, need = self.plan.forward_ns, self.iteration - 1
+        l, t = self.layer, 0
+        while l < self.plan.n_layers and self.updated_through[l] >= need:
+            t += fwd[l]
+            l += 1
+        if l == self.layer:
+            return   # waiting for an update; _finish_collective resumes us
+        self.layer = l
+        self.timer = (now + t, self._forward_done)
+
+    def _forward_done(self, now):
+        if self.layer < self.plan.n_layers:
+            self._forward(now)
+        else:
+            self._backward(now)
+
+    def _backward(self, now):
+        self.backward_start = now
+        self.next_bucket = 0
+        self._release(now)
+
+    def _release(self, now):
+        """Hand every bucket whose backward time has come to synchronisation."""
+        buckets = self.plan.buckets
+        while self.next_bucket < len(buckets) and \
+                self.backward_start + buckets[self.next_bucket].ready_ns <= now:
+            b = buckets[self.next_bucket]
+            self.tensors.append(TensorRecord(self.iteration, b.index, b.nbytes, now))
+            self.queue.append((self.iteration, b))
+            self.next_bucket += 1
+        end = self.backward_start + self.plan.backward_ns
+        if self.next_bucket < len(buckets):
+            self.timer = (self.backward_start + buckets[self.next_bucket].ready_ns, self._release)
+        elif now < end:
+            self.timer = (end, self._backward_done)
+        else:
+            self._backward_done(now)
+        self._progress(now)
+
+    def _backward_done(self, now):
+        self.iteration_records[-1].backward_end_ns = now
+        if self.iteration + 1 < self.iterations:
+            self._start_iteration(self.iteration + 1, now)
+
+    # -- communication ---------------------------------------------------------------------
+    def _progress(self, now):
+        while True:
+            if self.active is None:
+                if not self.queue:
+                    return
+                self.active = self._begin(*self.queue.pop(0), now)
+            c = self.active
+            if c.k == len(c.steps):
+                self._finish_collective(now)
+                continue
+            phase, step, send, recv = c.steps[c.k]
+            if send is not None and not c.sent:
+                self._send(c, phase, step, send)
+                c.sent = True
+            if recv is not None:
+                key = (c.iteration, tensor_id(c.bucket.index, phase, step), recv.src)
+                if key not in self.inbox:
+                    return
+                data, lost = self.inbox.pop(key)
+                region = c.buf.view(np.uint8)[recv.start:recv.stop].view(np.float32)
+                if lost and data.size != region.size:
+                    raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
+                                       "sparse messages are sent exact")
+                unpack_into(region, data, add=phase == 0 and self.pattern != "ps")
+                c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
+            c.k += 1
+            c.sent = False
+
+    def _send(self, c, phase, step, t):
+        data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32)
+        packed = None
+        if c.ratio < 1.0:
+            packed, kept, total = topk_pack(data, c.ratio)
+            c.energy[0] += kept
+            c.energy[1] += total
+        if packed is not None and phase == 1 and self.pattern != "ps":
+            unpack_into(data, packed, add=False)   # the owner keeps what the others get
+        data = data.copy() if packed is None else packed
+        c.sent_bytes += data.nbytes
+        c.dense_bytes += t.stop - t.start
+        self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step),
+                                    data, c.bucket.priority, exact=packed is not None))
+
+    def _begin(self, iteration, bucket, now):
+        buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
+        c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
+        if self.pattern == "ps":
+            c.steps = self._ps_steps(bucket)
+        else:
+            group = self._group(iteration)
+            if len(group) > 1:
+                c.steps = self._ring_steps(group, bucket)
+        return c
+
+    def _group(self, iteration):
+        if self.pattern == "ds-sync":
+            for g in ds_sync_groups(self.n, self.group_size, iteration, self.seed):
+                if self.rank in g:
+                    return g
+        return tuple(range(self.n))
+
+    def _ring_steps(self, group, bucket):
+        """Each step: (phase, step id, what I send, what I receive), this rank's share of
+        `workloads.ring_allreduce` (reduce-scatter step s: position p sends chunk p - s to
+        p + 1; all-gather step s: chunk p + 1 - s), computed for this rank alone: building the
+        whole schedule at every rank costs O(n^2) a rank, minutes at 1024 ranks."""
+        n = len(group)
+        me = group.index(self.rank)
+        chunks = split_ranges(bucket.nbytes, n)
+        nxt, prv = group[(me + 1) % n], group[(me - 1) % n]
+        steps = []
+        for k in range(2 * (n - 1)):
+            phase, s = (0, k) if k < n - 1 else (1, k - (n - 1))
+            offset = -s if phase == 0 else 1 - s
+            c_send, c_recv = (me + offset) % n, (me - 1 + offset) % n
+            a, b = chunks[c_send]
+            send = Transfer(self.rank, nxt, c_send, a, b) if b > a else None
+            a, b = chunks[c_recv]
+            recv = Transfer(prv, self.rank, c_recv, a, b) if b > a else None
+            steps.append((phase, k, send, recv))
+        return steps
+
+    def _ps_steps(self, bucket):
+        """Push shard k to PS k (all at once, step 0), then receive each summed shard."""
+        shards = split_ranges(bucket.nbytes, len(self.ps_ranks))
+        steps = [(0, k, Transfer(self.rank, ps, k, a, b), None)
+                 for k, (ps, (a, b)) in enumerate(zip(self.ps_ranks, shards)) if b > a]
+        steps += [(1, k, None, Transfer(ps, self.rank, k, a, b))
+                  for k, (ps, (a, b)) in enumerate(zip(self.ps_ranks, shards)) if b > a]
+        return steps
+
+    def _finish_collective(self, now):
+        c = self.active
+        self.active = None
+        rec = next(r for r in reversed(self.tensors)
+                   if r.iteration == c.iteration and r.bucket == c.bucket.index)
+        rec.done_ns = now
+        rec.lost_bytes = _covered(c.lost)
+        rec.sent_bytes, rec.dense_bytes, rec.ratio = c.sent_bytes, c.dense_bytes, c.ratio
+        rec.delay_ns = int(self.controller.on_sample(now - c.started_ns, c.sent_bytes))
+        if c.energy[1] > 0:
+            rec.energy_kept = c.energy[0] / c.energy[1]
+        if self.keep_results:
+            self.results[(c.iteration, c.bucket.index)] = (c.buf, sorted(c.lost))
+        for lid in c.bucket.layer_ids:
+            self.updated_through[lid] = c.iteration
+        if c.bucket.index == len(self.plan.buckets) - 1:
+            self.iteration_records[c.iteration].comm_end_ns = now
+            if c.iteration == self.iterations - 1:
+                self.done = True
+        if self.timer is None and self.iteration == c.iteration + 1 and self.layer < self.plan.n_layers:
+            self._forward(now)   # forward was waiting for this update
+
+
+def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compression,
+                link_rate_bps, mtu, keep_results=False):
+    """A worker as both backends build it: `spec_workload` the spec's [workload] fields,
+    compression a CompressionSpec, the link rate the host's (scaled)."""
+    w = spec_workload
+    return Worker(rank, workers, plan, trace, w["pattern"], w["iterations"], seed=seed,
+                  ps_ranks=ps_ranks, group_size=w.get("group_size"), keep_results=keep_results,
+                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu))
+
+
+class ParameterServer:
+    """Sums the shard every worker pushes and sends the sum back to each worker."""
+
+    def __init__(self, rank, workers, ps_ranks, plan, iterations=3):
+        self.rank, self.workers, self.plan = rank, tuple(workers), plan
+        self.k = list(ps_ranks).index(rank)
+        self.shards = [split_ranges(b.nbytes, len(ps_ranks))[self.k] for b in plan.buckets]
+        self.pending = {}        # (iteration, bucket) -> [sum, pushes seen]
+        self.lost = []           # (iteration, bucket, start, stop) zero-filled, bucket bytes
+        self.outbox = []
+        self.served = 0
+        self.expected = iterations * sum(1 for a, b in self.shards if b > a)
+        self.done = self.expected == 0
+
+    def start(self, now):
+        pass
+
+    def next_timer(self):
+        return None
+
+    def take_sends(self):
+        out, self.outbox = self.outbox, []
+        return out
+
+    def on_message(self, src, iteration, tid, data, lost, now):
+        bucket, _, _ = split_tensor_id(tid)
+        key = (iteration, bucket)
+        start, stop = self.shards[bucket]
+        n = (stop - start) // 4
+        # [sum, pushes seen, smallest kept ratio pushed]
+        entry = self.pending.setdefault(key, [np.zeros(n, dtype=np.float32), 0, 1.0])
+        unpack_into(entry[0], data, add=True)
+        entry[1] += 1
+        if data.size != n:
+            entry[2] = min(entry[2], (data.size - 1) / 2 / n)
+        self.lost.extend((iteration, bucket, start + a, start + b) for a, b in lost)
+        if entry[1] == len(self.workers):
+            del self.pending[key]
+            priority = self.plan.buckets[bucket].priority
+            out, exact = entry[0], False
+            if entry[2] < 1.0:
+                packed, _, _ = topk_pack(out, entry[2])
+                if packed is not None:
+                    out, exact = packed, True
+            for w in self.workers:
+                self.outbox.append(Outgoing(w, iteration, tensor_id(bucket, 1, self.k), out,
+                                            priority, exact=exact))
+            self.served += 1
+            self.done = self.served == self.expected
+
+
+def _covered(ranges):
+    """Bytes covered by a list of possibly overlapping ranges."""
+    total, end = 0, -1
+    for a, b in sorted(ranges):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total

@@ -1,0 +1,92 @@
+"""One host's stack, sans-I/O: its agent (worker or parameter server) over its transport
+endpoints (a sender per destination, one receiver).
+
+It has the surface of a transport endpoint (`receive(h, payload, now, ce)`, `poll(now)`,
+`next_timeout()`), so the same drivers run it: `transport.udp_driver` on real sockets in a
+Mininet host, the simulator's network in virtual time.
+"""
+import numpy as np
+
+from dlcp_emu.transport import TRANSPORTS, MagnitudePolicy, Message, RttEstimator
+from dlcp_emu.wire import PacketType
+
+FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
+TOP_CLASS = 7          # the largest-magnitude class
+
+
+class HostStack:
+    def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
+                 loss_bound=0.01, droppable_fraction=0.1, link_rate_bps=None):
+        """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
+        retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults."""
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
+        self.link_rate_bps = link_rate_bps
+        self.sender_cls, receiver_cls = TRANSPORTS[transport]
+        self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound)
+        self.receiver = receiver_cls(rank, mtu=mtu)
+        self.senders = {}
+        self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
+                                  #  {magnitude class: lost bytes})
+        self.completions = []     # SendResults
+        self.timer_lateness = []  # ns each compute timer fired after its planned time
+
+    # -- endpoint surface ---------------------------------------------------------------
+    def start(self, now):
+        self.agent.start(now)
+        self._pump(now)
+
+    def receive(self, h, payload, now, ce=False):
+        if h.type in FEEDBACK:
+            sender = self.senders.get(h.src_rank)
+            if sender is not None:
+                sender.receive(h, payload, now, ce)
+                self.completions.extend(sender.take_completed())
+        else:
+            self.receiver.receive(h, payload, now, ce)
+        self._pump(now)
+
+    def poll(self, now):
+        t = self.agent.next_timer()
+        if t is not None and t <= now:
+            # How late compute ended against the plan: the host side of fidelity.
+            self.timer_lateness.append(now - t)
+            self.agent.on_timer(now)
+            self._pump(now)
+        out = self.receiver.poll(now)
+        for sender in self.senders.values():
+            out.extend(sender.poll(now))
+            self.completions.extend(sender.take_completed())
+        return out
+
+    def next_timeout(self):
+        times = [self.agent.next_timer(), self.receiver.next_timeout()]
+        times += [s.next_timeout() for s in self.senders.values()]
+        return min((t for t in times if t is not None), default=None)
+
+    @property
+    def done(self):
+        return self.agent.done and not any(s.pending for s in self.senders.values())
+
+    # -- glue ------------------------------------------------------------------------------
+    def _pump(self, now):
+        for d in self.receiver.take_delivered():
+            self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.data.nbytes,
+                                    d.lost_bytes, d.first_ns, d.done_ns,
+                                    {int(k): int(v) for k, v in d.lost_bytes_by_class.items()}))
+            data = np.asarray(d.data, dtype=np.float32).ravel()
+            self.agent.on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
+        for m in self.agent.take_sends():
+            sender = self.senders.get(m.dst)
+            if sender is None:
+                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
+                sender = self.senders[m.dst] = self.sender_cls(
+                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy, rtt=rtt)
+            # A message that must arrive whole (sparse) is never droppable; its values are
+            # the bucket's largest, so its packets carry the highest magnitude class.
+            exact = m.exact
+            sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
+                                priority=m.priority, job=self.job, src_rank=self.rank,
+                                dst_rank=m.dst, mag_class=TOP_CLASS if exact else None,
+                                droppable=False if exact else None), now)

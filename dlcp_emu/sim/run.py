@@ -1,0 +1,164 @@
+"""Run one experiment in virtual time: the same switch models, transports and agents as the
+emulator, on the discrete-event network. Writes the same tables and summary as `run`."""
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
+from dlcp_emu.emu.hostd import load_trace
+from dlcp_emu.host.stack import HostStack
+from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
+from dlcp_emu.host.plan import make_plan
+from dlcp_emu.experiment.runner import (
+    active_seconds,
+    background_flows,
+    compression_for,
+    finish,
+    host_link_rate,
+    place,
+    port_table,
+    preset_name,
+    queue_table,
+    scaled_topology,
+    summary,
+    tables,
+)
+from dlcp_emu.sim import SimNetwork
+from dlcp_emu.emu.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
+from dlcp_emu.sim.hosts import SimHosts
+
+SLICE_EVENTS = 200_000
+
+
+def build(spec, pipeline, keep_results=False):
+    transport = spec.transport_for(preset_name(pipeline))
+    if transport == "tcp":
+        raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
+                         "the simulator runs 'reliable' or 'dlcp'")
+    topo = scaled_topology(spec)
+    placement = place(spec, topo)
+    trace = load_trace(spec.workload)
+    w, t = spec.workload, spec.transport
+    plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale,
+                     fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
+    stacks = {}
+    compression = compression_for(spec)
+
+    def rate(rank):
+        return host_link_rate(topo, placement.host_of_rank[rank])
+
+    for rank in placement.host_of_rank:
+        if rank in placement.ps_ranks:
+            agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"])
+        else:
+            agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
+                                placement.ps_ranks, compression, rate(rank), spec.mtu,
+                                keep_results=keep_results)
+        stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
+                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
+        stacks[rank] = PacketLog(stack) if spec.packet_records else stack
+    net = SimNetwork(topo, pipeline, seed=spec.seed)
+    hosts = SimHosts(net, stacks, placement.host_of_rank)
+    hosts.background = _background(spec, topo, hosts) if spec.background else {}
+    return topo, plan, net, hosts
+
+
+def _background(spec, topo, hosts):
+    """The emulator's background flows (`runner.background_flows`: same arrivals and sizes)
+    on the `reliable` transport's endpoints. Over `reliable` they are what the emulator runs;
+    for `tcp` they stand in for kernel TCP, marked as the switches see TCP (not DLCP, one
+    flow hash per connection)."""
+    names = topo.hosts()
+    by_src = background_flows(spec, topo)
+    endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h))
+                 for i, h in enumerate(names)}
+    hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)),
+                  udp_port=None if spec.background["transport"] == "tcp" else BACKGROUND_UDP_PORT)
+    return endpoints
+
+
+def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    topo, plan, net, hosts = build(spec, pipeline, keep_results)
+    preset = preset_name(pipeline)
+    wall = time.monotonic()
+    samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.nodes.items()
+               if not sw.is_host}
+    sample_ns = int(1e6 * spec.time_dilation)   # 1 ms of real-world time
+
+    def sample():
+        for name, q in samples.items():
+            ports = net.nodes[name].ports
+            q["samples"].append((net.loop.now, *[ports[n].bytes for n in q["ports"]]))
+        if not hosts.done():
+            net.loop.at(net.loop.now + sample_ns, sample)
+
+    net.loop.at(0, sample)
+    hosts.start()
+    limit_ns = int(spec.time_limit_s * 1e9)
+    # Run in slices of events so that progress shows every second or so of wall time, and
+    # the time limit (virtual) is honoured.
+    t = 0
+    interrupted = None
+    try:
+        while not hosts.done() and net.loop.pending() and t < limit_ns:
+            t = net.loop.run(until=limit_ns, max_events=SLICE_EVENTS)
+            its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
+                      for s in hosts.stacks.values() if isinstance(s.agent, Worker))
+            log(f"  virtual {t / 1e9 / spec.time_dilation:8.3f} s  iterations {its}/{spec.workload['iterations']}  "
+                f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
+    except KeyboardInterrupt:
+        interrupted = "interrupted (Ctrl-C)"
+    if not hosts.done() and interrupted is None:
+        interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
+                       else "no events left before the agents were done (stalled)")
+    records = [_records(rank, s) for rank, s in hosts.stacks.items()]
+    its, tens, dels = tables(records, spec.time_dilation)
+    virtual_s = net.loop.now * 1e-9
+    ports = port_table(net.counters(), active_seconds(tens), spec.time_dilation)
+    s = summary(spec, preset, spec.transport_for(preset), its, tens, dels, ports,
+                {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
+                virtual_s / spec.time_dilation, plan)
+    s["backend"] = "simulation"
+    s["events"] = net.loop.events
+    s["wall_s"] = time.monotonic() - wall
+    conservation = net.conservation()
+    s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
+    # The simulator's own speed on this run (NICs included, as `bench sim` counts).
+    s["packet_hops"] = sum(taken for taken, _ in conservation.values())
+    s["packet_hops_per_s"] = round(s["packet_hops"] / s["wall_s"]) if s["wall_s"] > 0 else None
+    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+              "queues": queue_table(samples, 0, spec.time_dilation),
+              "background": _background_table(topo, hosts, spec.time_dilation),
+              "packets": packet_table([st.records() for st in hosts.stacks.values()
+                                       if isinstance(st, PacketLog)], spec.time_dilation,
+                                      in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
+                                                 if p.frame is not None))}
+    finish(run_dir, s, frames, interrupted)
+    if "background" in s and spec.background["transport"] == "tcp":
+        s["background"]["model"] = "reliable transport standing in for kernel TCP"
+    return s, {**frames, "hosts": hosts}
+
+
+def _background_table(topo, hosts, dilation):
+    """Background flows as the emulator reports them: finished ones with their completion
+    time, flows still under way at the end as `sending`."""
+    names = topo.hosts()
+    rows = [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "done",
+             "start_s": start * 1e-9 / dilation, "fct_s": (done - start) * 1e-9 / dilation}
+            for ep in hosts.background.values() for _, dst, n, start, done in ep.finished]
+    rows += [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "sending",
+              "start_s": start * 1e-9 / dilation, "fct_s": None}
+             for ep in hosts.background.values() for dst, n, start in ep.started.values()]
+    return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
+
+
+def _records(rank, stack):
+    a = stack.agent
+    out = {"rank": rank, "deliveries": stack.deliveries, "started_ns": 0}
+    if isinstance(a, Worker):
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["tensors"] = [r.__dict__ for r in a.tensors]
+    return out

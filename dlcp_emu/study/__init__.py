@@ -1,0 +1,1 @@
+"""Studies above both backends: compare, validate, report, what-if."""

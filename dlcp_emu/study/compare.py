@@ -1,0 +1,163 @@
+"""Run one spec under several switch presets (and seeds) and put the results side by side.
+
+    results/<run-id>/<preset>/seed-<k>/   the tables of each run
+    results/<run-id>/summary.json         {"presets": {preset: figures}, ...}
+    results/<run-id>/spec.toml            the spec as given
+
+A preset's figures are the mean over its seeds; each seed's own figures are kept under
+`per_seed`. A run that stops early (Ctrl-C, time limit, crash) still writes what it has.
+
+`vary=[(field, values), ...]` also sweeps spec fields (`compression.mode`,
+`background.load`): every preset runs with every combination of values, labelled
+`<preset>,<field's last name>=<value>,...`.
+"""
+import itertools
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dlcp_emu.experiment import results
+
+FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
+           "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
+
+
+def run_one(spec, preset, run_dir, backend, log):
+    if backend == "sim":
+        from dlcp_emu.sim.run import run_simulation
+        s, _ = run_simulation(spec, preset, run_dir, log=log)
+    else:
+        from dlcp_emu.emu.run import run_emulation
+        s, _ = run_emulation(spec, preset, run_dir, log=log)
+    return s
+
+
+def variants(spec, presets, vary=()):
+    """[(label, preset, spec)] to run, every spec checked before anything runs."""
+    specs = [("", spec)]
+    for field, values in vary or ():
+        leaf = field.rsplit(".", 1)[-1]
+        specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
+                 for (label, s), v in itertools.product(specs, values)]
+    return [(p + label, p, s) for p in presets for label, s in specs]
+
+
+def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
+    runs = variants(spec, presets, vary)
+    run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
+    if spec.source != "spec" and Path(spec.source).is_file():
+        shutil.copy(spec.source, run_dir / "spec.toml")
+    summary = {"spec": spec.name, "backend": backend, "seeds": seeds, "presets": {},
+               "started": time.strftime("%Y-%m-%d %H:%M:%S"), "complete": False}
+    if vary:
+        summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
+    results.point_latest(run_dir)
+    try:
+        for label, preset, v_spec in runs:
+            per_seed = []
+            for k in range(seeds):
+                s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
+                log(f"{label} (seed {s_spec.seed}, {v_spec.transport_for(preset)} transport, {backend}):")
+                per_seed.append(run_one(s_spec, preset, run_dir / label / f"seed-{s_spec.seed}", backend, log))
+                summary["presets"][label] = _combine(per_seed)
+                results.write_summary(run_dir, summary)
+                if per_seed[-1].get("interrupted"):
+                    raise KeyboardInterrupt
+        summary["complete"] = all(s.get("completed") for s in summary["presets"].values())
+    except KeyboardInterrupt:
+        summary["stopped_because"] = "interrupted (Ctrl-C)"
+        log("interrupted: keeping what was measured so far")
+    finally:
+        results.write_summary(run_dir, summary)
+    return run_dir, summary
+
+
+def _combine(per_seed):
+    out = dict(per_seed[0])
+    for key in FIGURES:
+        values = [s[key] for s in per_seed if s.get(key) is not None]
+        out[key] = float(np.mean(values)) if values else None
+    out["compression"] = _mean_numbers([s.get("compression", {}) for s in per_seed])
+    out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
+    out["completed"] = all(s.get("completed") for s in per_seed)
+    fid = [s["fidelity"] for s in per_seed]
+    worst = {}
+    for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us",
+                "host_compute_stretch", "host_rx_lag_p50_us", "host_rx_lag_p99_us",
+                "host_stall_max_ms", "cpu_steal_share"):
+        values = [f.get(key) for f in fid if f.get(key) is not None]
+        worst[key] = max(values) if values else None
+    out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
+                       "hosts_behind": any(f.get("hosts_behind") for f in fid)}
+    if len(per_seed) > 1:
+        out["per_seed"] = per_seed
+    return out
+
+
+def _mean_numbers(dicts):
+    """The first dict, with every number replaced by its mean over the dicts that have it."""
+    out = dict(dicts[0])
+    for k in out:
+        values = [d[k] for d in dicts if isinstance(d.get(k), (int, float)) and not isinstance(d[k], bool)]
+        if values:
+            out[k] = float(np.mean(values))
+    return out
+
+
+def table(summary):
+    """A plain-text table of the presets' figures, times in milliseconds."""
+    compressed = any(s.get("compression", {}).get("mode", "none") != "none"
+                     for s in summary["presets"].values())
+    head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
+            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []), "fidelity"]
+    rows = []
+    for preset, s in summary["presets"].items():
+        fid = s["fidelity"]
+        fid_text = "behind!" if fid.get("fell_behind") else "hosts late!" if fid.get("hosts_behind") else "ok"
+        if fid.get("p99_lateness_us") is not None:
+            fid_text += f" (sw {fid['p99_lateness_us']:.0f} us"
+            lag, stretch = fid.get("host_rx_lag_p50_us"), fid.get("host_compute_stretch")
+            if lag is not None:
+                fid_text += f", host rx {lag:.0f} us"
+            if stretch is not None:
+                fid_text += f", compute +{stretch * 100:.1f}%"
+            steal = fid.get("cpu_steal_share")
+            if steal is not None and steal >= 0.01:
+                fid_text += f", cpu stolen {steal * 100:.0f}%"
+            fid_text += ")"
+        rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
+                     _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
+                     _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
+                     f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
+                     "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
+                     "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
+                     *(_compression_cells(s.get("compression", {})) if compressed else []),
+                     fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + (
+        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
+            "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
+            "\n sum of squares the compressed messages kept)" if compressed else "") +
+        "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
+        "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute;"
+        "\n CPU time the hypervisor took, when 1% or more. 'behind!': switches late (p99 above 1 ms"
+        "\n or one stall above 20 ms). 'hosts late!': a wait above 10% of a frame time or compute"
+        "\n stretched above 5%, so the hosts slowed the run: raise time_dilation)")
+
+
+def _compression_cells(c):
+    pct = [c.get("wire_fraction"), c.get("energy_kept")]
+    return ["-" if v is None else f"{v * 100:.0f}%" for v in pct]
+
+
+def _ms(v):
+    return "-" if v is None else f"{v * 1e3:.1f}"
+
+
+def print_json(summary):
+    print(json.dumps(summary, indent=2, default=str))

@@ -1,0 +1,84 @@
+"""`dlcp-emu validate`: the same spec emulated and simulated, side by side.
+
+One model, two clocks: the emulator (Mininet, real frames, wall clock) and the simulator
+(virtual time) run the same switch models, transports and agents, so their mean iteration
+times should agree; how closely is the simulator's fidelity, and this measures it. Each
+preset runs `seeds` times in each backend; the figure compared is the mean over seeds, with
+the spread across seeds beside it (single runs of one seed vary by several percent in
+emulation: host timers are late by milliseconds, and some policies amplify that).
+
+    results/<stamp>-<spec>-validate/validation.json   the comparison (this module's output)
+    results/<stamp>-<spec>-emu/, ...-sim/             the two `compare` runs it made
+"""
+import numpy as np
+
+from dlcp_emu.study import compare
+from dlcp_emu.experiment import results
+from dlcp_emu.jsonio import write_json_atomic
+
+FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99"))
+
+
+def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
+    runs = {}
+    for backend in ("emu", "sim"):
+        log(f"== {backend} ==")
+        run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=backend, root=root, log=log)
+        runs[backend] = {"dir": str(run_dir), "summary": summary}
+    rows = []
+    for preset in presets:
+        row = {"preset": preset}
+        for key, _ in FIGURES:
+            vals = {b: _per_seed(runs[b]["summary"]["presets"].get(preset), key) for b in runs}
+            e, s = (float(np.mean(v)) if v else None for v in (vals["emu"], vals["sim"]))
+            row[key] = {"emu": e, "sim": s, "emu_seeds": vals["emu"], "sim_seeds": vals["sim"],
+                        "difference": None if not (e and s) else (e - s) / s}
+        fid = (runs["emu"]["summary"]["presets"].get(preset) or {}).get("fidelity", {})
+        row["emulation_fidelity"] = ("switches behind" if fid.get("fell_behind") else
+                                     "hosts late" if fid.get("hosts_behind") else "ok")
+        d = row["iteration_time_mean_s"]["difference"]
+        row["within_tolerance"] = d is not None and abs(d) <= tolerance
+        rows.append(row)
+    out = {"spec": spec.name, "seeds": seeds, "tolerance": tolerance, "presets": rows,
+           "runs": {b: r["dir"] for b, r in runs.items()},
+           "complete": all(r["summary"]["complete"] for r in runs.values())}
+    out_dir = results.new_run_dir(root, f"{spec.name}-validate")
+    write_json_atomic(out_dir / "validation.json", out, indent=2)
+    return out_dir, out
+
+
+def _per_seed(summary, key):
+    if summary is None:
+        return []
+    per = summary.get("per_seed") or [summary]
+    return [s[key] for s in per if s.get(key) is not None]
+
+
+def table(report):
+    head = ["preset"]
+    for _, label in FIGURES:
+        head += [f"{label} emu", f"{label} sim", "diff"]
+    head += [f"within {report['tolerance'] * 100:g}%", "emulation"]
+    rows = []
+    for r in report["presets"]:
+        row = [r["preset"]]
+        for key, _ in FIGURES:
+            f = r[key]
+            row += [_ms(f["emu"], f["emu_seeds"]), _ms(f["sim"], f["sim_seeds"]),
+                    "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%"]
+        row += ["yes" if r["within_tolerance"] else "NO", r["emulation_fidelity"]]
+        rows.append(row)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + (f"\n(ms, real-world; mean over {report['seeds']} seed(s) ± their standard "
+                               "deviation; diff = (emulated - simulated) / simulated, on the means;"
+                               "\n emulation: the runs' fidelity flags, see `compare`)")
+
+
+def _ms(mean, per_seed):
+    if mean is None:
+        return "-"
+    if len(per_seed) > 1:
+        return f"{mean * 1e3:.1f} ± {np.std(per_seed, ddof=1) * 1e3:.1f}"
+    return f"{mean * 1e3:.1f}"

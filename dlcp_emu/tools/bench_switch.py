@@ -1,0 +1,273 @@
+"""`dlcp-emu bench switch`: one switch between two hosts, real frames, measured.
+
+Three switches are measured in turn on the same star (h1 - s1 - h2, ports at 100 Gbit/s so
+that the model never paces and only the process's speed limits):
+- `dlcp`: our switch process with the dlcp preset;
+- `forward`: the same process in pass-through mode (recv -> route -> send, no model);
+- `bridge`: a Linux bridge (Mininet's LinuxBridge), the kernel's own forwarding.
+
+For each: the forwarded packets/s at 64 B (60-byte UDP frames, the Ethernet minimum) and
+1500 B while h1 sends as fast as it can (the slope of s1-eth2's transmit counter in the
+steady middle of the trial). For dlcp also the highest offered rate with < 0.1 % loss, and the
+one-way latency h1 -> h2 (DLCP frames stamped with CLOCK_MONOTONIC, shared by the
+namespaces) at a light load and at the lossless rate (1 frame in 50 sampled through a socket
+filter). "Added latency" is a switch's latency at a percentile minus the bridge's median: what
+the userspace switch adds over the kernel's own path, receiver wake-up included in neither.
+
+The switch process is pinned to CPU 1, the generator and receiver to CPU 0. On a 2-core
+machine the generator (one Python process, ~400 kpps) is a limit of its own: the output
+reports its rate and flags any figure that it bounds (`*_generator_bound`). A Linux bridge
+forwards in the sender's own softirq, so on this set-up it is always generator-bound.
+"""
+import json
+import os
+import sys
+import time
+
+SW_CPU = 1
+GEN_CPU = 0
+LOSS_OK = 0.001
+FAST = 5_000_000            # "as fast as you can" offered rate
+NONLOCAL_IP = "10.0.0.200"  # h2 drops these at once in IP (no ICMP, no socket)
+
+
+def add_kind(kinds):
+    s = kinds.add_parser("switch", help="one switch between two hosts (root): pps, loss, "
+                                        "latency of dlcp vs pass-through vs Linux bridge")
+    s.add_argument("--trial-seconds", type=float, default=2.0, help="length of each trial")
+    s.add_argument("--skip-bridge", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_bench_switch)
+    return s
+
+
+def _bench_switch(args):
+    if os.geteuid() != 0:
+        print("dlcp-emu bench switch: needs root (Mininet, namespaces, AF_PACKET)", file=sys.stderr)
+        return 1
+    if (os.cpu_count() or 1) < 2:
+        print("dlcp-emu bench switch: needs 2 CPUs (switch on one, generator on the other)",
+              file=sys.stderr)
+        return 1
+    result = run(trial_s=args.trial_seconds, bridge=not args.skip_bridge,
+                 log=None if args.json else lambda m: print(m, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+# -- one trial ------------------------------------------------------------------------------
+
+def _counter(intf, name="tx_packets"):
+    with open(f"/sys/class/net/{intf}/statistics/{name}") as f:
+        return int(f.read())
+
+
+class Bench:
+    def __init__(self, run, topology, trial_s, log):
+        self.run = run
+        self.t = topology
+        self.trial_s = trial_s
+        self.log = log or (lambda m: None)
+        self.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def _traffic(self, host, args):
+        return self.run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.traffic", *map(str, args)],
+                              cwd=self.root)
+
+    def _send_args(self, rate, size=None, dlcp_payload=None, duration=None, dst_ip=NONLOCAL_IP,
+                   sample_every=0):
+        t = self.t
+        a = ["send", "--intf", "h1-eth0", "--src-mac", t.host_mac("h1"), "--dst-mac",
+             t.host_mac("h2"), "--src-ip", t.host_ip("h1"), "--dst-ip", dst_ip,
+             "--rate-pps", rate, "--duration", duration or self.trial_s, "--cpu", GEN_CPU,
+             "--burst", 64, "--flows", 8]
+        if size is not None:
+            a += ["--udp-size", size]
+        else:
+            a += ["--class", f"0:7:0:{dlcp_payload or 0}:1"]
+        if sample_every:
+            a += ["--sample-every", sample_every]
+        return a
+
+    def _drain(self, intf):
+        """Wait until the egress counter stops moving (the switch emptied its queues)."""
+        last = _counter(intf)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = _counter(intf)
+            if now == last:
+                return now
+            last = now
+        return last
+
+    def trial(self, rate, size=60):
+        """Offer `rate` pps of `size`-byte frames from h1; returns sent, forwarded and the
+        steady forwarding rate."""
+        out_if = "s1-eth2"
+        self._drain(out_if)
+        base = _counter(out_if)
+        p = self._traffic("h1", self._send_args(rate, size=size))
+        samples = []
+        while p.poll() is None:
+            samples.append((time.monotonic(), _counter(out_if)))
+            time.sleep(0.05)
+        out, err = p.communicate(timeout=30)
+        if p.returncode != 0:
+            raise RuntimeError(f"sender failed: {err.decode()}")
+        sent = json.loads(out)
+        forwarded = self._drain(out_if) - base
+        # Middle half of the trial: start-up and the drain after the sender stopped left out.
+        mid = samples[len(samples) // 4: 3 * len(samples) // 4]
+        slope = ((mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0])) if len(mid) > 1 else 0.0
+        r = {"offered_pps": rate, "sent": sent["sent"], "sent_pps": sent["pps"],
+             "send_errors": sent["errors"], "forwarded": forwarded,
+             "forwarded_pps": round(slope),
+             "loss": round(1 - forwarded / sent["sent"], 6) if sent["sent"] else None}
+        self.log(f"  trial {size} B offered {rate:,.0f}: sent {sent['pps']:,} pps, "
+                 f"forwarded {r['forwarded_pps']:,} pps, loss {r['loss']}")
+        return r
+
+    def max_rate(self, size):
+        r = self.trial(FAST, size)
+        # The generator, not the switch, set the pace when everything it sent got through.
+        r["generator_bound"] = r["loss"] is not None and r["loss"] < 0.01
+        return r
+
+    def lossless(self, start=50_000, step=50_000, top=None):
+        """Highest offered rate with loss < 0.1 %: steps up until a loss (or the generator
+        cannot offer the rate), then halves the step twice between the last good and bad."""
+        good, bad, trials = 0, None, []
+        rate = start
+        gen_limited = False
+        while bad is None and (top is None or rate <= top):
+            r = self.trial(rate)
+            trials.append(r)
+            if r["sent_pps"] < 0.97 * rate:
+                gen_limited = True
+                break
+            if r["loss"] < LOSS_OK:
+                good = rate
+                rate += step
+            else:
+                bad = rate
+        if bad is not None:
+            for _ in range(2):
+                mid = (good + bad) // 2
+                r = self.trial(mid)
+                trials.append(r)
+                if r["sent_pps"] >= 0.97 * mid and r["loss"] < LOSS_OK:
+                    good = mid
+                else:
+                    bad = mid
+        return {"lossless_pps": good, "generator_bound": gen_limited, "trials": trials}
+
+    def latency(self, rate, seconds=2.0, sample_every=0):
+        """One-way delay h1 -> h2 of DLCP frames (90 B) at `rate` pps."""
+        rdy = os.path.join(self.run.run_dir, f"recv-{time.monotonic_ns()}.ready")
+        args = ["recv", "--intf", "h2-eth0", "--duration", seconds + 5, "--idle", 0.5,
+                "--ready", rdy]
+        if sample_every:
+            args += ["--job", 1]
+        rx = self._traffic("h2", args)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(rdy) and rx.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        tx = self._traffic("h1", self._send_args(rate, dlcp_payload=0, duration=seconds,
+                                                 sample_every=sample_every))
+        tx_out, _ = tx.communicate(timeout=seconds + 20)
+        rx_out, rx_err = rx.communicate(timeout=seconds + 20)
+        if rx.returncode != 0:
+            raise RuntimeError(f"receiver failed: {rx_err.decode()}")
+        got = json.loads(rx_out)
+        sent = json.loads(tx_out)
+        cls = next(iter(got["classes"].values()), None)
+        if cls is None:
+            return {"rate_pps": rate, "samples": 0}
+        expect = sent["sent"] // sample_every + 1 if sample_every else sent["sent"]
+        r = {"rate_pps": rate, "samples": cls["count"], "expected": expect,
+             "p50_us": cls["delay_p50_us"], "p99_us": cls["delay_p99_us"],
+             "max_us": cls["delay_max_us"]}
+        self.log(f"  latency at {rate:,} pps: p50 {r['p50_us']} us, p99 {r['p99_us']} us "
+                 f"({r['samples']} samples)")
+        return r
+
+
+# -- the whole benchmark ------------------------------------------------------------------------
+
+def run(trial_s=2.0, bridge=True, log=None):
+    from mininet.log import setLogLevel
+    from mininet.nodelib import LinuxBridge
+
+    from dlcp_emu.emu.net import EmulationRun
+    from topologies import star
+
+    setLogLevel("error")
+    log = log or (lambda m: None)
+    t = star(2, rate_bps=100e9)
+    light = 10_000
+    res = {"machine_cpus": os.cpu_count(), "switch_cpu": SW_CPU, "generator_cpu": GEN_CPU,
+           "trial_seconds": trial_s, "frame_64_bytes_without_fcs": 60}
+    detail = {}
+
+    log("dlcp (model, dlcp preset)")
+    with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU}) as r:
+        b = Bench(r, t, trial_s, log)
+        m64, m1500 = b.max_rate(60), b.max_rate(1514)
+        ll = b.lossless()
+        lat_light = b.latency(light)
+        lat_loaded = b.latency(ll["lossless_pps"] or light, sample_every=50)
+    st = r.stats["s1"]
+    detail["dlcp"] = {"max_64": m64, "max_1500": m1500, "lossless": ll,
+                      "latency_light": lat_light, "latency_at_lossless": lat_loaded,
+                      "lateness": st["lateness"], "rx_socket_drops": st["rx_socket_drops"],
+                      "conservation_ok": st["conservation"]["ok"]}
+    res.update(dlcp_pps_64=m64["forwarded_pps"], dlcp_pps_1500=m1500["forwarded_pps"],
+               dlcp_lossless_pps_64=ll["lossless_pps"],
+               dlcp_pps_64_generator_bound=m64["generator_bound"],
+               dlcp_lossless_generator_bound=ll["generator_bound"],
+               dlcp_conservation_ok=st["conservation"]["ok"])
+
+    log("forward (same process, no model)")
+    with EmulationRun(t, "fifo", mode="forward", switch_opts={"cpu": SW_CPU}) as r:
+        b = Bench(r, t, trial_s, log)
+        f64, f1500 = b.max_rate(60), b.max_rate(1514)
+        f_lat = b.latency(light)
+    detail["forward"] = {"max_64": f64, "max_1500": f1500, "latency_light": f_lat}
+    res.update(forward_pps_64=f64["forwarded_pps"], forward_pps_1500=f1500["forwarded_pps"],
+               forward_pps_64_generator_bound=f64["generator_bound"])
+
+    bridge_p50 = None
+    if bridge:
+        log("bridge (Linux bridge)")
+        with EmulationRun(t, switch=LinuxBridge) as r:
+            b = Bench(r, t, trial_s, log)
+            b64, b1500 = b.max_rate(60), b.max_rate(1514)
+            b_lat = b.latency(light)
+        detail["bridge"] = {"max_64": b64, "max_1500": b1500, "latency_light": b_lat}
+        res.update(bridge_pps_64=b64["forwarded_pps"], bridge_pps_1500=b1500["forwarded_pps"],
+                   bridge_pps_64_generator_bound=b64["generator_bound"])
+        bridge_p50 = b_lat.get("p50_us")
+        res["bridge_p50_latency_us"] = bridge_p50
+
+    res["generator_pps_64"] = max(d["max_64"]["sent_pps"] for d in detail.values())
+    res["dlcp_p50_latency_us"] = lat_light.get("p50_us")
+    res["dlcp_p99_latency_us"] = lat_light.get("p99_us")
+    res["dlcp_p99_latency_at_lossless_us"] = lat_loaded.get("p99_us")
+    base = bridge_p50 or 0.0
+
+    def added(v):
+        return None if v is None else round(v - base, 3)
+
+    res["dlcp_p50_added_latency_us"] = added(lat_light.get("p50_us"))
+    res["dlcp_p99_added_latency_us"] = added(lat_light.get("p99_us"))
+    res["dlcp_p99_added_latency_at_lossless_us"] = added(lat_loaded.get("p99_us"))
+    res["forward_p99_added_latency_us"] = added(f_lat.get("p99_us"))
+    res["latency_light_load_pps"] = light
+    res["added_latency_baseline"] = "bridge p50" if bridge_p50 is not None else "none"
+    res["detail"] = detail
+    return res
