@@ -2,6 +2,7 @@
 scheduler -> egress port. No sockets, no clock, no Mininet: drivers supply packets and time."""
 from switch_models.classifiers import CLASSIFIERS
 from switch_models.load_balancers import LOAD_BALANCERS
+from switch_models.nic import HOST_BUFFER_BYTES, HostNic
 from switch_models.packet import REWRITE_CE, REWRITE_TRIM, Packet
 from switch_models.pipeline import PRESETS, PipelineSpec, preset_names
 from switch_models.port import EgressPort
@@ -10,6 +11,6 @@ from switch_models.registry import SpecError
 from switch_models.schedulers import SCHEDULERS
 from switch_models.switch import PortConfig, Switch
 
-__all__ = ["CLASSIFIERS", "LOAD_BALANCERS", "QUEUE_MANAGERS", "SCHEDULERS", "PRESETS",
-           "REWRITE_CE", "REWRITE_TRIM", "EgressPort", "Packet", "PipelineSpec", "PortConfig",
-           "SpecError", "Switch", "preset_names"]
+__all__ = ["CLASSIFIERS", "HOST_BUFFER_BYTES", "LOAD_BALANCERS", "QUEUE_MANAGERS", "SCHEDULERS",
+           "PRESETS", "REWRITE_CE", "REWRITE_TRIM", "EgressPort", "HostNic", "Packet",
+           "PipelineSpec", "PortConfig", "SpecError", "Switch", "preset_names"]

@@ -254,6 +254,20 @@ class EgressPort:
             c.tx_bytes += pkt.size
             out.append((self.number, pkt))
 
+    def hand_off(self):
+        """Every packet started so far, in departure order, handed to a driver that carries
+        each to the far end by its `pkt.depart` itself (the simulator): counted as sent now."""
+        inflight = self.inflight
+        if not inflight:
+            return ()
+        started = list(inflight)
+        inflight.clear()
+        c = self.counters
+        c.tx_packets += len(started)
+        for pkt in started:
+            c.tx_bytes += pkt.size
+        return started
+
     def next_event(self):
         """The earliest time this port has something to do, or None."""
         t = self.inflight[0].depart if self.inflight else None

@@ -18,7 +18,7 @@ if not shutil.which("mnexec"):
     pytest.skip("emulation tests need mnexec (Debian's mininet package)", allow_module_level=True)
 
 from dlcp_emu.emu.run import run_emulation
-from dlcp_emu.emu.hostd import load_trace
+from workloads import trace_of
 from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.experiment.spec import parse_spec
 
@@ -51,7 +51,7 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, m
     assert len(its) == 4 * ITERATIONS and its["total_s"].notna().all()
     assert (its["total_s"] >= its["compute_s"] * 0.999).all()
 
-    trace = load_trace(spec.workload)
+    trace = trace_of(spec.workload)
     plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale)
     results = {r: np.load(tmp_path / f"tensors-{r}.npz") for r in range(4)}
     # What the parameter server zero-filled of the pushes it summed, in bucket bytes.

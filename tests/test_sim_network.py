@@ -50,7 +50,7 @@ def test_spray_uses_both_spines_and_ecmp_one_per_flow():
         for i in range(100):
             net.send("h1", Packet(1500, "h3", flow=7, dlcp=True, uid=i))
         net.loop.run()
-        spines = [net.nodes[s].counters()["rx_packets"] for s in ("s1", "s2")]
+        spines = [net.switches[s].counters()["rx_packets"] for s in ("s1", "s2")]
         per_spine = [sum(r.values()) for r in spines]
         if expect_both:
             assert per_spine == [50, 50]
@@ -85,6 +85,6 @@ def test_packets_queued_at_successive_switches_are_accounted_at_each():
     drops = sum(sum(p["drops"].values()) for c in net.counters().values() for p in c["ports"].values())
     assert drops > 0 and len(delivered) + drops == n
     assert len(set(delivered)) == len(delivered)
-    for node in net.nodes.values():
+    for node in net.switches.values():
         for port in node.ports.values():
             assert port.packets == port.bytes == 0 and port.mask == 0

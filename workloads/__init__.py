@@ -17,13 +17,13 @@ from workloads.patterns import (
     split_ranges,
 )
 from workloads.trace import Trace, TraceError, load_trace
-from workloads.zoo import get_model, list_models
+from workloads.zoo import get_model, list_models, trace_of
 
 __all__ = [
     "Aggregate", "Bucket", "DEFAULT_CYCLE_MS", "DEFAULT_FUSION_BYTES", "FLOW_CDFS", "Flow",
     "PSSchedule", "RingSchedule", "Trace", "TraceError", "Transfer", "ds_sync_groups",
     "execute_ps", "execute_ring_allreduce", "fuse", "fuse_ready", "get_model", "list_models",
     "load_netai2020", "load_trace", "mean_flow_bytes", "parameter_server", "poisson_flows",
-    "read_bk_log", "ring_allreduce", "sample_flow_sizes", "split_ranges", "vec_add_seconds",
+    "read_bk_log", "ring_allreduce", "sample_flow_sizes", "split_ranges", "trace_of", "vec_add_seconds",
     "vec_add_table",
 ]

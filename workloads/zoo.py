@@ -70,3 +70,9 @@ def synthetic_trace(model: str, tensors: list[architectures.Tensor], batch_time_
             "synthetic": "backward_us, forward_us (FLOP-proportional split of an assumed "
                          f"batch time); magnitudes (lognormal, assumed). {note}".strip()}
     return Trace(model, layers, batch_us, meta=meta).validate()
+
+
+def trace_of(workload):
+    """The trace a spec's workload table names: its `trace` file, else the zoo `model`."""
+    from workloads.trace import load_trace
+    return load_trace(workload["trace"]) if workload.get("trace") else get_model(workload["model"])

@@ -32,14 +32,10 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.emu.udp_driver import UdpDriver
+from workloads import trace_of
 
 MAX_WAIT_S = 0.002
 TCP_PORT = 9797
-
-
-def load_trace(cfg):
-    from workloads import get_model, load_trace as load_file
-    return load_file(cfg["trace"]) if cfg.get("trace") else get_model(cfg["model"])
 
 
 def run_tcp(cfg, stack, stopping):
@@ -90,7 +86,7 @@ def tcp_records(cfg, m, started):
 
 
 def build_stack(cfg):
-    trace = load_trace(cfg)
+    trace = trace_of(cfg)
     plan = make_plan(trace, dilation=cfg["dilation"], byte_scale=cfg["byte_scale"],
                      fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
     rank = cfg["rank"]

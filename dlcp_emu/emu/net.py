@@ -18,7 +18,7 @@ import threading
 
 from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
-from dlcp_emu.sim.network import HOST_BUFFER_BYTES
+from switch_models import HOST_BUFFER_BYTES
 
 HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from dlcp_emu.experiment import results
-from dlcp_emu.emu.background import BACKGROUND_UDP_PORT
+from dlcp_emu.host.background import BACKGROUND_UDP_PORT
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.experiment.runner import (
@@ -42,8 +42,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    from dlcp_emu.emu.hostd import load_trace
-    plan = make_plan(load_trace(spec.workload), dilation=spec.time_dilation,
+    from workloads import trace_of
+    plan = make_plan(trace_of(spec.workload), dilation=spec.time_dilation,
                      byte_scale=spec.byte_scale, fusion_bytes=spec.workload["fusion_bytes"],
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
     preset = preset_name(pipeline)

@@ -1,59 +1,65 @@
-"""A topology in virtual time: every switch is a `switch_models.Switch`, every host NIC a
-one-port FIFO `Switch` at its link rate, so hosts are paced by their links as in the
+"""A topology in virtual time: every switch is a `switch_models.Switch`, every host a
+`switch_models.HostNic` at its link rate, so hosts are paced by their links as in the
 emulator. Packets are `switch_models.Packet` objects routed by destination host name.
 
 Per hop the loop does one arrival event: the switch takes the packet in, and what its egress
-port has started serialising goes onto the port's wire with its departure time, which is
+port has started serialising goes onto that link's wire with its departure time, which is
 when it arrives at the peer (delay included). A wire delivers in order, so only its head is
 on the event heap: the heap holds a wire per busy link, not a packet per packet in flight,
 which keeps it small at scale. A port with a backlog gets a wake-up at the time it can start
-the next packet. A host's NIC is a FIFO whose buffer the transport's window bounds, so it
-starts its whole queue at once: the same departure times, without a wake-up per packet.
+the next packet.
 """
-import heapq
 from collections import deque
 
-from switch_models import PortConfig, Switch
+from switch_models import HostNic, PortConfig, Switch
 
-from dlcp_emu.sim.events import FOREVER, EventLoop
+from dlcp_emu.sim.events import EventLoop
 
-HOST_BUFFER_BYTES = 64 * 1024 * 1024
+
+class Wire:
+    """One direction of a link: what its sender has started, in departure order, on its way
+    to the far end; and, for a switch port, the wake-up it has asked for (a time, or None)."""
+    __slots__ = ("packets", "wake_at", "head_arrives")
+
+    def __init__(self):
+        self.packets = deque()
+        self.wake_at = None
+        self.head_arrives = None
 
 
 class SimNetwork:
     def __init__(self, topology, pipeline="fifo", seed=0, loop=None, record_drops=False):
         self.topology = topology
         self.loop = loop or EventLoop()
-        self.nodes = {}
+        self.switches = {}
+        self.nics = {}
         self.handlers = {}
         self.delivered = 0
         for name in topology.switches():
             ports = {p: PortConfig(link.rate_bps, link.delay_ns, link.buffer_bytes)
                      for p, _, link in topology.port_map()[name]}
-            self.nodes[name] = Switch(name, ports, topology.equal_cost_next_hops(name), pipeline,
-                                      seed=seed, record_drops=record_drops)
-        hosts = topology.hosts()
-        for name in hosts:
+            self.switches[name] = Switch(name, ports, topology.equal_cost_next_hops(name), pipeline,
+                                         seed=seed, record_drops=record_drops)
+        for name in topology.hosts():
             (port,) = topology.ports(name)
-            nic = Switch(name, {port.number: PortConfig(port.link.rate_bps, port.link.delay_ns,
-                                                        HOST_BUFFER_BYTES)},
-                         {}, "fifo", default_route=(port.number,))
-            nic.nic_port = port.number
-            self.nodes[name] = nic
-        host_set = set(hosts)
-        for name, node in self.nodes.items():
-            node.is_host = name in host_set
+            self.nics[name] = HostNic(port.link.rate_bps, port.link.delay_ns)
+        # wires[node][port number]: the wire each egress leaves on (a host's NIC: port 0).
+        self.wires = {name: {n: Wire() for n in sw.ports} for name, sw in self.switches.items()}
+        for name in self.nics:
+            self.wires[name] = {0: Wire()}
+        for name in self.switches:
             for port in topology.ports(name):
-                egress = node.ports[port.number]
-                egress.peer = (self.nodes[port.peer], port.peer_port)
-                egress.wire = deque()   # started packets on their way to the peer, in order
-                egress.wake_at = None
-                # How far ahead this port may start what it holds: a NIC everything, a
-                # switch only what is due (a later arrival may still take precedence).
-                egress.horizon = FOREVER if node.is_host else None
-        for node in self.nodes.values():
-            for port in node.ports.values():
-                port.arrive = self._far_end(port)
+                wire = self.wires[name][port.number]
+                wire.head_arrives = self._far_end(wire, port.peer, port.peer_port)
+        for name in self.nics:
+            (port,) = topology.ports(name)
+            wire = self.wires[name][0]
+            wire.head_arrives = self._far_end(wire, port.peer, port.peer_port)
+
+    @property
+    def nodes(self):
+        """Every switch and host NIC by name."""
+        return {**self.switches, **self.nics}
 
     def on_receive(self, host, handler):
         """handler(pkt, now) is called for every packet delivered to `host`."""
@@ -61,95 +67,84 @@ class SimNetwork:
 
     def send(self, host, pkt, now=None):
         """A host hands a packet to its NIC (at the loop's time unless `now` is given)."""
-        nic = self.nodes[host]
         now = self.loop.now if now is None else now
-        port = nic.receive(pkt, nic.nic_port, now)
-        if port is not None:
-            self._forward(port, now)
+        arrival = self.nics[host].transmit(pkt.size, now)
+        if arrival is None:
+            return
+        pkt.depart = arrival
+        wire = self.wires[host][0]
+        if not wire.packets:
+            self.loop.schedule(arrival, wire.head_arrives, None)
+        wire.packets.append(pkt)
 
-    def _far_end(self, port):
-        """The event of `port`'s wire: its head packet reaches the far end. A closure, because
-        this is the loop's innermost call and local names are the cheapest CPython has. The
+    def _far_end(self, wire, peer, in_port):
+        """The event of a wire: its head packet reaches the far end. A closure, because this
+        is the loop's innermost call and local names are the cheapest CPython has. The
         event's time is the packet's `depart`, which nothing changes while it is on the wire."""
-        node, in_port = port.peer
-        wire = port.wire
-        heap, seq, push = self.loop._heap, self.loop._seq, heapq.heappush
-        if node.is_host:
-            handlers, name = self.handlers, node.name
+        packets = wire.packets
+        schedule = self.loop.schedule
+        if peer in self.nics:
+            handlers = self.handlers
 
             def far_end(pkt):
                 self.delivered += 1
-                handler = handlers.get(name)
+                handler = handlers.get(peer)
                 if handler is not None:
                     handler(pkt, pkt.depart)
         else:
-            receive, forward = node.receive, self._forward
+            receive, forward = self.switches[peer].receive, self._forward
+            out_wires = self.wires[peer]
 
             def far_end(pkt):
                 now = pkt.depart
                 out = receive(pkt, in_port, now)
-                if out is None:
-                    return
-                inflight = out.inflight
-                if not out.mask and len(inflight) == 1:
-                    # The common case, written out: it started at once on an idle port.
-                    started = inflight.pop()
-                    out_wire = out.wire
-                    if not out_wire:
-                        push(heap, (started.depart, next(seq), out.arrive, None))
-                    out_wire.append(started)
-                    c = out.counters
-                    c.tx_packets += 1
-                    c.tx_bytes += started.size
-                else:
-                    forward(out, now)
+                if out is not None:
+                    forward(out, out_wires[out.number], now)
 
         def head_arrives(_):
-            pkt = wire.popleft()
-            if wire:
-                push(heap, (wire[0].depart, next(seq), head_arrives, None))
+            pkt = packets.popleft()
+            if packets:
+                schedule(packets[0].depart, head_arrives, None)
             far_end(pkt)
         return head_arrives
 
-    def _forward(self, port, now):
+    def _forward(self, port, wire, now):
         """Put on the wire what this port has started, and come back when it can start more."""
-        if port.mask:
-            port.start(port.horizon or now)
-        inflight = port.inflight
-        if inflight:
-            wire = port.wire
-            if not wire:
-                self.loop.schedule(inflight[0].depart, port.arrive, None)
-            wire.extend(inflight)
-            c = port.counters
-            c.tx_packets += len(inflight)
-            c.tx_bytes += sum(p.size for p in inflight)
-            inflight.clear()
-        if port.mask:
+        if port.packets:
+            port.start(now)
+        started = port.hand_off()
+        if started:
+            packets = wire.packets
+            if not packets:
+                self.loop.schedule(started[0].depart, wire.head_arrives, None)
+            packets.extend(started)
+        if port.packets:
             t = port.busy_until
-            if port.wake_at is None or t < port.wake_at:
-                port.wake_at = t
-                self.loop.schedule(t, self._wake, (port, t))
+            if wire.wake_at is None or t < wire.wake_at:
+                wire.wake_at = t
+                self.loop.schedule(t, self._wake, (port, wire, t))
 
     def _wake(self, wake):
-        port, t = wake
-        if port.wake_at != t:
+        port, wire, t = wake
+        if wire.wake_at != t:
             return   # superseded by an earlier wake-up, which rescheduled
-        port.wake_at = None
-        self._forward(port, t)
+        wire.wake_at = None
+        self._forward(port, wire, t)
 
     def in_flight(self):
         """Every packet still in the network: queued, serialising, or on a wire."""
-        for node in self.nodes.values():
-            for port in node.ports.values():
-                yield from port.wire
+        for wires in self.wires.values():
+            for wire in wires.values():
+                yield from wire.packets
+        for sw in self.switches.values():
+            for port in sw.ports.values():
                 yield from port.inflight
                 for q in port.queues:
                     yield from (p for p in q if p.queued is port)
 
     def conservation(self):
-        """Every switch's (taken in, accounted for)."""
+        """Every node's (taken in, accounted for): switches and host NICs."""
         return {name: n.conservation() for name, n in self.nodes.items()}
 
     def counters(self):
-        return {name: n.counters() for name, n in self.nodes.items() if not n.is_host}
+        return {name: sw.counters() for name, sw in self.switches.items()}

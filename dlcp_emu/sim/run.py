@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
-from dlcp_emu.emu.hostd import load_trace
+from workloads import trace_of
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
 from dlcp_emu.host.plan import make_plan
@@ -25,7 +25,7 @@ from dlcp_emu.experiment.runner import (
     tables,
 )
 from dlcp_emu.sim import SimNetwork
-from dlcp_emu.emu.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
+from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.sim.hosts import SimHosts
 
 SLICE_EVENTS = 200_000
@@ -38,7 +38,7 @@ def build(spec, pipeline, keep_results=False):
                          "the simulator runs 'reliable' or 'dlcp'")
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    trace = load_trace(spec.workload)
+    trace = trace_of(spec.workload)
     w, t = spec.workload, spec.transport
     plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
@@ -84,13 +84,12 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     topo, plan, net, hosts = build(spec, pipeline, keep_results)
     preset = preset_name(pipeline)
     wall = time.monotonic()
-    samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.nodes.items()
-               if not sw.is_host}
+    samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.switches.items()}
     sample_ns = int(1e6 * spec.time_dilation)   # 1 ms of real-world time
 
     def sample():
         for name, q in samples.items():
-            ports = net.nodes[name].ports
+            ports = net.switches[name].ports
             q["samples"].append((net.loop.now, *[ports[n].bytes for n in q["ports"]]))
         if not hosts.done():
             net.loop.at(net.loop.now + sample_ns, sample)

@@ -1,0 +1,63 @@
+"""Background flows over the `reliable` packet transport, sans-I/O: one endpoint per host,
+the same object in both worlds (the emulator runs it over UDP in each host's namespace,
+`dlcp_emu.emu.background`; the simulator drives it in virtual time). Each flow is one
+message of job 1 at the lowest priority; its completion time is when the sender learns the
+last byte arrived."""
+import numpy as np
+
+from dlcp_emu.transport import Message, ReliableReceiver, ReliableSender, RttEstimator
+
+JOB = 1
+BACKGROUND_UDP_PORT = 9798
+
+
+class BackgroundEndpoint:
+    def __init__(self, index, flows, mtu=1500, link_rate_bps=None):
+        """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host."""
+        self.index, self.mtu, self.link_rate_bps = index, mtu, link_rate_bps
+        self.receiver = ReliableReceiver(index, mtu=mtu)
+        self.senders = {}
+        self.pending = sorted(flows, reverse=True)     # next to start at the end
+        self.started = {}
+        self.finished = []                             # (flow id, dst, nbytes, start_ns, done_ns)
+
+    def receive(self, h, payload, now, ce=False):
+        if h.type == 0:
+            self.receiver.receive(h, payload, now, ce)
+            self.receiver.take_delivered()
+        else:
+            sender = self.senders.get(h.src_rank)
+            if sender is not None:
+                sender.receive(h, payload, now, ce)
+
+    def poll(self, now):
+        while self.pending and self.pending[-1][0] <= now:
+            start, dst, nbytes, fid = self.pending.pop()
+            sender = self.senders.get(dst)
+            if sender is None:
+                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
+                sender = self.senders[dst] = ReliableSender(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
+            sender.send(Message(np.zeros(max(1, -(-nbytes // 4)), np.float32), tensor_id=fid,
+                                priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
+            self.started[fid] = (dst, nbytes, start)
+        out = self.receiver.poll(now)
+        for sender in self.senders.values():
+            out.extend(sender.poll(now))
+            for r in sender.take_completed():
+                dst, nbytes, start = self.started.pop(r.tensor_id)
+                self.finished.append((r.tensor_id, dst, nbytes, start, r.done_ns))
+        return out
+
+    def next_timeout(self):
+        times = [self.pending[-1][0] if self.pending else None, self.receiver.next_timeout()]
+        times += [s.next_timeout() for s in self.senders.values()]
+        return min((t for t in times if t is not None), default=None)
+
+
+def records(ep, t0, ip_of):
+    """Flows started so far, as `bgtraffic` writes them (start times from t0)."""
+    rows = [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "done",
+             "fct_ns": done - start, "error": None} for _, dst, n, start, done in ep.finished]
+    rows += [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "sending",
+              "fct_ns": None, "error": None} for dst, n, start in ep.started.values()]
+    return {"flows": rows}
