@@ -47,7 +47,7 @@ def ipv4(proto, tos=0, sport=1234, dport=80, frag=0x4000, ihl=5, size=60, src=1,
 
 
 def test_dlcp_frame_fields():
-    f = dlcp(prio=2, mag=6, droppable=True, payload=200, tensor=42)
+    f = dlcp(prio=2, mag=6, droppable=True, payload=200, tensor=42 << 16 | 3)
     p = parse(f)
     assert (p.dst, p.size, p.prio, p.mag, p.layer, p.droppable, p.dlcp, p.header_size) == \
         (mac_bytes(H2), len(f), 2, 6, 42, True, True, 90)
@@ -238,3 +238,41 @@ def test_pcap_is_readable_by_scapy(tmp_path):
     pkts = rdpcap(str(path))
     assert [bytes(p) for p in pkts] == frames
     assert float(pkts[0].time) == pytest.approx(1_700_000_000.123456789, abs=1e-6)
+
+
+class _OnePacket:
+    """An endpoint that sends one (header, payload) pair and is done: what SimHosts asks of a
+    host stack, no more."""
+
+    def __init__(self, header, payload):
+        self.out = [(header, payload)]
+        self.agent = type("Done", (), {"done": True})()
+
+    def poll(self, now):
+        out, self.out = self.out, []
+        return out
+
+    def next_timeout(self):
+        return None
+
+
+def test_a_dlcp_header_is_the_same_packet_to_both_backends():
+    """The emulator's parser (from the frame's bytes) and the simulator (from the header
+    object) make the same Packet of one header: same class inputs, layer, flags, size, ECN."""
+    from dlcp_emu.sim import SimNetwork
+    from dlcp_emu.sim.hosts import SimHosts
+    from topologies import build
+
+    h = DlcpHeader(flags=Flags.DROPPABLE, priority=2, mag_class=6, payload_len=300,
+                   tensor_id=5 << 16 | 1 << 15 | 3, dst_rank=1)
+    net = SimNetwork(build("star", hosts=2, rate_bps=1e9))
+    sent = []
+    net.send = lambda host, pkt, now=None: sent.append(pkt)
+    hosts = SimHosts(net, {0: _OnePacket(h, bytes(300))}, {0: "h1", 1: "h2"})
+    hosts.start()
+    (sim,) = sent
+    emu = parse(encode_frame(Frame(src_mac=H1, dst_mac=H2, src_ip="10.0.0.1", dst_ip="10.0.0.2",
+                                   ecn=Ecn.ECT0, header=h, payload=bytes(300))))
+    fields = ("size", "prio", "mag", "layer", "droppable", "dlcp", "ect", "ce", "header_size")
+    assert [getattr(sim, f) for f in fields] == [getattr(emu, f) for f in fields]
+    assert emu.layer == 5

@@ -24,16 +24,10 @@ import struct
 import sys
 import time
 
-from dlcp_emu.wire import (
-    DLCP_UDP_PORT,
-    OFF_CHUNK_INDEX,
-    OFF_JOB,
-    OFF_SEND_TS_NS,
-    OFF_UDP_CHECKSUM,
-    DlcpHeader,
-    Flags,
-    Frame,
-    encode_frame,
+from dlcp_emu.wire import DLCP_UDP_PORT, DlcpHeader, Flags, Frame, encode_frame
+from dlcp_emu.wire.layout import (
+    L234_STRUCT, OFF_CHUNK_INDEX, OFF_FLAGS, OFF_JOB, OFF_MAG_CLASS, OFF_MAGIC, OFF_PRIORITY,
+    OFF_SEND_TS_NS, OFF_UDP_CHECKSUM, OFF_UDP_DPORT, OFF_VERSION, fields_at,
 )
 
 from dlcp_emu.emu.datapath.process import (
@@ -50,9 +44,10 @@ from dlcp_emu.emu.datapath.process import (
 SO_ATTACH_FILTER = 26
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
-# At offset 36: dport; 42: magic, version; 47: prio, mag; 46 flags; 50 job; 66 chunk index;
-# 82 send_ts.
-_RX = struct.Struct("!36xH4xHBxBBBxH14xI12xQ")
+# What the receiver reads of a frame, each at its offset.
+_RX = fields_at((OFF_UDP_DPORT, "H"), (OFF_MAGIC, "H"), (OFF_VERSION, "B"), (OFF_FLAGS, "B"),
+                (OFF_PRIORITY, "B"), (OFF_MAG_CLASS, "B"), (OFF_JOB, "H"), (OFF_CHUNK_INDEX, "I"),
+                (OFF_SEND_TS_NS, "Q"))
 _SPORT = struct.Struct("!H")
 
 
@@ -92,14 +87,14 @@ def build_templates(src_mac, dst_mac, src_ip, dst_ip, classes, flows=1, sport_ba
 def udp_template(src_mac, dst_mac, src_ip, dst_ip, size, sport=10000, dport=DLCP_UDP_PORT + 1):
     """A plain (non-DLCP) IPv4/UDP frame of `size` bytes (>= 42; 60 is the 64-byte minimum
     Ethernet frame without FCS), UDP checksum 0."""
-    from dlcp_emu.wire import _ip_bytes, _mac_bytes, internet_checksum
+    from dlcp_emu.wire.frame import _ip_bytes, _mac_bytes, internet_checksum
     size = max(size, 42)
     buf = bytearray(size)
     ip_len = size - 14
-    struct.pack_into("!6s6sHBBHHHBBH4s4sHHHH", buf, 0, _mac_bytes(dst_mac, "dst_mac"),
-                     _mac_bytes(src_mac, "src_mac"), 0x0800, 0x45, 0, ip_len, 0, 0x4000, 64, 17,
-                     0, _ip_bytes(src_ip, "src_ip"), _ip_bytes(dst_ip, "dst_ip"), sport, dport,
-                     ip_len - 20, 0)
+    L234_STRUCT.pack_into(buf, 0, _mac_bytes(dst_mac, "dst_mac"),
+                          _mac_bytes(src_mac, "src_mac"), 0x0800, 0x45, 0, ip_len, 0, 0x4000, 64, 17,
+                          0, _ip_bytes(src_ip, "src_ip"), _ip_bytes(dst_ip, "dst_ip"), sport, dport,
+                          ip_len - 20, 0)
     struct.pack_into("!H", buf, 24, internet_checksum(buf[14:34]))
     return buf
 

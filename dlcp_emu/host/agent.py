@@ -22,6 +22,8 @@ import numpy as np
 from workloads import ds_sync_groups, split_ranges
 from workloads.patterns import Transfer
 
+from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
+
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,
@@ -33,11 +35,11 @@ from dlcp_emu.host.plan import gradient
 
 
 def tensor_id(bucket, phase, step):
-    return bucket << 16 | phase << 15 | step
+    return bucket << TENSOR_LAYER_SHIFT | phase << 15 | step
 
 
 def split_tensor_id(tid):
-    return tid >> 16, tid >> 15 & 1, tid & 0x7FFF
+    return tid >> TENSOR_LAYER_SHIFT, tid >> 15 & 1, tid & 0x7FFF
 
 
 @dataclass

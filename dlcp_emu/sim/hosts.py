@@ -1,17 +1,18 @@
 """Endpoints on the simulated network: each endpoint's packets become `switch_models.Packet`
-objects carrying (header, payload), and what the switches did to them (trim, CE) is applied
-on delivery, as the emulator's data path applies it to frames.
+objects carrying (header, payload), through the header -> Packet codec the emulator's frame
+parser uses too (`dlcp_emu.wire.packet`), and what the switches did to them (trim, CE) is
+applied on delivery, as the emulator's data path applies it to frames.
 
 Endpoints are keyed by (job, rank): job 0 is the training (HostStacks), job 1 background
 traffic; each job has its own rank -> host map, and a host demultiplexes by the job field."""
 import dataclasses
 import ipaddress
 
-from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
+from switch_models import REWRITE_CE, REWRITE_TRIM
 
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
+from dlcp_emu.wire.packet import dlcp_packet, plain_packet
 
-MIN_FRAME = 60   # Ethernet minimum, without FCS
 TRAINING = 0
 
 
@@ -77,7 +78,6 @@ class SimHosts:
         ip = self.ip
         send = self.net.send
         for h, payload in ep.poll(now):
-            size = FRAME_OVERHEAD + len(payload)
             dst = hosts[h.dst_rank]
             # The emulator's data path hashes the 5-tuple (frames.py); the same hash here
             # makes ECMP choose the same paths in both worlds.
@@ -85,10 +85,12 @@ class SimHosts:
                 flow = hash((ip[src], ip[dst], 17, port, port))
             else:
                 flow = hash((ip[src], ip[dst], 6, h.tensor_id & 0xFFFF, 5001))
-            pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, dst, flow=flow,
-                         prio=h.priority if dlcp else 7, mag=h.mag_class, layer=h.tensor_id >> 16,
-                         droppable=dlcp and bool(h.flags & Flags.DROPPABLE), dlcp=dlcp,
-                         ect=self.ect, header_size=FRAME_OVERHEAD, frame=(h, payload))
+            size = FRAME_OVERHEAD + len(payload)
+            if dlcp:
+                pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
+                                  self.ect, False, (h, payload))
+            else:
+                pkt = plain_packet(size, dst, flow, ect=self.ect, frame=(h, payload))
             send(src, pkt, now)
             self.packets_sent += 1
         t = ep.next_timeout()

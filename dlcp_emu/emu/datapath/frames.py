@@ -1,37 +1,46 @@
 """Frames -> `Packet`: the data path's parser, and the rewrites it applies on the way out.
 
-The real-time driver (`datapath.py`) calls `parse(frame)` once per received frame, so it
-reads fixed offsets with one precompiled struct and builds nothing but the Packet. Bytes the
-model never looks at stay opaque in `pkt.frame`.
+The real-time driver (`process.py`) calls `parse(frame)` once per received frame, so it
+reads the fixed offsets of `dlcp_emu.wire` with one precompiled struct and hands the fields to
+the header -> Packet codec both drivers share (`dlcp_emu.wire.packet`). Bytes the model never
+looks at stay opaque in `pkt.frame`.
 
 What a frame becomes:
 - routing key `dst`: the destination MAC as 6 bytes (what the route table is keyed by);
 - `flow`: hash of the IPv4 5-tuple for TCP/UDP, of (src, dst, proto) for other IPv4 and for
   non-first fragments, of the two MACs for anything else;
-- DLCP (IPv4/UDP to DLCP_UDP_PORT with the DLCP magic and version): prio, mag, layer
-  (tensor id) and droppable from the header, dlcp=True, header_size=90;
+- DLCP (IPv4/UDP to DLCP_UDP_PORT with the DLCP magic and version): what the codec makes of
+  the header (prio, mag, layer, droppable, dlcp=True);
 - other IPv4: prio from the DSCP class selector, ect/ce from the ECN bits;
 - anything else (ARP, IPv6, ...): prio 7.
 `size` is the frame length padded to Ethernet's 60-byte minimum, as it would be on a wire.
 """
 import struct
 
-from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, MAGIC, VERSION, mark_ce, trim_frame
-
 from switch_models.packet import REWRITE_CE, REWRITE_TRIM, Packet
 
-ETH_MIN = 60            # shortest Ethernet frame without FCS; shorter veth frames get padded
+from dlcp_emu.wire import mark_ce, trim_frame
+from dlcp_emu.wire.layout import (
+    DLCP_OFF, DLCP_UDP_PORT, FRAME_OVERHEAD, HDR_FLAGS, HDR_MAG_CLASS, HDR_MAGIC, HDR_PRIORITY,
+    HDR_TENSOR_ID, HDR_VERSION, MAGIC, OFF_ETH_DST, OFF_ETHERTYPE, OFF_IP_DST, OFF_IP_FRAG,
+    OFF_IP_PROTO, OFF_IP_SRC, OFF_IP_TOS, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, VERSION,
+    fields_at,
+)
+from dlcp_emu.wire.packet import dlcp_packet, plain_packet
+
 ETH_P_IP = 0x0800
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
 
-# dst MAC, EtherType, ver/IHL, TOS, frag, proto, src IP, dst IP, sport, dport (IHL 5):
-# frame offsets 0, 12, 14, 15, 20, 23, 26, 30, 34, 36. 38 bytes.
-L234 = struct.Struct("!6s6xHBB4xHxB2xIIHH")
-# At DLCP_OFF (42): magic, version, flags, priority, mag_class, tensor_id (offset 20).
-DLCP = struct.Struct("!HBxBBB13xI")
+# What the parser reads, each at its offset (IHL 5): dst MAC, EtherType, ver/IHL, TOS,
+# frag, proto, src IP, dst IP, sport, dport; then of a DLCP header: magic, version, flags,
+# priority, mag_class, tensor_id.
+L234 = fields_at((OFF_ETH_DST, "6s"), (OFF_ETHERTYPE, "H"), (OFF_IP_VER_IHL, "B"), (OFF_IP_TOS, "B"),
+                 (OFF_IP_FRAG, "H"), (OFF_IP_PROTO, "B"), (OFF_IP_SRC, "I"), (OFF_IP_DST, "I"),
+                 (OFF_UDP_SPORT, "H"), (OFF_UDP_DPORT, "H"))
+DLCP = fields_at((HDR_MAGIC, "H"), (HDR_VERSION, "B"), (HDR_FLAGS, "B"), (HDR_PRIORITY, "B"),
+                 (HDR_MAG_CLASS, "B"), (HDR_TENSOR_ID, "I"))
 _PORTS = struct.Struct("!HH")
-_DLCP_OFF = 42
 _DLCP_MIN = FRAME_OVERHEAD          # a DLCP frame carries at least its 90 header bytes
 _FRAG = 0x3FFF                      # MF flag + fragment offset: not a whole datagram
 
@@ -50,40 +59,33 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
     unpack_dlcp = DLCP.unpack_from
     unpack_ports = _PORTS.unpack_from
     tos_table = TOS_TABLE
-    P = Packet
+    plain, dlcp = plain_packet, dlcp_packet
 
     def parse(frame):
         n = len(frame)
-        size = n if n > ETH_MIN else ETH_MIN
         if n < 38:
             # Too short for an IPv4 5-tuple: route on the MAC, hash the MACs.
-            dst = frame[:6]
-            return P(size, dst, hash(int.from_bytes(frame[:12], "big")), 7, 0, 0, False,
-                     False, False, False, 90, frame)
+            return plain(n, frame[:6], hash(int.from_bytes(frame[:12], "big")), frame=frame)
         dst, ethertype, vihl, tos, frag, proto, src_ip, dst_ip, sport, dport = unpack(frame)
         if ethertype != ETH_P_IP or vihl >> 4 != 4:
-            return P(size, dst, hash(int.from_bytes(frame[:12], "big")), 7, 0, 0, False,
-                     False, False, False, 90, frame)
+            return plain(n, dst, hash(int.from_bytes(frame[:12], "big")), frame=frame)
         prio, ect, ce = tos_table[tos]
         if frag & _FRAG == 0 and (proto == IPPROTO_UDP or proto == IPPROTO_TCP):
             if vihl != 0x45:
                 # IP options move the ports; rare enough to take the slow way.
                 off = 14 + (vihl & 15) * 4
                 if off + 4 > n:
-                    return P(size, dst, hash((src_ip, dst_ip, proto)), prio, 0, 0, False,
-                             False, ect, ce, 90, frame)
+                    return plain(n, dst, hash((src_ip, dst_ip, proto)), prio, ect, ce, frame)
                 sport, dport = unpack_ports(frame, off)
             elif dport == dlcp_port and proto == IPPROTO_UDP and n >= _DLCP_MIN:
-                magic, version, flags, dprio, mag, layer = unpack_dlcp(frame, _DLCP_OFF)
+                magic, version, flags, dprio, mag, tensor_id = unpack_dlcp(frame, DLCP_OFF)
                 # Out-of-range priority or magnitude would index past the classifier's
                 # tables: such a frame is forwarded as plain UDP instead.
                 if magic == MAGIC and version == VERSION and dprio < 8 and mag < 8:
-                    return P(size, dst, hash((src_ip, dst_ip, proto, sport, dport)), dprio,
-                             mag, layer, bool(flags & 1), True, ect, ce, 90, frame)
-            return P(size, dst, hash((src_ip, dst_ip, proto, sport, dport)), prio, 0, 0, False,
-                     False, ect, ce, 90, frame)
-        return P(size, dst, hash((src_ip, dst_ip, proto)), prio, 0, 0, False, False, ect, ce,
-                 90, frame)
+                    return dlcp(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), dprio, mag,
+                                tensor_id, flags, ect, ce, frame)
+            return plain(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), prio, ect, ce, frame)
+        return plain(n, dst, hash((src_ip, dst_ip, proto)), prio, ect, ce, frame)
 
     return parse
 

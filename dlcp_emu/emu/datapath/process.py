@@ -50,9 +50,8 @@ from operator import itemgetter
 
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
-from dlcp_emu.emu.datapath.frames import ETH_MIN, apply_rewrite, copy_for, make_parser
-from switch_models.port import ETHERNET_OVERHEAD
-from switch_models.switch import PortConfig, Switch
+from dlcp_emu.emu.datapath.frames import apply_rewrite, copy_for, make_parser
+from switch_models import HostNic, PortConfig, Switch
 
 ETH_P_ALL = 3
 SOL_PACKET = 263
@@ -427,11 +426,10 @@ class Datapath:
         self.rx_wait = Lateness()              # how long frames waited in the rx rings
         self.rx_wait.threshold = int(cfg["late_threshold_ns"])
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # ring times -> monotonic
-        # Ports whose peer is a host paced by a token bucket (see _arrivals): the link's
-        # ns per byte with the Ethernet overhead, and its delay.
-        self.ingress = {p["number"]: (8e9 / float(p["rate_bps"]), int(p.get("delay_ns", 0)))
+        # Ports whose peer is a host paced by a token bucket (see _arrivals): the host's NIC
+        # and link, as the simulator models them.
+        self.ingress = {p["number"]: HostNic(float(p["rate_bps"]), int(p.get("delay_ns", 0)))
                         for p in self.ports if p.get("peer_paced")}
-        self.ingress_free = dict.fromkeys(self.ingress, 0)
         self.arriving = []          # heap of (arrival ns, seq, port, frame) still on the wire
         self.arriving_seq = itertools.count()
         self.parse = make_parser()
@@ -715,12 +713,12 @@ class Datapath:
         poll (`floor`)."""
         wait = self.rx_wait.pending.append
         offset = self.clock_offset
-        ingress, free, arriving = self.ingress, self.ingress_free, self.arriving
+        ingress, arriving = self.ingress, self.arriving
         out = []
         append = out.append
         sources = len(got)
         for port, frames, stamps in got:
-            link = ingress.get(port)
+            nic = ingress.get(port)
             ring = stamps is not None
             if not ring:                     # read time is all we know, and no wait to keep
                 stamps = [now + offset] * len(frames)
@@ -730,14 +728,10 @@ class Datapath:
                     t = now
                 if ring:
                     wait(now - t)
-                if link is not None:
-                    start = free[port]
-                    if t > start:
-                        start = t
-                    n = len(f)
-                    free[port] = end = start + int(((n if n > ETH_MIN else ETH_MIN) + ETHERNET_OVERHEAD)
-                                                   * link[0] + 0.5)
-                    t = end + link[1]
+                if nic is not None:
+                    t = nic.transmit(len(f), t)
+                    if t is None:
+                        continue   # counted by the NIC (its drops are in the stats)
                     if t > now:
                         heapq.heappush(arriving, (t, next(self.arriving_seq), port, f))
                         continue
@@ -958,6 +952,13 @@ class Datapath:
                 drops[reason] = drops.get(reason, 0) + k
         if c["no_route"]:
             drops["no_route"] = c["no_route"]
+        # Frames the host's link could not hold (the NIC model's queue) never reach the model.
+        link_drops = 0
+        for n, nic in self.ingress.items():
+            for reason, k in nic.drops.items():
+                drops["host_link_" + reason] = drops.get("host_link_" + reason, 0) + k
+                rx_frames[n] += k
+                link_drops += k
         queued = sum(p["queued_packets"] + p["inflight_packets"] for p in c["ports"].values())
         taken, accounted = sw.conservation()
         out.update(
@@ -971,7 +972,8 @@ class Datapath:
                 "dropped": drops,
                 "queued": queued,
                 "accounted": accounted,
-                "ok": taken == accounted == sum(tx_model.values()) + sum(drops.values()) + queued,
+                "ok": taken == accounted
+                and taken + link_drops == sum(tx_model.values()) + sum(drops.values()) + queued,
             })
         p99, worst = lat["p99_ns"], lat.get("max_ns")
         out["fell_behind"] = bool(sock_drops > 0 or (p99 is not None and p99 > self.lateness.threshold)
