@@ -14,16 +14,10 @@ from dlcp_emu.wire import (
     internet_checksum,
 )
 from switch_models import REWRITE_CE, REWRITE_TRIM
-from dlcp_emu.emu.datapath.process import (
-    ConfigError,
-    Datapath,
-    Lateness,
-    PcapWriter,
-    build_switch,
-    flood_table,
-    load_config,
-    mac_bytes,
-)
+from dlcp_emu.emu.datapath.config import ConfigError, build_switch, flood_table, load_config, mac_bytes
+from dlcp_emu.emu.datapath.lateness import Lateness
+from dlcp_emu.emu.datapath.pcap import PcapWriter
+from dlcp_emu.emu.datapath.process import Datapath
 from dlcp_emu.emu.datapath.frames import apply_rewrite, copy_for, make_parser, parse
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
@@ -180,12 +174,12 @@ def arrivals_rig(delay_ns=0):
 
 def test_a_frame_arrives_when_the_kernel_delivered_it_not_when_it_was_read():
     dp, k = arrivals_rig()
-    got = dp._arrivals([(2, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=105 * MS, floor=0)
+    got = dp.arrivals([(2, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=105 * MS, floor=0)
     assert [(t, p) for t, p, _ in got] == [(100 * MS, 2), (101 * MS, 2)]
     assert dp.rx_wait.pending == [5 * MS, 4 * MS]
     # The model's clock never runs back (a frame delivered before the last poll arrives at
     # it), and a kernel time past our own read is read time.
-    got = dp._arrivals([(2, [FRAME, FRAME], k(90 * MS, 200 * MS))], now=110 * MS, floor=105 * MS)
+    got = dp.arrivals([(2, [FRAME, FRAME], k(90 * MS, 200 * MS))], now=110 * MS, floor=105 * MS)
     assert [t for t, _, _ in got] == [105 * MS, 110 * MS]
 
 
@@ -194,17 +188,17 @@ def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay
     # The host's token bucket let two frames out 1 ms apart: the first arrives whole one
     # serialisation (and the delay) later, the second one serialisation after the first.
     first, second = 100 * MS + SER + 2 * MS, 100 * MS + 2 * SER + 2 * MS
-    assert dp._arrivals([(1, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=101 * MS, floor=0) == []
-    assert [a[0] for a in sorted(dp.arriving)] == [first, second]
+    assert dp.arrivals([(1, [FRAME, FRAME], k(100 * MS, 101 * MS))], now=101 * MS, floor=0) == []
+    assert [a[0] for a in sorted(dp.ingress.arriving)] == [first, second]
     # Due ones come out in order, merged with what another port just delivered.
-    got = dp._arrivals([(2, [FRAME], k(first + 1))], now=first + 5, floor=0)
+    got = dp.arrivals([(2, [FRAME], k(first + 1))], now=first + 5, floor=0)
     assert [(t, p) for t, p, _ in got] == [(first, 1), (first + 1, 2)]
-    assert [(t, p) for t, p, _ in dp._arrivals([], now=second, floor=0)] == [(second, 1)]
-    assert dp.arriving == []
+    assert [(t, p) for t, p, _ in dp.arrivals([], now=second, floor=0)] == [(second, 1)]
+    assert dp.ingress.arriving == []
     # After an idle link a frame starts on release.
     later = 300 * MS
-    dp._arrivals([(1, [FRAME], k(later))], now=later, floor=0)
-    assert [a[0] for a in dp.arriving] == [later + SER + 2 * MS]
+    dp.arrivals([(1, [FRAME], k(later))], now=later, floor=0)
+    assert [a[0] for a in dp.ingress.arriving] == [later + SER + 2 * MS]
 
 
 def test_build_switch_routes_macs_and_flood_keys():

@@ -115,7 +115,7 @@ def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path):
     for _ in range(5):
         rig.far[1].send(frame(payload=910))
     deadline = time.monotonic() + 5
-    while len(rig.dp.arriving) < 5 and time.monotonic() < deadline:
+    while len(rig.dp.ingress.arriving) < 5 and time.monotonic() < deadline:
         time.sleep(0.001)
     stats = rig.stop()
     c = stats["conservation"]

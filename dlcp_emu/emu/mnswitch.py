@@ -3,7 +3,7 @@
 In the idiom of Mininet's `nodelib.LinuxBridge` and p4lang's `P4Switch`: `start` writes the
 process's config (ports from the switch's interfaces, each port's rate, delay and buffer from
 its link's params, routes from the topology's equal-cost next hops keyed by host MAC, the
-flood tree), turns offloads off on its interfaces, starts `python -m dlcp_emu.emu.datapath.process`
+flood tree), turns offloads off on its interfaces, starts `python -m dlcp_emu.emu.datapath`
 in the root namespace and waits until it is ready; `stop` ends it by pid and keeps its stats.
 
     net = Mininet(topology.to_mininet_topo(), switch=switch_class(topology=t, pipeline="dlcp"),
@@ -228,7 +228,7 @@ class DlcpSwitch(Switch):
         # Own session: a Ctrl-C at the runner's terminal must not kill the switch before the
         # runner has stopped it and collected its stats.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dlcp_emu.emu.datapath.process", "--config", paths["config.json"]],
+            [sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=self._stderr, env=env,
             start_new_session=True, cwd=_project_root())
         stdout.close()

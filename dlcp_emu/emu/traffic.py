@@ -30,7 +30,7 @@ from dlcp_emu.wire.layout import (
     OFF_SEND_TS_NS, OFF_UDP_CHECKSUM, OFF_UDP_DPORT, OFF_VERSION, fields_at,
 )
 
-from dlcp_emu.emu.datapath.process import (
+from dlcp_emu.emu.datapath.sockets import (
     ETH_P_ALL,
     PACKET_IGNORE_OUTGOING,
     PR_SET_TIMERSLACK,
