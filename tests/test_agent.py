@@ -1,6 +1,7 @@
 """Host agents replayed over an ideal message channel (fixed latency, optional zero-fill):
 the collectives compute the exact sum, the timeline obeys the dependencies."""
 import numpy as np
+from workloads import Transfer, ds_sync_groups
 import pandas as pd
 import pytest
 
@@ -92,7 +93,7 @@ def test_ds_sync_sums_within_each_group_and_groups_change():
     run(workers)
     groups_seen = set()
     for it in range(3):
-        groups = {r: workers[r]._group(it) for r in range(n)}
+        groups = {r: next(grp for grp in ds_sync_groups(n, g, it, 1) if r in grp) for r in range(n)}
         groups_seen.add(tuple(sorted(set(groups.values()))))
         for r, group in groups.items():
             for b in plan.buckets:
@@ -155,20 +156,27 @@ def test_real_trace_plan_keeps_bucket_structure_when_scaled():
 
 @pytest.mark.parametrize("n, nbytes", [(2, 4000), (3, 4004), (5, 12), (8, 4 * 1001)])
 def test_each_ranks_ring_steps_are_its_share_of_the_schedule(n, nbytes):
-    """The per-rank steps the worker computes are exactly what the full schedule gives it."""
-    from workloads import ring_allreduce
+    """The steps a worker runs are the ring's, as the textbook gives them: in reduce-scatter
+    step s rank r sends chunk (r - s) mod n to r + 1 and receives chunk (r - 1 - s) mod n from
+    r - 1; in all-gather step s it sends chunk (r + 1 - s) mod n and receives (r - s) mod n."""
     from dlcp_emu.host.plan import BucketPlan
+    from workloads import split_ranges
     trace = small_trace()
     plan = make_plan(trace)
     bucket = BucketPlan(0, 0, (0,), (nbytes,), nbytes, 0)
-    sched = ring_allreduce(n, nbytes)
+    chunks = split_ranges(nbytes, n)
     for r in range(n):
-        mine = Worker(r, n, plan, trace)._ring_steps(tuple(range(n)), bucket)
-        for k, (phase_name, _, transfers) in enumerate(sched.steps()):
-            phase, step, send, recv = mine[k]
-            assert (phase, step) == (0 if phase_name == "reduce_scatter" else 1, k)
-            assert send == next((t for t in transfers if t.src == r), None)
-            assert recv == next((t for t in transfers if t.dst == r), None)
+        w = Worker(r, n, plan, trace)
+        mine = w.pattern.steps(r, bucket.nbytes, workers=n)
+        assert len(mine) == 2 * (n - 1)
+        for k, (phase, step, send, recv) in enumerate(mine):
+            s_ = k if k < n - 1 else k - (n - 1)
+            c_send = (r - s_) % n if k < n - 1 else (r + 1 - s_) % n
+            c_recv = (c_send - 1) % n
+            assert (phase, step) == (0 if k < n - 1 else 1, k)
+            live = {c for c, (a, b) in enumerate(chunks) if b > a}
+            assert send == (Transfer(r, (r + 1) % n, c_send, *chunks[c_send]) if c_send in live else None)
+            assert recv == (Transfer((r - 1) % n, r, c_recv, *chunks[c_recv]) if c_recv in live else None)
 
 
 def test_gradients_follow_the_traces_magnitude_model():

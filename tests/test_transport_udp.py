@@ -27,7 +27,7 @@ def sockets():
 @pytest.mark.parametrize("kind", ["reliable", "dlcp"])
 def test_transfer_over_loopback(sockets, kind):
     a, b = sockets
-    S, R = TRANSPORTS[kind]
+    S, R = TRANSPORTS[kind].sender, TRANSPORTS[kind].receiver
     sender, receiver = S(0, 1), R(1)
     # The receiver learns where to answer from the data's source address.
     drivers = [UdpDriver(sender, a, {1: b.getsockname()}), UdpDriver(receiver, b)]
@@ -54,7 +54,7 @@ def test_transfer_over_loopback(sockets, kind):
 
 def test_run_gives_up_at_the_deadline(sockets):
     a, b = sockets
-    S, _ = TRANSPORTS["reliable"]
+    S = TRANSPORTS["reliable"].sender
     sender = S(0, 1)
     b.close()  # nobody listens: nothing is ever acknowledged
     sender.send(Message(np.ones(1000, np.float32), src_rank=0, dst_rank=1), time.monotonic_ns())
@@ -82,7 +82,7 @@ def wait_for_arrival_stamps(a, b, rx, tries=100):
 def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
     """Datagrams that sat in the socket are reported as having waited at least that long."""
     a, b = sockets
-    S, R = TRANSPORTS["reliable"]
+    S, R = TRANSPORTS["reliable"].sender, TRANSPORTS["reliable"].receiver
     sender, receiver = S(0, 1), R(1)
     tx = UdpDriver(sender, a, {1: b.getsockname()})
     rx = UdpDriver(receiver, b, measure_lag=True, ecn=True)

@@ -14,6 +14,9 @@ tests can show the schedule really computes a sum.
 - ``ds_sync_groups(n, group_size, iteration, seed)``: DS-Sync's disjoint groups, reshuffled
   every iteration.
 
+What one rank does is ``ring_steps`` / ``ps_steps``; the whole schedules are built from them.
+``PATTERNS`` names the patterns a spec may choose; the agents run ``Pattern.steps``.
+
 Chunk boundaries fall on multiples of ``align`` bytes (default 4, one float32) so no element
 is split; sizes differ by at most ``align`` bytes, the first chunks taking the extra ones,
 and bytes beyond the last multiple of ``align`` go to the last chunk. Empty chunks (a tensor
@@ -26,6 +29,15 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
+
+
+class Step(NamedTuple):
+    """One step of a rank's collective: phase 0 reduces (a received range is added), phase 1
+    distributes (a received range replaces); `send` and `recv` are Transfers or None."""
+    phase: int
+    step: int
+    send: "Transfer | None"
+    recv: "Transfer | None"
 
 
 class Transfer(NamedTuple):
@@ -73,22 +85,37 @@ class RingSchedule:
                 yield phase, i, step
 
 
+def ring_steps(rank: int, group: Sequence[int], nbytes: int, align: int = 4) -> list[Step]:
+    """One rank's share of a ring all-reduce over `group` (ranks in ring order): each step
+    (phase, step id, what it sends, what it receives). Reduce-scatter step s: position p sends
+    chunk p - s to p + 1; all-gather step s: chunk p + 1 - s. Computed for one rank alone:
+    building the whole schedule at every rank costs O(n^2) a rank, minutes at 1024 ranks."""
+    n = len(group)
+    me = group.index(rank)
+    chunks = split_ranges(nbytes, n, align)
+    nxt, prv = group[(me + 1) % n], group[(me - 1) % n]
+    steps = []
+    for k in range(2 * (n - 1)):
+        phase, s = (0, k) if k < n - 1 else (1, k - (n - 1))
+        offset = -s if phase == 0 else 1 - s
+        c_send, c_recv = (me + offset) % n, (me - 1 + offset) % n
+        a, b = chunks[c_send]
+        send = Transfer(rank, nxt, c_send, a, b) if b > a else None
+        a, b = chunks[c_recv]
+        recv = Transfer(prv, rank, c_recv, a, b) if b > a else None
+        steps.append(Step(phase, k, send, recv))
+    return steps
+
+
 def ring_allreduce(n: int, nbytes: int, align: int = 4) -> RingSchedule:
+    """The whole ring: every rank's `ring_steps`, step by step."""
     if n < 1:
         raise ValueError(f"ring all-reduce needs n >= 1 ranks, got {n}")
-    chunks = split_ranges(nbytes, n, align)
-
-    def step(offset: int) -> tuple[Transfer, ...]:
-        out = []
-        for r in range(n):
-            c = (r + offset) % n
-            if chunks[c][1] > chunks[c][0]:
-                out.append(Transfer(r, (r + 1) % n, c, *chunks[c]))
-        return tuple(out)
-
-    rs = tuple(step(-s) for s in range(n - 1))
-    ag = tuple(step(1 - s) for s in range(n - 1))
-    return RingSchedule(n, nbytes, tuple(chunks), rs, ag)
+    group = tuple(range(n))
+    per_rank = [ring_steps(r, group, nbytes, align) for r in group]
+    steps = tuple(tuple(st[k].send for st in per_rank if st[k].send is not None)
+                  for k in range(2 * (n - 1)))
+    return RingSchedule(n, nbytes, tuple(split_ranges(nbytes, n, align)), steps[:n - 1], steps[n - 1:])
 
 
 # ---- parameter server -----------------------------------------------------------------------
@@ -118,17 +145,29 @@ def _ranks(spec: int | Sequence[int], start: int, what: str) -> tuple[int, ...]:
     return ranks
 
 
+def ps_steps(rank: int, ps_ranks: Sequence[int], nbytes: int, align: int = 4) -> list[Step]:
+    """One worker's share of a parameter-server exchange: push shard k to PS k (all at once,
+    phase 0), then receive each summed shard back (phase 1)."""
+    shards = split_ranges(nbytes, len(ps_ranks), align)
+    live = [(k, ps, a, b) for k, (ps, (a, b)) in enumerate(zip(ps_ranks, shards)) if b > a]
+    return ([Step(0, k, Transfer(rank, ps, k, a, b), None) for k, ps, a, b in live]
+            + [Step(1, k, None, Transfer(ps, rank, k, a, b)) for k, ps, a, b in live])
+
+
 def parameter_server(workers: int | Sequence[int], ps_ranks: int | Sequence[int],
                      nbytes: int, align: int = 4) -> PSSchedule:
-    """Push / aggregate / pull. Integers mean counts: workers 0..W-1, PS ranks W..W+P-1.
-    A rank may be both worker and PS (colocated); its transfer to itself is then local."""
+    """Push / aggregate / pull, from every worker's `ps_steps`. Integers mean counts: workers
+    0..W-1, PS ranks W..W+P-1. A rank may be both worker and PS (colocated); its transfer to
+    itself is then local."""
     workers = _ranks(workers, 0, "workers")
     ps_ranks = _ranks(ps_ranks, max(workers) + 1, "ps_ranks")
     shards = split_ranges(nbytes, len(ps_ranks), align)
+    per_worker = {w: ps_steps(w, ps_ranks, nbytes, align) for w in workers}
+    push = tuple(st.send for w in workers for st in per_worker[w] if st.phase == 0)
     live = [(k, ps, s) for k, (ps, s) in enumerate(zip(ps_ranks, shards)) if s[1] > s[0]]
-    push = tuple(Transfer(w, ps, k, *s) for w in workers for k, ps, s in live)
     aggregate = tuple(Aggregate(ps, k, *s, workers) for k, ps, s in live)
-    pull = tuple(Transfer(ps, w, k, *s) for k, ps, s in live for w in workers)
+    pulls = {(st.recv.chunk, w): st.recv for w in workers for st in per_worker[w] if st.phase == 1}
+    pull = tuple(pulls[k, w] for k, _, _ in live for w in workers)
     return PSSchedule(workers, ps_ranks, nbytes, tuple(shards), push, aggregate, pull)
 
 
@@ -195,3 +234,35 @@ def execute_ps(arrays: Sequence[np.ndarray], n_ps: int) -> list[np.ndarray]:
     for t in sched.pull:
         out[t.dst][_elems(t, item)] = summed[(t.src, t.chunk)]
     return [out[w].reshape(np.shape(arrays[0])) for w in sched.workers]
+
+
+# ---- the registry ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pattern:
+    """A collective pattern as the agents run it: one line in PATTERNS each."""
+    name: str
+    description: str
+    uses_ps: bool = False     # ranks after the workers serve as parameter servers
+    regroups: bool = False    # DS-Sync: disjoint groups, reshuffled every iteration
+
+    def group(self, rank: int, workers: int, iteration: int, group_size: int | None, seed: int):
+        """The ranks `rank` synchronises with in this iteration (itself included)."""
+        if self.regroups:
+            return next(g for g in ds_sync_groups(workers, group_size, iteration, seed) if rank in g)
+        return tuple(range(workers))
+
+    def steps(self, rank: int, nbytes: int, *, workers: int, ps_ranks: Sequence[int] = (),
+              iteration: int = 0, group_size: int | None = None, seed: int = 0) -> list[Step]:
+        """What a worker sends and receives, step by step, to synchronise one tensor."""
+        if self.uses_ps:
+            return ps_steps(rank, ps_ranks, nbytes)
+        group = self.group(rank, workers, iteration, group_size, seed)
+        return ring_steps(rank, group, nbytes) if len(group) > 1 else []
+
+
+PATTERNS = {p.name: p for p in (
+    Pattern("ring", "ring all-reduce over all workers"),
+    Pattern("ps", "parameter servers, the tensor sharded over them", uses_ps=True),
+    Pattern("ds-sync", "ring all-reduce within DS-Sync groups reshuffled every iteration",
+            regroups=True),
+)}

@@ -32,18 +32,19 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.emu.udp_driver import UdpDriver
+from dlcp_emu.transport import transport
 from workloads import trace_of
 
 MAX_WAIT_S = 0.002
 TCP_PORT = 9797
 
 
-def run_tcp(cfg, stack, stopping):
+def run_kernel_tcp(cfg, agent, stopping):
     """The `tcp` transport: the agent's messages over kernel TCP connections."""
     from dlcp_emu.emu.tcp_messenger import TcpMessenger
     peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
     bind = (cfg["bind"][0], TCP_PORT)
-    m = TcpMessenger(cfg["rank"], stack.agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
+    m = TcpMessenger(cfg["rank"], agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
     clock = time.monotonic_ns
     while clock() < cfg["start_at_ns"] and not stopping:
         time.sleep(0.005)
@@ -69,7 +70,7 @@ def run_tcp(cfg, stack, stopping):
             write_json_atomic(out_path, tcp_records(cfg, m, started))
             next_write = now + 1_000_000_000
     write_json_atomic(out_path, tcp_records(cfg, m, started))
-    save_results(cfg, stack.agent)
+    save_results(cfg, agent)
     return 0
 
 
@@ -85,7 +86,7 @@ def tcp_records(cfg, m, started):
     return out
 
 
-def build_stack(cfg):
+def build_agent(cfg):
     trace = trace_of(cfg)
     plan = make_plan(trace, dilation=cfg["dilation"], byte_scale=cfg["byte_scale"],
                      fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
@@ -96,10 +97,7 @@ def build_stack(cfg):
         agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
                             CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],
                             cfg["mtu"], keep_results=bool(cfg.get("results_path")))
-    stack = HostStack(rank, agent, "reliable" if cfg["transport"] == "tcp" else cfg["transport"],
-                      mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
-                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])
-    return plan, stack
+    return plan, agent
 
 
 class Stalls:
@@ -152,10 +150,11 @@ def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
 
 def main(argv=None):
     cfg, stopping = config_and_stop_flag("dlcp_emu.emu.hostd", argv)
-    plan, stack = build_stack(cfg)
-
-    if cfg["transport"] == "tcp":
-        return run_tcp(cfg, stack, stopping)
+    plan, agent = build_agent(cfg)
+    if transport(cfg["transport"]).kernel:
+        return run_kernel_tcp(cfg, agent, stopping)
+    stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
+                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))

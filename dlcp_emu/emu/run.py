@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dlcp_emu.experiment import results
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT
+from dlcp_emu.transport import TRANSPORTS
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.experiment.runner import (
@@ -231,7 +232,7 @@ def _start_background(spec, topo, run, run_dir, start_at, log):
         out.unlink(missing_ok=True)
         common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
                   "out_path": str(out)}
-        if bg["transport"] == "tcp":
+        if TRANSPORTS[bg["transport"]].kernel:
             module = "dlcp_emu.emu.bgtraffic"
             cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
                    "flows": [[t / 1e9, topo.host_ip(hosts[dst]), n] for t, dst, n, _ in by_src[h]]}

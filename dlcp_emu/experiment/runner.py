@@ -10,8 +10,10 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from topologies import build as build_topology, builder_params
+from workloads import PATTERNS
 
 from dlcp_emu.experiment import results
+from dlcp_emu.transport import TRANSPORTS
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.experiment.spec import MAX_BACKGROUND_FLOWS
 
@@ -67,7 +69,7 @@ def place(spec, topology):
     different racks and synchronisation crosses the fabric; `packed` fills rack after rack."""
     w = spec.workload
     n = w["workers"]
-    ps = tuple(range(n, n + w["ps"])) if w["pattern"] == "ps" else ()
+    ps = tuple(range(n, n + w["ps"])) if PATTERNS[w["pattern"]].uses_ps else ()
     hosts = topology.hosts()
     if w["placement"] == "spread":
         racks = {}
@@ -197,7 +199,7 @@ def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_
     s = results.summarize(its, tens, dels, ports,
                           compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
                           workers=spec.workload["workers"],
-                          loss_bound=spec.transport["loss_bound"] if transport == "dlcp" else 0.0,
+                          loss_bound=spec.transport["loss_bound"] if TRANSPORTS[transport].bounded_loss else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
     s["compression"] = results.compression_summary(spec.compression, tens)
     s.update({"preset": preset, "transport": transport,

@@ -59,10 +59,12 @@ from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
+from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
 from topologies import builder_params, build as build_topology
+from workloads import PATTERNS
 
-PATTERNS = ("ring", "ps", "ds-sync")
-TRANSPORTS = ("tcp", "reliable", "dlcp", "auto")
+TRANSPORT_KINDS = (*TRANSPORTS, AUTO)
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
@@ -119,10 +121,7 @@ class Spec:
     def transport_for(self, preset):
         """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
         transport and every other preset with the reliable one (the fair baseline)."""
-        kind = self.transport["kind"]
-        if kind != "auto":
-            return kind
-        return "dlcp" if str(preset).startswith("dlcp") else "reliable"
+        return transport_for_preset(self.transport["kind"], preset)
 
     def build_topology(self):
         params = {k: v for k, v in self.topology.items() if k != "kind"}
@@ -218,9 +217,9 @@ def _workload_fields():
 
 
 TRANSPORT_FIELDS = {
-    "kind": ("reliable", _one_of(TRANSPORTS), f"one of {', '.join(TRANSPORTS)}"),
-    "loss_bound": (0.01, _num(0, 0.5), "a fraction in 0..0.5"),
-    "droppable_fraction": (0.5, _num(0, 1), "a fraction in 0..1"),
+    "kind": ("reliable", _one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
+    "loss_bound": (DEFAULT_LOSS_BOUND, _num(0, 0.5), "a fraction in 0..0.5"),
+    "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, _num(0, 1), "a fraction in 0..1"),
 }
 
 _C = CompressionSpec()   # the defaults live there, once
@@ -259,7 +258,8 @@ def parse_spec(raw, source="spec"):
         if not path.is_file():
             c.problems.append(f"workload.trace: no file at {str(path)!r}")
         workload["trace"] = str(path)
-    if workload.get("pattern") == "ds-sync" and isinstance(workload.get("group_size"), int) \
+    pattern = PATTERNS.get(workload.get("pattern")) if isinstance(workload.get("pattern"), str) else None
+    if pattern is not None and pattern.regroups and isinstance(workload.get("group_size"), int) \
             and isinstance(workload.get("workers"), int) and workload["group_size"] > workload["workers"]:
         c.problems.append("workload.group_size: must be at most workload.workers")
 
@@ -301,10 +301,12 @@ def _check_topology(c, topology, workload):
         return
     hosts = len(topo.hosts())
     needed = workload.get("workers", 0) if isinstance(workload.get("workers"), int) else 0
-    if workload.get("pattern") == "ps" and isinstance(workload.get("ps"), int):
+    pattern = PATTERNS.get(workload.get("pattern")) if isinstance(workload.get("pattern"), str) else None
+    uses_ps = pattern is not None and pattern.uses_ps
+    if uses_ps and isinstance(workload.get("ps"), int):
         needed += workload["ps"]
     if needed > hosts:
-        c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if workload.get('pattern') == 'ps' else ''}) "
+        c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if uses_ps else ''}) "
                           f"but topology {kind} has {hosts}")
     return topo
 

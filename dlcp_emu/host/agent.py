@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workloads import ds_sync_groups, split_ranges
-from workloads.patterns import Transfer
+from workloads import PATTERNS, split_ranges
 
 from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 
@@ -98,7 +97,7 @@ class Worker:
                  ps_ranks=(), group_size=None, keep_results=False, compression=None,
                  wire_ns_per_byte=0.0):
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
-        self.pattern, self.iterations, self.seed = pattern, iterations, seed
+        self.pattern, self.iterations, self.seed = PATTERNS[pattern], iterations, seed
         self.ps_ranks = tuple(ps_ranks)
         self.group_size = group_size
         self.keep_results = keep_results
@@ -212,7 +211,7 @@ class Worker:
                 if lost and data.size != region.size:
                     raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
                                        "sparse messages are sent exact")
-                unpack_into(region, data, add=phase == 0 and self.pattern != "ps")
+                unpack_into(region, data, add=phase == 0)   # reduce: add; distribute: replace
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
             c.k += 1
             c.sent = False
@@ -224,7 +223,7 @@ class Worker:
             packed, kept, total = topk_pack(data, c.ratio)
             c.energy[0] += kept
             c.energy[1] += total
-        if packed is not None and phase == 1 and self.pattern != "ps":
+        if packed is not None and phase == 1:
             unpack_into(data, packed, add=False)   # the owner keeps what the others get
         data = data.copy() if packed is None else packed
         c.sent_bytes += data.nbytes
@@ -235,50 +234,9 @@ class Worker:
     def _begin(self, iteration, bucket, now):
         buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
         c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
-        if self.pattern == "ps":
-            c.steps = self._ps_steps(bucket)
-        else:
-            group = self._group(iteration)
-            if len(group) > 1:
-                c.steps = self._ring_steps(group, bucket)
+        c.steps = self.pattern.steps(self.rank, bucket.nbytes, workers=self.n, ps_ranks=self.ps_ranks,
+                                     iteration=iteration, group_size=self.group_size, seed=self.seed)
         return c
-
-    def _group(self, iteration):
-        if self.pattern == "ds-sync":
-            for g in ds_sync_groups(self.n, self.group_size, iteration, self.seed):
-                if self.rank in g:
-                    return g
-        return tuple(range(self.n))
-
-    def _ring_steps(self, group, bucket):
-        """Each step: (phase, step id, what I send, what I receive), this rank's share of
-        `workloads.ring_allreduce` (reduce-scatter step s: position p sends chunk p - s to
-        p + 1; all-gather step s: chunk p + 1 - s), computed for this rank alone: building the
-        whole schedule at every rank costs O(n^2) a rank, minutes at 1024 ranks."""
-        n = len(group)
-        me = group.index(self.rank)
-        chunks = split_ranges(bucket.nbytes, n)
-        nxt, prv = group[(me + 1) % n], group[(me - 1) % n]
-        steps = []
-        for k in range(2 * (n - 1)):
-            phase, s = (0, k) if k < n - 1 else (1, k - (n - 1))
-            offset = -s if phase == 0 else 1 - s
-            c_send, c_recv = (me + offset) % n, (me - 1 + offset) % n
-            a, b = chunks[c_send]
-            send = Transfer(self.rank, nxt, c_send, a, b) if b > a else None
-            a, b = chunks[c_recv]
-            recv = Transfer(prv, self.rank, c_recv, a, b) if b > a else None
-            steps.append((phase, k, send, recv))
-        return steps
-
-    def _ps_steps(self, bucket):
-        """Push shard k to PS k (all at once, step 0), then receive each summed shard."""
-        shards = split_ranges(bucket.nbytes, len(self.ps_ranks))
-        steps = [(0, k, Transfer(self.rank, ps, k, a, b), None)
-                 for k, (ps, (a, b)) in enumerate(zip(self.ps_ranks, shards)) if b > a]
-        steps += [(1, k, None, Transfer(ps, self.rank, k, a, b))
-                  for k, (ps, (a, b)) in enumerate(zip(self.ps_ranks, shards)) if b > a]
-        return steps
 
     def _finish_collective(self, now):
         c = self.active

@@ -7,7 +7,9 @@ Mininet host, the simulator's network in virtual time.
 """
 import numpy as np
 
-from dlcp_emu.transport import TRANSPORTS, MagnitudePolicy, Message, RttEstimator
+from dlcp_emu.transport import MagnitudePolicy, Message, RttEstimator
+from dlcp_emu.transport import transport as find_transport
+from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
 from dlcp_emu.wire import PacketType
 
 FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
@@ -16,14 +18,16 @@ TOP_CLASS = 7          # the largest-magnitude class
 
 class HostStack:
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
-                 loss_bound=0.01, droppable_fraction=0.1, link_rate_bps=None):
+                 loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
+                 link_rate_bps=None):
         """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
         retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults."""
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        t = find_transport(transport)
+        if t.kernel:
+            raise ValueError(f"transport {t.name!r} is the kernel's: it has no packet endpoints to stack")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
         self.link_rate_bps = link_rate_bps
-        self.sender_cls, receiver_cls = TRANSPORTS[transport]
+        self.sender_cls, receiver_cls = t.sender, t.receiver
         self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound)
         self.receiver = receiver_cls(rank, mtu=mtu)
         self.senders = {}

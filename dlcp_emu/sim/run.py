@@ -25,6 +25,7 @@ from dlcp_emu.experiment.runner import (
     tables,
 )
 from dlcp_emu.sim import SimNetwork
+from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.sim.hosts import SimHosts
 
@@ -33,9 +34,9 @@ SLICE_EVENTS = 200_000
 
 def build(spec, pipeline, keep_results=False):
     transport = spec.transport_for(preset_name(pipeline))
-    if transport == "tcp":
-        raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
-                         "the simulator runs 'reliable' or 'dlcp'")
+    if SIMULATION not in TRANSPORTS[transport].backends:
+        raise ValueError(f"transport.kind: {transport!r} runs in {' and '.join(TRANSPORTS[transport].backends)} "
+                         f"only; the simulator runs {', '.join(n for n, t in TRANSPORTS.items() if SIMULATION in t.backends)}")
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     trace = trace_of(spec.workload)
@@ -74,7 +75,7 @@ def _background(spec, topo, hosts):
     endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h))
                  for i, h in enumerate(names)}
     hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)),
-                  udp_port=None if spec.background["transport"] == "tcp" else BACKGROUND_UDP_PORT)
+                  udp_port=None if TRANSPORTS[spec.background["transport"]].kernel else BACKGROUND_UDP_PORT)
     return endpoints
 
 
@@ -136,7 +137,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
                                                  if p.frame is not None))}
     finish(run_dir, s, frames, interrupted)
-    if "background" in s and spec.background["transport"] == "tcp":
+    if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
     return s, {**frames, "hosts": hosts}
 

@@ -20,7 +20,7 @@ DEFAULT_MTU = 1500
 FLOAT = np.dtype("<f4")  # gradients travel little-endian, whatever the host order
 MAX_CHUNKS = 1 << 29     # probes pack (class << 29 | chunk) into 32 bits
 DEFAULT_LOSS_BOUND = 0.01
-DEFAULT_DROPPABLE_FRACTION = 0.1
+DEFAULT_DROPPABLE_FRACTION = 0.5
 
 
 def chunk_payload_size(mtu: int = DEFAULT_MTU) -> int:
@@ -109,7 +109,8 @@ class MagnitudePolicy:
     Droppable: candidates are the `droppable_fraction` of chunks with the smallest magnitude;
     taking them smallest first, a chunk is marked only while the marked bytes stay within
     floor(loss_bound * message bytes). The loss bound therefore holds by construction: with
-    the defaults (10% candidates, 1% bound) the smallest-magnitude 1% of the bytes may be lost.
+    the defaults (half the chunks candidates, 1% bound) the smallest-magnitude 1% of the bytes
+    may be lost.
     """
 
     droppable_fraction: float = DEFAULT_DROPPABLE_FRACTION
