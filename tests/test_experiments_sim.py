@@ -175,3 +175,17 @@ def test_variants_are_every_combination_checked_up_front():
     assert [label for label, _, _ in compare.variants(spec, ["fifo"])] == ["fifo"]
     with pytest.raises(ValueError, match=r"background.load: 2 is not allowed"):
         compare.variants(spec, ["fifo"], [("background.load", [0.1, 2])])
+
+
+def test_compare_runs_a_spec_with_a_custom_switch_table(tmp_path):
+    """A [switch] table with stages of its own (as the README shows) runs under compare and
+    is named after its preset."""
+    raw = {**TINY, "workload": {**TINY["workload"], "iterations": 1},
+           "switch": {"preset": "dlcp", "queue_manager": {"name": "dlcp", "threshold": 0.3}}}
+    spec = parse_spec(raw)
+    run_dir, summary = compare.compare(spec, [spec.switch], backend="sim", root=tmp_path,
+                                       log=lambda m: None)
+    assert list(summary["presets"]) == ["dlcp+custom"]
+    s = summary["presets"]["dlcp+custom"]
+    assert s["completed"] and s["transport"] == "dlcp"
+    assert "threshold=0.3" in s["pipeline"]

@@ -133,7 +133,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     stalls = [r.get("stalls") or {} for r in records]
     fidelity["host_stall_max_ms"] = max(
         (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
-    s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
+    s = summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)

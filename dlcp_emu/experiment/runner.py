@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from switch_models import PipelineSpec
 from topologies import build as build_topology, builder_params
 from workloads import PATTERNS
 
@@ -60,7 +61,8 @@ class Placement:
 
 
 def preset_name(pipeline):
-    return pipeline if isinstance(pipeline, str) else pipeline.get("preset", "custom") + "+custom"
+    """What a run under this pipeline (a preset name or a [switch] table) is called."""
+    return PipelineSpec.parse(pipeline).name
 
 
 def place(spec, topology):
@@ -195,14 +197,15 @@ def port_table(counters_by_switch, duration_s, dilation):
     return pd.DataFrame(rows)
 
 
-def summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration_s, plan):
+def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration_s, plan):
     s = results.summarize(its, tens, dels, ports,
                           compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
                           workers=spec.workload["workers"],
                           loss_bound=spec.transport["loss_bound"] if TRANSPORTS[transport].bounded_loss else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
     s["compression"] = results.compression_summary(spec.compression, tens)
-    s.update({"preset": preset, "transport": transport,
+    s.update({"preset": preset_name(pipeline), "pipeline": PipelineSpec.parse(pipeline).describe(),
+              "transport": transport,
               "model": spec.workload.get("model") or spec.workload.get("trace"),
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
               "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})

@@ -118,7 +118,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     its, tens, dels = tables(records, spec.time_dilation)
     virtual_s = net.loop.now * 1e-9
     ports = port_table(net.counters(), active_seconds(tens), spec.time_dilation)
-    s = summary(spec, preset, spec.transport_for(preset), its, tens, dels, ports,
+    s = summary(spec, pipeline, spec.transport_for(preset), its, tens, dels, ports,
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"

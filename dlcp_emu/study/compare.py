@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dlcp_emu.experiment import results
+from dlcp_emu.experiment.runner import preset_name
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
@@ -42,7 +43,7 @@ def variants(spec, presets, vary=()):
         leaf = field.rsplit(".", 1)[-1]
         specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
                  for (label, s), v in itertools.product(specs, values)]
-    return [(p + label, p, s) for p in presets for label, s in specs]
+    return [(preset_name(p) + label, p, s) for p in presets for label, s in specs]
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
