@@ -2,6 +2,8 @@
 the collectives compute the exact sum, the timeline obeys the dependencies."""
 import numpy as np
 from workloads import Transfer, ds_sync_groups
+
+from dlcp_emu.scale import Scale
 import pandas as pd
 import pytest
 
@@ -129,7 +131,7 @@ def test_zero_filled_bytes_are_accounted_and_the_rest_is_exact():
 
 def test_timeline_overlaps_backward_and_waits_for_updates():
     trace = small_trace()
-    plan = make_plan(trace, dilation=2.0, fusion_bytes=0)
+    plan = make_plan(trace, Scale(dilation=2.0), fusion_bytes=0)
     workers = {r: Worker(r, 2, plan, trace, "ring", iterations=3) for r in range(2)}
     run(workers, latency_ns=3_000_000)    # slow network: communication shows in the iteration
     w = workers[0]
@@ -149,7 +151,7 @@ def test_timeline_overlaps_backward_and_waits_for_updates():
 
 def test_real_trace_plan_keeps_bucket_structure_when_scaled():
     trace = get_model("resnet50")
-    full, small = make_plan(trace), make_plan(trace, byte_scale=0.01)
+    full, small = make_plan(trace), make_plan(trace, Scale(byte_scale=0.01))
     assert [b.layer_ids for b in full.buckets] == [b.layer_ids for b in small.buckets]
     assert small.bytes_per_iteration == pytest.approx(full.bytes_per_iteration * 0.01, rel=0.01)
 
@@ -184,7 +186,7 @@ def test_gradients_follow_the_traces_magnitude_model():
     lognormal ones), signs balanced, float32; the same (seed, rank, iteration, bucket) gives
     the same values, another rank others."""
     trace = get_model("resnet50")
-    plan = make_plan(trace, byte_scale=0.1, fusion_bytes=1 << 40, fusion_cycle_ms=1e6)
+    plan = make_plan(trace, Scale(byte_scale=0.1), fusion_bytes=1 << 40, fusion_cycle_ms=1e6)
     (bucket,) = plan.buckets
     g = gradient(trace, plan, bucket, 0, 0, 1)
     assert g.dtype == np.float32 and g.nbytes == bucket.nbytes

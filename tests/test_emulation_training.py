@@ -52,7 +52,7 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, m
     assert (its["total_s"] >= its["compute_s"] * 0.999).all()
 
     trace = trace_of(spec.workload)
-    plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale)
+    plan = make_plan(trace, spec.scale)
     results = {r: np.load(tmp_path / f"tensors-{r}.npz") for r in range(4)}
     # What the parameter server zero-filled of the pushes it summed, in bucket bytes.
     ps_lost = json.loads((tmp_path / "host-4.json").read_text()).get("lost", []) if pattern == "ps" else []

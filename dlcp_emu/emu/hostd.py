@@ -11,7 +11,7 @@ SIGTERM, so a run that is stopped keeps what was measured.
 
 Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
-"transport", "mtu", "loss_bound", "droppable_fraction", "dilation", "byte_scale",
+"transport", "mtu", "loss_bound", "droppable_fraction", "scale",
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
 "start_at_ns", "deadline_s", "out_path", "results_path"}
 """
@@ -32,6 +32,7 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.emu.udp_driver import UdpDriver
+from dlcp_emu.scale import Scale
 from dlcp_emu.transport import transport
 from workloads import trace_of
 
@@ -88,7 +89,7 @@ def tcp_records(cfg, m, started):
 
 def build_agent(cfg):
     trace = trace_of(cfg)
-    plan = make_plan(trace, dilation=cfg["dilation"], byte_scale=cfg["byte_scale"],
+    plan = make_plan(trace, Scale(**cfg["scale"]),
                      fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
     rank = cfg["rank"]
     if cfg["role"] == "ps":

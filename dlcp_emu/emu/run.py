@@ -44,8 +44,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     from workloads import trace_of
-    plan = make_plan(trace_of(spec.workload), dilation=spec.time_dilation,
-                     byte_scale=spec.byte_scale, fusion_bytes=spec.workload["fusion_bytes"],
+    plan = make_plan(trace_of(spec.workload), spec.scale, fusion_bytes=spec.workload["fusion_bytes"],
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
     preset = preset_name(pipeline)
     transport = spec.transport_for(preset)
@@ -94,11 +93,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             records.append(json.loads(out.read_text()))
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
     t0 = min(starts) if starts else 0
-    its, tens, dels = tables(records, spec.time_dilation, t0_ns=t0)
+    its, tens, dels = tables(records, spec.scale, t0_ns=t0)
     queues = queue_table({name: st.get("queue_samples") for name, st in run.stats.items() if st},
-                         t0, spec.time_dilation)
+                         t0, spec.scale)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
-    ports = port_table(counters, active_seconds(tens), spec.time_dilation)
+    ports = port_table(counters, active_seconds(tens), spec.scale)
     fidelity = _fidelity(run.stats)
     # CPU time the hypervisor gave to others while the run went on, as a share of the
     # machine's: no process of the run can keep its schedule through it (6.9 s went within
@@ -140,8 +139,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     # Packets the hosts' own egress queues dropped: lost before any switch saw them.
     s["host_queue_drops"] = run.host_drops
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-              "queues": queues, "background": _background_table(bg_outs, spec.time_dilation),
-              "packets": _packets(run_dir, outs, spec.time_dilation, t0)}
+              "queues": queues, "background": _background_table(bg_outs, spec.scale),
+              "packets": _packets(run_dir, outs, spec.scale, t0)}
     finish(run_dir, s, frames, interrupted)
     for st in run.stats.values():   # the samples are in queues.parquet
         if st:
@@ -248,7 +247,7 @@ def _start_background(spec, topo, run, run_dir, start_at, log):
     return outs
 
 
-def _background_table(outs, dilation):
+def _background_table(outs, scale):
     import pandas as pd
     rows = []
     for host, out in outs.items():
@@ -256,12 +255,12 @@ def _background_table(outs, dilation):
             continue
         for f in json.loads(out.read_text())["flows"]:
             rows.append({"src": host, "dst": f["dst"], "bytes": f["bytes"], "state": f["state"],
-                         "start_s": f["start_ns"] * 1e-9 / dilation,
-                         "fct_s": None if f["fct_ns"] is None else f["fct_ns"] * 1e-9 / dilation})
+                         "start_s": scale.seconds(f["start_ns"]),
+                         "fct_s": None if f["fct_ns"] is None else scale.seconds(f["fct_ns"])})
     return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
 
 
-def _packets(run_dir, outs, dilation, t0):
+def _packets(run_dir, outs, scale, t0):
     """The hosts' per-packet logs joined into one table with each packet's fate."""
     import pandas as pd
     from dlcp_emu.host.packet_log import packet_table
@@ -274,4 +273,4 @@ def _packets(run_dir, outs, dilation, t0):
                          "received": list(pd.read_parquet(received).itertuples(index=False, name=None))})
             sent.unlink()
             received.unlink()
-    return packet_table(logs, dilation, t0)
+    return packet_table(logs, scale, t0)

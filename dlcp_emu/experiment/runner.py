@@ -32,18 +32,18 @@ def scaled_topology(spec):
     kind = spec.topology["kind"]
     params = {k: v for k, v in spec.topology.items() if k != "kind"}
     defaults = builder_params(kind)
-    factor = spec.byte_scale / spec.time_dilation
+    scale = spec.scale
     for key in list(params):
         if key.endswith("rate_bps") and params[key] is not None:
-            params[key] = params[key] * factor
+            params[key] = scale.rate_bps(params[key])
         elif key.endswith("delay_ns") and params[key] is not None:
-            params[key] = int(params[key] * spec.time_dilation)
+            params[key] = scale.delay_ns(params[key])
     floor = MIN_BUFFER_FRAMES * (spec.mtu + 14)
     for key, default in defaults.items():
         if key.endswith("buffer_bytes"):
             real = params.get(key, default)
             if real is not None:
-                params[key] = max(floor, int(real * spec.byte_scale))
+                params[key] = max(floor, scale.nbytes(real))
     return build_topology(kind, **params)
 
 
@@ -97,7 +97,7 @@ def background_flows(spec, topology):
     index = {h: i for i, h in enumerate(hosts)}
     by_src = {h: [] for h in hosts}
     for fid, f in enumerate(flows):
-        by_src[f.src].append((int(f.start_s * 1e9), index[f.dst], max(1, int(f.nbytes * spec.byte_scale)), fid))
+        by_src[f.src].append((int(f.start_s * 1e9), index[f.dst], max(1, spec.scale.nbytes(f.nbytes)), fid))
     return by_src
 
 
@@ -112,7 +112,7 @@ def compression_for(spec):
     time."""
     c = dict(spec.compression)
     target_ms = c.pop("target_delay_ms")
-    return CompressionSpec(**c, target_delay_ns=target_ms * 1e6 * spec.time_dilation)
+    return CompressionSpec(**c, target_delay_ns=spec.scale.stretch(target_ms * 1e6))
 
 
 def hostd_config(spec, placement, topology, rank, transport, **extra):
@@ -123,8 +123,8 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "model": w.get("model"), "trace": w.get("trace"), "pattern": w["pattern"],
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
         "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
-        "droppable_fraction": t["droppable_fraction"], "dilation": spec.time_dilation,
-        "byte_scale": spec.byte_scale, "fusion_bytes": w["fusion_bytes"],
+        "droppable_fraction": t["droppable_fraction"], "scale": spec.scale.as_config(),
+        "fusion_bytes": w["fusion_bytes"],
         "fusion_cycle_ms": w["fusion_cycle_ms"],
         "peers": {r: [topology.host_ip(h), 9796] for r, h in placement.host_of_rank.items()},
         "bind": [topology.host_ip(placement.host_of_rank[rank]), 9796],
@@ -134,10 +134,10 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
     }
 
 
-def tables(records, dilation, t0_ns=0):
+def tables(records, run_scale, t0_ns=0):
     """records: the hosts' record dicts (hostd's format). Returns (iterations, tensors,
     deliveries) DataFrames with times in real-world seconds from the run's start."""
-    scale = 1e-9 / dilation
+    scale = run_scale.s_per_ns
     its, tens, dels = [], [], []
     for rec in records:
         rank = rec["rank"]
@@ -177,7 +177,7 @@ def active_seconds(tensors):
     return float(tensors["done_s"].max()) if len(tensors) and tensors["done_s"].notna().any() else None
 
 
-def port_table(counters_by_switch, duration_s, dilation):
+def port_table(counters_by_switch, duration_s, scale):
     """Switch counters -> one row per egress port, with utilisation over duration_s
     (real-world seconds; the counters' rates are the scaled ones, so time is dilated back)."""
     rows = []
@@ -189,7 +189,7 @@ def port_table(counters_by_switch, duration_s, dilation):
                    "trimmed": p["trimmed"], "marked": p["marked"],
                    "max_queue_bytes": p["max_bytes"], "dropped": sum(p["drops"].values()),
                    "rate_bps": rate,
-                   "utilization": (p["tx_bytes"] * 8 / (rate * duration_s * dilation))
+                   "utilization": (p["tx_bytes"] * 8 / (rate * duration_s * scale.dilation))
                    if rate and duration_s else None}
             for reason, count in p["drops"].items():
                 row[f"drop_{reason}"] = count
@@ -199,7 +199,7 @@ def port_table(counters_by_switch, duration_s, dilation):
 
 def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration_s, plan):
     s = results.summarize(its, tens, dels, ports,
-                          compute_s=plan.compute_ns * 1e-9 / spec.time_dilation,
+                          compute_s=spec.scale.seconds(plan.compute_ns),
                           workers=spec.workload["workers"],
                           loss_bound=spec.transport["loss_bound"] if TRANSPORTS[transport].bounded_loss else 0.0,
                           fidelity=fidelity, duration_s=duration_s)
@@ -212,7 +212,7 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
     return s
 
 
-def queue_table(samples_by_switch, t0_ns, dilation):
+def queue_table(samples_by_switch, t0_ns, scale):
     """{switch: {"ports": [...], "samples": [(t_ns, bytes...), ...]}} -> long table of
     (switch, port, t_s, queued_bytes), t_s in real-world seconds from t0; ports that never
     queued anything are left out."""
@@ -224,7 +224,7 @@ def queue_table(samples_by_switch, t0_ns, dilation):
         for i, port in enumerate(ports):
             if not any(smp[i + 1] for smp in samples):
                 continue
-            rows.extend({"switch": sw, "port": int(port), "t_s": (smp[0] - t0_ns) * 1e-9 / dilation,
+            rows.extend({"switch": sw, "port": int(port), "t_s": scale.seconds(smp[0] - t0_ns),
                          "queued_bytes": smp[i + 1]} for smp in samples)
     return pd.DataFrame(rows, columns=["switch", "port", "t_s", "queued_bytes"])
 

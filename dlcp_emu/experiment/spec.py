@@ -59,6 +59,7 @@ from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
 from topologies import builder_params, build as build_topology
@@ -97,6 +98,11 @@ class Spec:
     compression: dict
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def scale(self):
+        """Real world <-> emulated for this run."""
+        return Scale(self.time_dilation, self.byte_scale)
 
     def with_switch(self, switch):
         """The same experiment with another switch spec (a preset name or a table)."""

@@ -60,7 +60,7 @@ def packet_key(h):
     return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns)
 
 
-def packet_table(logs, dilation, t0_ns=0, in_flight=()):
+def packet_table(logs, run_scale, t0_ns=0, in_flight=()):
     """logs: records() of every host. One row per packet sent: times in real-world seconds
     from t0, and its fate. in_flight: keys (`packet_key`) of packets still in the network
     at the end, which are not lost."""
@@ -73,7 +73,7 @@ def packet_table(logs, dilation, t0_ns=0, in_flight=()):
     recv = recv.drop_duplicates(key)   # a duplicated packet counts as delivered once
     out = sent.merge(recv[key + ["recv_ns", "ce", "flags"]].rename(columns={"flags": "recv_flags"}),
                      on=key, how="left")
-    scale = 1e-9 / dilation
+    scale = run_scale.s_per_ns
     out["send_s"] = (out["send_ts_ns"] - t0_ns) * scale
     out["recv_s"] = (out["recv_ns"] - t0_ns) * scale
     trimmed = out["recv_flags"].fillna(0).astype(int) & int(Flags.TRIMMED)

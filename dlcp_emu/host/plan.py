@@ -9,6 +9,8 @@ import numpy as np
 
 from workloads import fuse
 
+from dlcp_emu.scale import Scale
+
 
 @dataclass(frozen=True)
 class BucketPlan:
@@ -29,8 +31,7 @@ class Plan:
     buckets: tuple[BucketPlan, ...]
     bucket_of_layer: tuple[int, ...]    # by layer id
     compute_ns: int                     # forward + backward of one iteration
-    dilation: float
-    byte_scale: float
+    scale: Scale
     mag_params: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -38,10 +39,10 @@ class Plan:
         return sum(b.nbytes for b in self.buckets)
 
 
-def make_plan(trace, dilation=1.0, byte_scale=1.0, fusion_bytes=64 << 20, fusion_cycle_ms=5.0):
+def make_plan(trace, scale=Scale(), fusion_bytes=64 << 20, fusion_cycle_ms=5.0):
     n_layers = trace.num_layers
     layers = trace.layers.set_index("layer_id").sort_index()
-    scaled = {lid: max(4, int(b * byte_scale) // 4 * 4) for lid, b in layers["grad_bytes"].items()}
+    scaled = {lid: max(4, scale.nbytes(b) // 4 * 4) for lid, b in layers["grad_bytes"].items()}
     buckets = []
     bucket_of = [0] * n_layers
     # Fusion decides on the real sizes, so a scaled run keeps the real bucket structure.
@@ -49,14 +50,14 @@ def make_plan(trace, dilation=1.0, byte_scale=1.0, fusion_bytes=64 << 20, fusion
         sizes = tuple(scaled[lid] for lid in b.layer_ids)
         for lid in b.layer_ids:
             bucket_of[lid] = len(buckets)
-        buckets.append(BucketPlan(index=len(buckets), ready_ns=int(b.ready_us * 1e3 * dilation),
+        buckets.append(BucketPlan(index=len(buckets), ready_ns=scale.time_ns(b.ready_us),
                                   layer_ids=tuple(b.layer_ids), sizes=sizes, nbytes=sum(sizes),
                                   priority=min(7, min(b.layer_ids) * 8 // n_layers)))
-    forward = tuple(int(us * 1e3 * dilation) for us in layers["forward_us"])
-    backward = int(trace.backward_total_us * 1e3 * dilation)
+    forward = tuple(scale.time_ns(us) for us in layers["forward_us"])
+    backward = scale.time_ns(trace.backward_total_us)
     return Plan(model=trace.model, n_layers=n_layers, forward_ns=forward, backward_ns=backward,
                 buckets=tuple(buckets), bucket_of_layer=tuple(bucket_of),
-                compute_ns=sum(forward) + backward, dilation=dilation, byte_scale=byte_scale,
+                compute_ns=sum(forward) + backward, scale=scale,
                 mag_params=_magnitude_params(trace))
 
 

@@ -41,7 +41,7 @@ def build(spec, pipeline, keep_results=False):
     placement = place(spec, topo)
     trace = trace_of(spec.workload)
     w, t = spec.workload, spec.transport
-    plan = make_plan(trace, dilation=spec.time_dilation, byte_scale=spec.byte_scale,
+    plan = make_plan(trace, spec.scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
     stacks = {}
     compression = compression_for(spec)
@@ -86,7 +86,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     preset = preset_name(pipeline)
     wall = time.monotonic()
     samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.switches.items()}
-    sample_ns = int(1e6 * spec.time_dilation)   # 1 ms of real-world time
+    sample_ns = spec.scale.delay_ns(1_000_000)   # 1 ms of real-world time
 
     def sample():
         for name, q in samples.items():
@@ -107,7 +107,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
             t = net.loop.run(until=limit_ns, max_events=SLICE_EVENTS)
             its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
                       for s in hosts.stacks.values() if isinstance(s.agent, Worker))
-            log(f"  virtual {t / 1e9 / spec.time_dilation:8.3f} s  iterations {its}/{spec.workload['iterations']}  "
+            log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
                 f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
     except KeyboardInterrupt:
         interrupted = "interrupted (Ctrl-C)"
@@ -115,9 +115,9 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
         interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
                        else "no events left before the agents were done (stalled)")
     records = [_records(rank, s) for rank, s in hosts.stacks.items()]
-    its, tens, dels = tables(records, spec.time_dilation)
+    its, tens, dels = tables(records, spec.scale)
     virtual_s = net.loop.now * 1e-9
-    ports = port_table(net.counters(), active_seconds(tens), spec.time_dilation)
+    ports = port_table(net.counters(), active_seconds(tens), spec.scale)
     s = summary(spec, pipeline, spec.transport_for(preset), its, tens, dels, ports,
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
@@ -130,10 +130,10 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["packet_hops"] = sum(taken for taken, _ in conservation.values())
     s["packet_hops_per_s"] = round(s["packet_hops"] / s["wall_s"]) if s["wall_s"] > 0 else None
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-              "queues": queue_table(samples, 0, spec.time_dilation),
-              "background": _background_table(topo, hosts, spec.time_dilation),
+              "queues": queue_table(samples, 0, spec.scale),
+              "background": _background_table(topo, hosts, spec.scale),
               "packets": packet_table([st.records() for st in hosts.stacks.values()
-                                       if isinstance(st, PacketLog)], spec.time_dilation,
+                                       if isinstance(st, PacketLog)], spec.scale,
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
                                                  if p.frame is not None))}
     finish(run_dir, s, frames, interrupted)
@@ -142,15 +142,15 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     return s, {**frames, "hosts": hosts}
 
 
-def _background_table(topo, hosts, dilation):
+def _background_table(topo, hosts, scale):
     """Background flows as the emulator reports them: finished ones with their completion
     time, flows still under way at the end as `sending`."""
     names = topo.hosts()
     rows = [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "done",
-             "start_s": start * 1e-9 / dilation, "fct_s": (done - start) * 1e-9 / dilation}
+             "start_s": scale.seconds(start), "fct_s": scale.seconds(done - start)}
             for ep in hosts.background.values() for _, dst, n, start, done in ep.finished]
     rows += [{"src": names[ep.index], "dst": names[dst], "bytes": n, "state": "sending",
-              "start_s": start * 1e-9 / dilation, "fct_s": None}
+              "start_s": scale.seconds(start), "fct_s": None}
              for ep in hosts.background.values() for dst, n, start in ep.started.values()]
     return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
 
