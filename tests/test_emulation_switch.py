@@ -92,7 +92,7 @@ def assert_all_accounted(run, sent, got):
 
 
 def traffic(run, host, *args):
-    return run.popen(host, [PY, "-m", "dlcp_emu.emu.traffic", *map(str, args)], cwd=ROOT)
+    return run.popen(host, [PY, "-m", "dlcp_emu.emu.trafficgen", *map(str, args)], cwd=ROOT)
 
 
 def start_receiver(run, tmp_path, host, duration, idle=0.7, **kw):

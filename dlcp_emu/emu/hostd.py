@@ -27,7 +27,7 @@ import numpy as np
 from dlcp_emu.host.agent import ParameterServer, make_worker
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
-from dlcp_emu.emu.hostproc import config_and_stop_flag
+from dlcp_emu.emu.host_process import config_and_stop_flag
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan

@@ -232,11 +232,11 @@ def _start_background(spec, topo, run, run_dir, start_at, log):
         common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
                   "out_path": str(out)}
         if TRANSPORTS[bg["transport"]].kernel:
-            module = "dlcp_emu.emu.bgtraffic"
+            module = "dlcp_emu.emu.background_tcp"
             cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
                    "flows": [[t / 1e9, topo.host_ip(hosts[dst]), n] for t, dst, n, _ in by_src[h]]}
         else:
-            module = "dlcp_emu.emu.background"
+            module = "dlcp_emu.emu.background_udp"
             cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
                    "link_rate_bps": host_link_rate(topo, h), **common}
         path = run_dir / f"background-{h}.config.json"

@@ -1,6 +1,6 @@
 """Background flows over the `reliable` packet transport, sans-I/O: one endpoint per host,
 the same object in both worlds (the emulator runs it over UDP in each host's namespace,
-`dlcp_emu.emu.background`; the simulator drives it in virtual time). Each flow is one
+`dlcp_emu.emu.background_udp`; the simulator drives it in virtual time). Each flow is one
 message of job 1 at the lowest priority; its completion time is when the sender learns the
 last byte arrived."""
 import numpy as np

@@ -75,7 +75,7 @@ class Bench:
         self.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def _traffic(self, host, args):
-        return self.run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.traffic", *map(str, args)],
+        return self.run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.trafficgen", *map(str, args)],
                               cwd=self.root)
 
     def _send_args(self, rate, size=None, dlcp_payload=None, duration=None, dst_ip=NONLOCAL_IP,

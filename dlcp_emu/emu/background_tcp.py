@@ -1,6 +1,6 @@
 """Background traffic over kernel TCP, one process per emulated host.
 
-    python -m dlcp_emu.emu.bgtraffic --config FILE.json
+    python -m dlcp_emu.emu.background_tcp --config FILE.json
 
 The process serves a sink (accept, read to EOF, close) on the host's address and opens the
 flows this host sources at their start times: connect, write the flow's bytes, half-close,
@@ -16,7 +16,7 @@ import socket
 import sys
 import time
 
-from dlcp_emu.emu.hostproc import config_and_stop_flag
+from dlcp_emu.emu.host_process import config_and_stop_flag
 from dlcp_emu.jsonio import write_json_atomic
 
 CHUNK = 64 * 1024
@@ -124,7 +124,7 @@ def write(cfg, flows, received, start):
 
 
 def main(argv=None):
-    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.bgtraffic", argv)
+    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.background_tcp", argv)
     run(cfg, stopping)
     return 0
 

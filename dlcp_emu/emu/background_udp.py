@@ -1,7 +1,7 @@
 """The background-flow process of one emulated host: `host.background.BackgroundEndpoint`
 over UDP in the host's namespace (port BACKGROUND_UDP_PORT).
 
-    python -m dlcp_emu.emu.background --config FILE.json
+    python -m dlcp_emu.emu.background_udp --config FILE.json
 
 Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[start_ns
 (emulated, after start_at_ns), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
@@ -13,13 +13,13 @@ import socket
 import sys
 import time
 
-from dlcp_emu.emu.hostproc import config_and_stop_flag
+from dlcp_emu.emu.host_process import config_and_stop_flag
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.background import BackgroundEndpoint, records
 from dlcp_emu.emu.udp_driver import UdpDriver
 
 def main(argv=None):
-    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.background", argv)
+    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.background_udp", argv)
     clock = time.monotonic_ns
     start = cfg["start_at_ns"]
     # Flow start times are relative to the common start; the endpoint runs on the clock.

@@ -1,8 +1,8 @@
 """A small DLCP traffic generator and receiver for tests and benchmarks (raw AF_PACKET).
 
-    python -m dlcp_emu.emu.traffic send --intf h1-eth0 --src-mac .. --dst-mac .. --src-ip ..
+    python -m dlcp_emu.emu.trafficgen send --intf h1-eth0 --src-mac .. --dst-mac .. --src-ip ..
         --dst-ip .. --rate-pps 20000 --duration 2 --class 0:7:0:1000:1 --class 7:0:1:1000:3
-    python -m dlcp_emu.emu.traffic recv --intf h3-eth0 --duration 4 --idle 0.5
+    python -m dlcp_emu.emu.trafficgen recv --intf h3-eth0 --duration 4 --idle 0.5
 
 Run each in a host's namespace (Mininet `host.popen`). Frames are built once with
 `wire.encode_frame`; per packet the sender only stamps the sequence number (chunk_index) and
@@ -26,8 +26,18 @@ import time
 
 from dlcp_emu.wire import DLCP_UDP_PORT, DlcpHeader, Flags, Frame, encode_frame
 from dlcp_emu.wire.layout import (
-    L234_STRUCT, OFF_CHUNK_INDEX, OFF_FLAGS, OFF_JOB, OFF_MAG_CLASS, OFF_MAGIC, OFF_PRIORITY,
-    OFF_SEND_TS_NS, OFF_UDP_CHECKSUM, OFF_UDP_DPORT, OFF_VERSION, fields_at,
+    L234_STRUCT,
+    OFF_CHUNK_INDEX,
+    OFF_FLAGS,
+    OFF_JOB,
+    OFF_MAG_CLASS,
+    OFF_MAGIC,
+    OFF_PRIORITY,
+    OFF_SEND_TS_NS,
+    OFF_UDP_CHECKSUM,
+    OFF_UDP_DPORT,
+    OFF_VERSION,
+    fields_at,
 )
 
 from dlcp_emu.emu.datapath.sockets import (
@@ -314,7 +324,7 @@ def _us(ns):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m dlcp_emu.emu.traffic")
+    ap = argparse.ArgumentParser(prog="python -m dlcp_emu.emu.trafficgen")
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("send")
     s.add_argument("--intf", required=True)
