@@ -18,7 +18,9 @@ import threading
 
 from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
-from switch_models import HOST_BUFFER_BYTES
+from switch_models import ETHERNET_OVERHEAD, HOST_BUFFER_BYTES
+
+from dlcp_emu.wire.layout import ETH_LEN
 
 HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
 
@@ -143,7 +145,7 @@ class EmulationRun:
 
     def _pace_hosts(self):
         """A host's NIC serialises at its link rate. Two parts emulate it: a token bucket on the
-        host's egress, counting the same 24 bytes of Ethernet overhead per frame as the switch
+        host's egress, counting the same Ethernet overhead per frame (preamble, gap, FCS) as the switch
         ports, keeps the host from handing a whole window to its veth at once; and the switch
         port facing the host (`peer_paced`) serialises each frame on arrival, after the one
         before it, and adds the link's delay, as the simulator's NIC does. The bucket holds
@@ -152,7 +154,7 @@ class EmulationRun:
         of a burst apart, so none reaches a priority queue early. The queue holds what the
         simulator's NIC holds (the transport's window bounds it): a 64-frame limit dropped a
         PS's bursts to four workers, 1.5% of its packets, out of sight of the switches."""
-        frame = self.mtu + 14 + 24
+        frame = self.mtu + ETH_LEN + ETHERNET_OVERHEAD
         self.paced = True
         for h in self.net.hosts:
             (port,) = self.topology.ports(h.name)
@@ -160,7 +162,7 @@ class EmulationRun:
             for intf in h.intfList():
                 if intf.name == "lo":
                     continue
-                out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead 24 tbf "
+                out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead {ETHERNET_OVERHEAD} tbf "
                             f"rate {rate}bit burst {HOST_BURST_FRAMES * frame} limit {HOST_BUFFER_BYTES}")
                 if out.strip():
                     raise RuntimeError(f"pacing {h.name} {intf.name} with tbf failed: {out.strip()}")

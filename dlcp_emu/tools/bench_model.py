@@ -8,7 +8,7 @@ starts; the figure is the model's own cost, which the real-time switch adds sock
 import random
 import time
 
-from switch_models import Packet, PortConfig, Switch
+from switch_models import ETHERNET_OVERHEAD, Packet, PortConfig, Switch
 
 EGRESS_RATE = 10e9
 OVERLOAD = 1.25
@@ -30,7 +30,7 @@ def run(preset, packets=200_000, batch=32, seed=1):
     pkts = make_packets(packets, seed)
     ports = {p: PortConfig(EGRESS_RATE, buffer_bytes=512 * 1024) for p in (1, 2, 3, 4)}
     sw = Switch("bench", ports, {"far": (3, 4), "near": (1, 2)}, preset, seed=seed)
-    mean_size = sum(p.size + 24 for p in pkts) / len(pkts)
+    mean_size = sum(p.size + ETHERNET_OVERHEAD for p in pkts) / len(pkts)
     gap = int(mean_size * 8e9 / (2 * EGRESS_RATE * OVERLOAD))  # ns between arrivals
     receive, poll = sw.receive, sw.poll
     sent = 0

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import math
 
+from switch_models import ETHERNET_OVERHEAD
+
+from dlcp_emu.wire.layout import ETH_LEN
+
 # Defaults, chosen for emulation and simulation rather than the Internet: RTTs are tens of
 # microseconds (simulator) to a few milliseconds (Python switches at dilated rates), so the
 # RFC's 1 s initial RTO and Linux's 200 ms floor would stall a training iteration.
@@ -30,7 +34,7 @@ INITIAL_WINDOW = 10           # packets, RFC 6928
 # initial RTO to this many frame times at the host's link rate, as Linux's 200 ms floor
 # stands far above any queueing delay of a real network.
 RTO_FLOOR_FRAMES = 4 * INITIAL_WINDOW
-ETHERNET_FRAMING = 14 + 24    # header, and preamble + gap + FCS, beyond the IP packet
+ETHERNET_FRAMING = ETH_LEN + ETHERNET_OVERHEAD    # header, and preamble + gap + FCS, beyond IP
 DCTCP_G = 1 / 16              # DCTCP's EWMA gain (Alizadeh et al., SIGCOMM'10)
 
 

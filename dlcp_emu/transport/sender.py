@@ -5,11 +5,8 @@ finished tensors. One sender serves one (job, src_rank, dst_rank) pair and share
 congestion window among its tensors; the tensor with the highest layer priority (lowest
 number, then the oldest) sends first, its retransmissions before its new chunks.
 
-Loss detection is RACK-like (RFC 8985): a packet is lost once a packet sent after it has been
-delivered and a reordering window has passed. Evidence is taken only within a lane (layer
-priority, magnitude class): switches queue lanes separately (layer and magnitude priority),
-so a delivered packet proves nothing about an earlier one in another lane. Trimmed packets
-are NACKed at once. A retransmission timeout (RFC 6298) catches the rest.
+Loss detection is RACK-like, per lane (`loss_detection.py`); trimmed packets are NACKed at
+once; a retransmission timeout catches the rest.
 
 `ReliableSender` retransmits every lost chunk. `DlcpSender` retransmits lost non-droppable
 chunks, gives up droppable ones while their bytes fit in the loss bound, sends a PROBE after
@@ -20,13 +17,16 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 
 from dlcp_emu.wire import DlcpHeader, Flags, PacketType
 from dlcp_emu.transport import feedback as fb
 from dlcp_emu.transport.congestion import CongestionControl, RttEstimator
+from dlcp_emu.transport.loss_detection import LossDetection, _Lane
+from dlcp_emu.transport.outbound import (
+    ABANDONED, ACKED, IN_FLIGHT, LOST, UNSENT, SendResult, _Outbound, _per_chunk,
+)
 from dlcp_emu.transport.message import (
     DEFAULT_MTU,
     FLOAT,
@@ -37,47 +37,13 @@ from dlcp_emu.transport.message import (
     transport_payload_size,
 )
 
-UNSENT, IN_FLIGHT, ACKED, LOST, ABANDONED = range(5)  # chunk states; LOST = awaiting retransmission
 DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP
 _FLAGS = [Flags(i) for i in range(16)]  # Flags(i) is slow; the data path indexes this
 DROPPABLE, RETX, LAST = int(Flags.DROPPABLE), int(Flags.RETRANSMISSION), int(Flags.LAST_CHUNK)
 HAS_TRIMMED = frozenset(f for f in range(256) if f & Flags.TRIMMED)  # cheaper than `flags & X`
 
 
-@dataclass
-class SendResult:
-    iteration: int
-    tensor_id: int
-    nbytes: int
-    chunks: int
-    start_ns: int        # send() was called
-    done_ns: int         # the sender learnt the tensor is complete
-    packets: int         # data packets sent, retransmissions included
-    retransmissions: int
-    probe_rounds: int
-
-
-class _Outbound:
-    __slots__ = ("key", "iteration", "tensor_id", "priority", "count", "cs", "total", "view",
-                 "mag", "flags", "state", "xmit_ts", "tx_seq", "next_new", "retx", "cum",
-                 "acked", "inflight", "abandoned", "bound", "probes", "probe_rounds", "probe_ts",
-                 "probe_due", "done", "order", "in_ready", "start_ns", "packets",
-                 "retransmits", "lane_base")
-
-
-class _Lane:
-    __slots__ = ("idx", "q", "rack_ts", "rack_seq", "rack_rtt", "deadline")
-
-    def __init__(self, idx: int):
-        self.idx = idx        # priority << 3 | magnitude class
-        self.q = deque()      # (seq, xmit_ts, msg, chunk) in send order; stale entries skipped
-        self.rack_ts = -1     # send time of the latest-sent delivered packet
-        self.rack_seq = -1
-        self.rack_rtt = 0
-        self.deadline = None  # pending reordering timer
-
-
-class Sender:
+class Sender(LossDetection):
     """Base sender; use ReliableSender or DlcpSender."""
 
     bounded_loss = False
@@ -417,79 +383,6 @@ class Sender:
         self._completed.append(SendResult(m.iteration, m.tensor_id, m.total, m.count, m.start_ns,
                                           now, m.packets, m.retransmits, m.probe_rounds))
         self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
-
-    # ---- timers -----------------------------------------------------------------------
-    def _reorder_window(self) -> int:
-        srtt = self.rtt.srtt_ns
-        return int(srtt * min(self.reorder_fraction * self._reo_mult, 1.0)) if srtt else 0
-
-    def _spurious(self) -> None:
-        """RACK's adaptation (RFC 8985 6.2): each spurious retransmission widens the window by
-        one more reorder_fraction of the SRTT, up to one SRTT; it decays back after 16
-        losses without one."""
-        self.spurious += 1
-        self._reo_mult = min(self._reo_mult + 1, 1 / self.reorder_fraction if self.reorder_fraction else 1)
-        self._reo_decay = 16
-
-    def _detect(self, lane: _Lane, now: int) -> None:
-        """Declare lost the packets of this lane sent before its latest delivered one, once
-        they are a reordering window overdue; arm the lane's timer for the next one."""
-        q = lane.q
-        reo = self._reorder_window()
-        while q:
-            seq, ts, m, c = q[0]
-            if m.done or m.tx_seq[c] != seq or m.state[c] != IN_FLIGHT:
-                q.popleft()
-            elif seq < lane.rack_seq or ts < lane.rack_ts:
-                deadline = ts + lane.rack_rtt + reo
-                if now < deadline:
-                    if lane.deadline != deadline:
-                        lane.deadline = deadline
-                        heapq.heappush(self._timers, (deadline, lane.idx))
-                    return
-                q.popleft()
-                self._lost(m, c, seq)
-            else:
-                break
-        lane.deadline = None
-
-    def _run_timers(self, now: int) -> None:
-        timers, lanes = self._timers, self._lanes
-        while timers and timers[0][0] <= now:
-            deadline, i = heapq.heappop(timers)
-            if lanes[i].deadline == deadline:
-                lanes[i].deadline = None
-                self._detect(lanes[i], now)
-        if self._rto_deadline is not None and now >= self._rto_deadline:
-            self._on_rto(now)
-
-    def _on_rto(self, now: int) -> None:
-        self.timeouts += 1
-        self.rtt.backoff()
-        if self._inflight:
-            self.cc.on_timeout()
-            for lane in self._lanes:
-                for seq, _, m, c in lane.q:
-                    if not m.done and m.tx_seq[c] == seq and m.state[c] == IN_FLIGHT:
-                        self._lost(m, c, seq)
-                lane.q.clear()
-                lane.deadline = None
-        if self.bounded_loss:
-            for m in self._msgs.values():
-                if m.next_new >= m.count and m.probe_rounds:
-                    self._queue_probe(m)
-        self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
-
-
-def _per_chunk(values, count: int, name: str, dtype) -> bytes:
-    """One value per chunk; a single value (a scalar) applies to every chunk."""
-    a = np.asarray(values, dtype=dtype).ravel()
-    if a.ndim == 1 and np.ndim(values) == 0:
-        a = np.full(count, a[0], dtype=dtype)
-    if a.shape != (count,):
-        raise ValueError(f"{name} needs one value per chunk ({count}), got {a.size}")
-    return a.astype(np.uint8).tobytes()
-
 
 class ReliableSender(Sender):
     """Every byte delivered: every lost chunk is retransmitted."""

@@ -1,0 +1,89 @@
+"""RACK-like loss detection (RFC 8985) and the retransmission timeout (RFC 6298) of a sender.
+
+Evidence is taken only within a lane (layer priority, magnitude class): switches queue lanes
+separately, so a delivered packet proves nothing about an earlier one in another lane. A
+lane's packets sent before its latest delivered one are lost once a reordering window is
+overdue; the window widens with each spurious retransmission. `Sender` mixes this in: it
+keeps the lanes, timers and counters these methods work on.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+from dlcp_emu.transport.outbound import IN_FLIGHT
+
+
+class _Lane:
+    __slots__ = ("idx", "q", "rack_ts", "rack_seq", "rack_rtt", "deadline")
+
+    def __init__(self, idx: int):
+        self.idx = idx        # priority << 3 | magnitude class
+        self.q = deque()      # (seq, xmit_ts, msg, chunk) in send order; stale entries skipped
+        self.rack_ts = -1     # send time of the latest-sent delivered packet
+        self.rack_seq = -1
+        self.rack_rtt = 0
+        self.deadline = None  # pending reordering timer
+
+
+class LossDetection:
+    def _reorder_window(self) -> int:
+        srtt = self.rtt.srtt_ns
+        return int(srtt * min(self.reorder_fraction * self._reo_mult, 1.0)) if srtt else 0
+
+    def _spurious(self) -> None:
+        """RACK's adaptation (RFC 8985 6.2): each spurious retransmission widens the window by
+        one more reorder_fraction of the SRTT, up to one SRTT; it decays back after 16
+        losses without one."""
+        self.spurious += 1
+        self._reo_mult = min(self._reo_mult + 1, 1 / self.reorder_fraction if self.reorder_fraction else 1)
+        self._reo_decay = 16
+
+    def _detect(self, lane: _Lane, now: int) -> None:
+        """Declare lost the packets of this lane sent before its latest delivered one, once
+        they are a reordering window overdue; arm the lane's timer for the next one."""
+        q = lane.q
+        reo = self._reorder_window()
+        while q:
+            seq, ts, m, c = q[0]
+            if m.done or m.tx_seq[c] != seq or m.state[c] != IN_FLIGHT:
+                q.popleft()
+            elif seq < lane.rack_seq or ts < lane.rack_ts:
+                deadline = ts + lane.rack_rtt + reo
+                if now < deadline:
+                    if lane.deadline != deadline:
+                        lane.deadline = deadline
+                        heapq.heappush(self._timers, (deadline, lane.idx))
+                    return
+                q.popleft()
+                self._lost(m, c, seq)
+            else:
+                break
+        lane.deadline = None
+
+    def _run_timers(self, now: int) -> None:
+        timers, lanes = self._timers, self._lanes
+        while timers and timers[0][0] <= now:
+            deadline, i = heapq.heappop(timers)
+            if lanes[i].deadline == deadline:
+                lanes[i].deadline = None
+                self._detect(lanes[i], now)
+        if self._rto_deadline is not None and now >= self._rto_deadline:
+            self._on_rto(now)
+
+    def _on_rto(self, now: int) -> None:
+        self.timeouts += 1
+        self.rtt.backoff()
+        if self._inflight:
+            self.cc.on_timeout()
+            for lane in self._lanes:
+                for seq, _, m, c in lane.q:
+                    if not m.done and m.tx_seq[c] == seq and m.state[c] == IN_FLIGHT:
+                        self._lost(m, c, seq)
+                lane.q.clear()
+                lane.deadline = None
+        if self.bounded_loss:
+            for m in self._msgs.values():
+                if m.next_new >= m.count and m.probe_rounds:
+                    self._queue_probe(m)
+        self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
