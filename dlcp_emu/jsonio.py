@@ -31,8 +31,8 @@ class CheckpointWriter:
 
     The thread starts with the first write, from the loop, so that it inherits the loop's
     scheduling: a real-time switch's writer started as an ordinary thread could hold the GIL
-    when the real-time tasks preempted it, and the switch then waited for it (priority
-    inversion: stalls of 10-40 ms, about once a second)."""
+    when the real-time tasks preempted it, and the switch then waited for it (a priority
+    inversion)."""
 
     def __init__(self):
         self._cv = threading.Condition()
