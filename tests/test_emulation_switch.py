@@ -14,20 +14,12 @@ import time
 
 import pytest
 
+from dlcp_emu import cleanup
+from dlcp_emu.emulate import cpu_steal_s
+from dlcp_emu.emulation import EmulationRun, root_interfaces
+from topologies import build
+
 pytestmark = [pytest.mark.root]
-
-if os.geteuid() != 0:
-    pytest.skip("emulation tests need root (network namespaces, veths, AF_PACKET)",
-                allow_module_level=True)
-for tool in ("mnexec", "iperf3", "ethtool", "ping"):
-    if not any(os.access(os.path.join(d, tool), os.X_OK)
-               for d in os.environ.get("PATH", "/usr/sbin:/usr/bin").split(":") + ["/usr/sbin", "/usr/bin"]):
-        pytest.skip(f"emulation tests need {tool}", allow_module_level=True)
-
-from dlcp_emu import cleanup  # noqa: E402
-from dlcp_emu.emulate import cpu_steal_s  # noqa: E402
-from dlcp_emu.emulation import EmulationRun, root_interfaces  # noqa: E402
-from topologies import build  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable

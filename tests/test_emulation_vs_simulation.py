@@ -13,14 +13,11 @@ import os
 
 import pytest
 
+from dlcp_emu.emulate import run_emulation
+from dlcp_emu.simulate import run_simulation
+from dlcp_emu.spec import parse_spec
+
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-if os.geteuid() != 0:
-    pytest.skip("emulation tests need root", allow_module_level=True)
-
-from dlcp_emu.emulate import run_emulation  # noqa: E402
-from dlcp_emu.simulate import run_simulation  # noqa: E402
-from dlcp_emu.spec import parse_spec  # noqa: E402
 
 SPEC = {
     "name": "validate-ps", "seed": 1, "time_dilation": 8.0, "byte_scale": 0.002, "time_limit_s": 60,
