@@ -13,28 +13,31 @@ import pytest
 
 from dlcp_emu import cleanup
 from dlcp_emu.mnswitch import flood_ports, switch_config
-from dlcp_emu.wire import DlcpHeader, Flags, Frame, decode_frame, encode_frame
+from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame
+from switch_models import REWRITE_CE, PortConfig, Switch
 from switch_models.datapath import Datapath
+from switch_models.frames import parse
 from topologies import build
 
 H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}
 
 
-def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796):
+def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796, ecn=Ecn.NOT_ECT, tensor=0):
     h = DlcpHeader(flags=Flags.DROPPABLE if droppable else Flags(0), priority=prio,
-                   mag_class=mag, payload_len=payload)
+                   mag_class=mag, payload_len=payload, tensor_id=tensor)
     return encode_frame(Frame(src_mac=H[1], dst_mac=H[dst], src_ip="10.0.0.1",
-                              dst_ip=f"10.0.0.{dst}", sport=sport, header=h,
+                              dst_ip=f"10.0.0.{dst}", sport=sport, ecn=ecn, header=h,
                               payload=bytes(payload)))
 
 
 class Rig:
     """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
 
-    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(), **kw):
+    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(),
+                 buffer_bytes=256 * 1024, **kw):
         cfg = {"name": "s1", "mode": mode, "pipeline": pipeline,
                "ports": [{"number": n, "intf": f"p{n}", "rate_bps": rate,
-                          "buffer_bytes": kw.pop("buffer_bytes", 256 * 1024),
+                          "buffer_bytes": buffer_bytes,
                           "peer_paced": n in paced}
                          for n in range(1, nports + 1)],
                "routes": {H[n]: [n] for n in range(1, nports + 1)},
@@ -161,6 +164,34 @@ def test_trimming_is_applied_to_the_frame(tmp_path):
     assert all(t.header.flags & Flags.TRIMMED for t in trimmed)
     # Trimmed headers jump the queue: they arrive before the last full packets.
     assert len(got[-1][1]) > 90
+
+
+def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path):
+    """16 frames at once into a 1 Mbit/s port (8 ms each: they all arrive while the first is
+    sent), ECT(0) and Not-ECT in turn. The `ecn` queue manager marks an ECT packet that
+    arrives above 5 kB queued; the frames leave CE exactly as the model, given the same
+    arrivals at one instant, marks them, with valid checksums; Not-ECT frames never."""
+    pipeline = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.25}}
+    sent = [frame(payload=910, tensor=i, ecn=Ecn.ECT0 if i % 2 == 0 else Ecn.NOT_ECT)
+            for i in range(16)]
+    model = Switch("s1", {1: PortConfig(1e9), 2: PortConfig(1e6, buffer_bytes=20_000)},
+                   {bytes.fromhex(H[2].replace(":", "")): (2,)}, pipeline)
+    for f in sent:
+        model.receive(parse(f), 1, 0)
+    expected = sorted(i for i, (_, p) in enumerate(model.poll(10**12)) if p.rewrite & REWRITE_CE)
+    assert expected and all(i % 2 == 0 for i in expected)
+    rig = Rig(tmp_path, rate=1e6, pipeline=pipeline, buffer_bytes=20_000)
+    for f in sent:
+        rig.far[1].send(f)
+    got = [decode_frame(g[1]) for g in rig.recv(2, 16, timeout=5)]  # checks every checksum
+    stats = rig.stop()
+    assert [g.header.tensor_id for g in got] == list(range(16))
+    marked = [g.header.tensor_id for g in got if g.ecn == Ecn.CE]
+    assert marked == expected, (marked, expected)
+    assert all(g.ecn == (Ecn.ECT0 if i % 2 == 0 else Ecn.NOT_ECT)
+               for i, g in enumerate(got) if i not in marked)
+    assert stats["model"]["ports"][2]["marked"] == len(marked)
+    assert stats["conservation"]["ok"] and stats["conservation"]["sent"] == 16
 
 
 def test_forward_mode_passes_frames_straight(tmp_path):

@@ -9,6 +9,7 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM, Packet
 
+from ..transport.ecn import ECN_CAPABLE_TYPES
 from ..wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 
 MIN_FRAME = 60   # Ethernet minimum, without FCS
@@ -16,7 +17,7 @@ TRAINING = 0
 
 
 class SimHosts:
-    def __init__(self, net, stacks, host_of_rank, ect=True):
+    def __init__(self, net, stacks, host_of_rank):
         """stacks: {rank: HostStack} of the training job; host_of_rank: {rank: host name}."""
         self.net, self.loop = net, net.loop
         self.stacks = stacks
@@ -28,7 +29,6 @@ class SimHosts:
         self.by_host = {}
         self.wire = {TRAINING: (True, DLCP_UDP_PORT)}   # job -> (DLCP?, UDP port or None: TCP)
         self.armed = {}
-        self.ect = ect
         self.packets_sent = 0
         self.training = set(stacks)   # ranks whose agent is not done yet
         for rank, host in host_of_rank.items():
@@ -74,6 +74,9 @@ class SimHosts:
         hosts = self.host_of[job]
         src = hosts[rank]
         dlcp, port = self.wire[job]
+        # ECT as the emulator's hosts send it: the packet transports' rule; kernel TCP
+        # (stood in for without a port) does not ask for ECN (net.ipv4.tcp_ecn = 2).
+        ect = ECN_CAPABLE_TYPES if port is not None else ()
         ip = self.ip
         send = self.net.send
         for h, payload in ep.poll(now):
@@ -88,7 +91,7 @@ class SimHosts:
             pkt = Packet(size if size > MIN_FRAME else MIN_FRAME, dst, flow=flow,
                          prio=h.priority if dlcp else 7, mag=h.mag_class, layer=h.tensor_id >> 16,
                          droppable=dlcp and bool(h.flags & Flags.DROPPABLE), dlcp=dlcp,
-                         ect=self.ect, header_size=FRAME_OVERHEAD, frame=(h, payload))
+                         ect=h.type in ect, header_size=FRAME_OVERHEAD, frame=(h, payload))
             send(src, pkt, now)
             self.packets_sent += 1
         t = ep.next_timeout()
