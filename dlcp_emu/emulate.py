@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import results
 from .background import BACKGROUND_UDP_PORT
 from .emulation import EmulationRun
+from .fidelity import host_fidelity, switch_fidelity
 from .plan import make_plan
 from .runner import (active_seconds, background_flows, finish, host_link_rate, hostd_config, place,
                      port_table, preset_name, queue_table, scaled_topology, summary, tables)
@@ -19,8 +19,6 @@ from .runner import (active_seconds, background_flows, finish, host_link_rate, h
 START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
-HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
-HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
@@ -86,40 +84,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                          t0, spec.time_dilation)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, active_seconds(tens), spec.time_dilation)
-    fidelity = _fidelity(run.stats)
+    fidelity = switch_fidelity(run.stats)
     # CPU time the hypervisor gave to others while the run went on, as a share of the
     # machine's: no process of the run can keep its schedule through it (6.9 s went within
     # one hour here, and a test run in that hour saw its switches fall behind).
     fidelity["cpu_steal_share"] = (steal / (duration * (os.cpu_count() or 1))
                                    if steal is not None and duration > 0 else None)
-    late = [x for r in records for x in r.get("timer_lateness_ns", [])]
-    # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
-    # like the switches' figure.
-    p99_late = results.percentile(late, 99) if late else None
-    fidelity["host_timer_p99_lateness_us"] = p99_late / 1e3 if late else None
-    # A late timer delays the rest of that iteration's forward pass (each layer's timer is
-    # set when the previous one fires), so what stretches compute is the lateness summed
-    # over an iteration: its mean per worker and iteration, as a fraction of the compute.
-    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / plan.compute_ns
-               for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
-    fidelity["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
-    # How long datagrams waited in the hosts' sockets before their agent took them (kernel
-    # arrival stamp to handling), wall-clock us.
-    lag = [x for r in records for x in r.get("rx_lag_ns", [])]
-    fidelity["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
-    fidelity["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
-    # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
-    # their compute, or leave packets waiting: every exchange then takes longer than the
-    # model says. The yardstick for waiting is the time a full frame takes on a host link.
     frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
-    fidelity["hosts_behind"] = bool(
-        (stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
-        or (lag and fidelity["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
-    # The longest a host stopped serving packets for its own sake (a garbage collection, a
-    # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
-    stalls = [r.get("stalls") or {} for r in records]
-    fidelity["host_stall_max_ms"] = max(
-        (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
+    fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
@@ -177,25 +149,6 @@ def cpu_steal_s():
         return int(fields[8]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _fidelity(stats):
-    """Worst p99 and worst single lateness of any switch port against its schedule, and
-    whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
-    20 ms: a switch that waited for a busy disk once stalled 311 ms, 11% on a run, with its
-    p99 at 138 us)."""
-    lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
-    p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
-    worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
-    # How long frames waited in the switches' rings before the loop took them (arrivals are
-    # the kernel's times, so a wait costs only what exceeds a packet's slack: lateness).
-    wait = [st["rx_wait"]["p99_ns"] for st in stats.values()
-            if st and (st.get("rx_wait") or {}).get("p99_ns") is not None]
-    return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
-            "max_lateness_ms": max(worst) / 1e6 if worst else None,
-            "switch_rx_wait_p99_us": max(wait) / 1e3 if wait else None,
-            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
-            "switches": len(stats)}
 
 
 BACKGROUND_TCP_PORT = 5001
