@@ -12,11 +12,13 @@ from pathlib import Path
 from .background import BACKGROUND_UDP_PORT
 from .emulation import EmulationRun
 from .fidelity import host_fidelity, switch_fidelity
+from .hostproc import write_start
 from .plan import make_plan
 from .runner import (active_seconds, background_flows, finish, host_link_rate, hostd_config, place,
                      port_table, preset_name, queue_table, scaled_topology, summary, tables)
 
-START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
+START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
+READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
@@ -41,12 +43,19 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
                        pace_hosts=True)
+    start_at = None
     with run:
-        start_at = time.monotonic_ns() + int(START_DELAY_S * 1e9)
+        # Every host process starts together, once all are ready (hostproc.wait_for_start).
+        start_file = run_dir / "start.json"
+        start_file.unlink(missing_ok=True)
+        ready = []
         for rank, host in placement.host_of_rank.items():
             out = run_dir / f"host-{rank}.json"
             out.unlink(missing_ok=True)   # never read a previous run's records as this one's
-            cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
+            ready.append(run_dir / f"host-{rank}.ready")
+            ready[-1].unlink(missing_ok=True)
+            cfg = hostd_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
+                               start_file=str(start_file),
                                deadline_s=spec.time_limit_s, out_path=str(out),
                                packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
@@ -55,9 +64,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             outs[rank] = out
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.hostd", "--config", str(cfg_path)],
                                     cwd=str(Path(__file__).resolve().parent.parent))
-        bg_outs = _start_background(spec, topo, run, run_dir, start_at, log)
+        bg_outs, bg_ready = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
-            interrupted = _wait(spec, placement, procs, outs, t_start, log)
+            start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
+            if interrupted is None:
+                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log)
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -92,6 +103,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                    if steal is not None and duration > 0 else None)
     frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
     fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
+    # How long after the common start the last host began (its wake-up from a sleep).
+    fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
     s = summary(spec, preset, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
@@ -107,6 +120,22 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
     return s, frames
+
+
+def _start_together(ready_files, start_file, procs):
+    """Wait until every host process is ready, then give them the common start: (start time
+    in CLOCK_MONOTONIC ns, None), or (None, why not)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not all(f.exists() for f in ready_files):
+        dead = [r for r, p in procs.items() if p.poll() is not None]
+        if dead:
+            return None, f"agent(s) {dead} exited before the start"
+        if time.monotonic() > deadline:
+            return None, f"host processes not ready after {READY_TIMEOUT_S:g} s"
+        time.sleep(0.01)
+    start_at = time.monotonic_ns() + int(START_MARGIN_S * 1e9)
+    write_start(start_file, start_at)
+    return start_at, None
 
 
 def _wait(spec, placement, procs, outs, t_start, log):
@@ -154,24 +183,26 @@ def cpu_steal_s():
 BACKGROUND_TCP_PORT = 5001
 
 
-def _start_background(spec, topo, run, run_dir, start_at, log):
+def _start_background(spec, topo, run, run_dir, start_file, log):
     """The spec's background flows (`runner.background_flows`), one process per host, over
     the `reliable` packet transport (`background`, what the simulator runs too) or kernel
-    TCP (`bgtraffic`, sink and sources)."""
+    TCP (`bgtraffic`, sink and sources). Returns ({host: records path}, [ready files])."""
     if not spec.background:
-        return {}
+        return {}, []
     hosts = topo.hosts()
     by_src = background_flows(spec, topo)
     bg = spec.background
     log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
         f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
     peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
-    outs = {}
+    outs, ready = {}, []
     for i, h in enumerate(hosts):
         out = run_dir / f"background-{h}.json"
         out.unlink(missing_ok=True)
-        common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
-                  "out_path": str(out)}
+        ready.append(run_dir / f"background-{h}.ready")
+        ready[-1].unlink(missing_ok=True)
+        common = {"ready_file": str(ready[-1]), "start_file": str(start_file),
+                  "deadline_s": spec.time_limit_s + START_MARGIN_S, "out_path": str(out)}
         if bg["transport"] == "tcp":
             module = "dlcp_emu.bgtraffic"
             cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
@@ -185,7 +216,7 @@ def _start_background(spec, topo, run, run_dir, start_at, log):
         outs[h] = out
         run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
                   cwd=str(Path(__file__).resolve().parent.parent))
-    return outs
+    return outs, ready
 
 
 def _background_table(outs, dilation):
