@@ -9,8 +9,9 @@ tensor, the same packets sent per tensor, every lost packet dropped by a switch 
 reason, every CE mark delivered. Iteration times are held to a sanity bound only, in shares
 of the simulated network time (iteration less compute): emulated at most half of it slower
 (the emulation's own costs only add) and a quarter faster. Switches pacing at half the rate
-would add all of it, at double the rate take half of it away. How closely the two backends agree is a figure, not a test:
-`sudo make validate` prints it (`dlcp-emu validate` on examples/validate-*.toml).
+would add all of it, at double the rate take half of it away. How closely the two backends
+agree is a figure, not a test: `sudo make validate` prints it (`dlcp-emu validate` on
+examples/validate-*.toml).
 
 An emulated run outside the bound that flagged itself (switches or hosts behind: a loaded
 machine) is run again, up to three times in all; the last one decides."""

@@ -60,7 +60,7 @@ def make_test(tmp_path, uid):
 def test_make_test_refuses_to_run_without_root_and_says_to_use_sudo(tmp_path):
     out = make_test(tmp_path, 1000)
     assert out.returncode != 0
-    assert "need root: run 'sudo make test'" in out.stderr, out.stderr
+    assert "needs root: run 'sudo make test'" in out.stderr, out.stderr
     assert "pytest ran" not in out.stdout
 
 
