@@ -152,36 +152,38 @@ def test_ping_and_tcp_across_leaf_spine(tmp_path):
     assert run.stats["l1"]["tx_frames"]["3"] + run.stats["l1"]["tx_frames"]["4"] > 5000
 
 
+def pacing_figures(run, client, server, rate):
+    """What the pacing claim reads, and whether it holds: iperf3's goodput over the run, its
+    whole-second intervals at the receiver, and the bits the switch port put on the wire."""
+    got = client["end"]["sum_received"]["bits_per_second"]
+    intervals = [iv["sum"]["bits_per_second"] for iv in server["intervals"][1:-1]]
+    port = run.stats["s1"]["model"]["ports"]["2"]
+    secs = client["end"]["sum_received"]["seconds"]
+    wire = (port["tx_bytes"] + 24 * port["tx_packets"]) * 8 / secs
+    ok = 0.9 * rate <= got <= 1.02 * rate and max(intervals) <= 1.02 * rate and wire <= 1.02 * rate
+    return ok, {"goodput": got, "intervals": intervals, "wire": wire}
+
+
 @pytest.mark.slow
 def test_tcp_is_paced_at_the_port_rate(tmp_path):
+    """TCP through a 100 Mbit/s port gets 90-102% of it, and no whole second beats the wire.
+    A try whose switch says it fell behind (a loaded machine) and missed may be run again, up
+    to three in all; the last one decides."""
     rate = 100 * MBPS
     t = build("star", hosts=2, rate_bps=rate)
-    # A run whose switch says it fell behind is run again; behind every time while the
-    # hypervisor took CPU (see test_emulation_vs_simulation.faithful_emulation): skipped.
-    steals = []
     for k in range(3):
         stolen, t0 = cpu_steal_s(), time.monotonic()
         with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
             client, server = iperf3(run, "h2", "h1", 3)
-        if not run.stats["s1"]["fell_behind"]:
+        assert_conserved(run.stats)
+        ok, figures = pacing_figures(run, client, server, rate)
+        if ok or not run.stats["s1"]["fell_behind"]:
             break
-        steals.append((cpu_steal_s() - stolen) / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
-    else:
-        if min(steals) >= 0.01:
-            pytest.skip(f"the switch fell behind every time while the hypervisor took "
-                        f"{', '.join(f'{x:.0%}' for x in steals)} of the CPU")
-    got = client["end"]["sum_received"]["bits_per_second"]
-    assert got >= 0.9 * rate, got
-    assert got <= 1.02 * rate, got
-    # Whole-second intervals at the receiver never beat the wire either.
-    for iv in server["intervals"][1:-1]:
-        assert iv["sum"]["bits_per_second"] <= 1.02 * rate, iv["sum"]
-    assert_conserved(run.stats)
-    st = run.stats["s1"]
-    port = st["model"]["ports"]["2"]
-    secs = client["end"]["sum_received"]["seconds"]
-    wire_bits = (port["tx_bytes"] + 24 * port["tx_packets"]) * 8
-    assert wire_bits / secs <= 1.02 * rate
+    now_stolen = cpu_steal_s()
+    steal = (None if stolen is None or now_stolen is None
+             else (now_stolen - stolen) / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
+    assert ok, (figures, {"fell_behind": run.stats["s1"]["fell_behind"], "cpu_steal_share": steal,
+                          "lateness": run.stats["s1"]["lateness"]})
 
 
 @pytest.mark.slow
