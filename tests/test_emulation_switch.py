@@ -139,15 +139,21 @@ def iperf3(run, server, client, seconds, extra=()):
 
 @pytest.mark.slow
 def test_ping_and_tcp_across_leaf_spine(tmp_path):
+    """Every host reaches every other, and TCP across three switches gets over 70% of the
+    100 Mbit/s links. A try below that whose switches say they fell behind (a loaded machine)
+    may be run again, up to three in all; the last one decides."""
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)
-    with emulate(tmp_path, t, "fifo") as run:
-        # No static ARP: requests are flooded on the tree, replies routed.
-        assert run.net.pingAll(timeout=2) == 0
-        client, server = iperf3(run, "h3", "h1", 2)
-        rate = client["end"]["sum_received"]["bits_per_second"]
-        assert rate > 70 * MBPS, rate
-        assert client["end"]["sum_received"]["bytes"] > 10_000_000
-    assert_conserved(run.stats)
+    for k in range(3):
+        with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
+            # No static ARP: requests are flooded on the tree, replies routed.
+            assert run.net.pingAll(timeout=2) == 0
+            client, server = iperf3(run, "h3", "h1", 2)
+        assert_conserved(run.stats)
+        got = client["end"]["sum_received"]
+        if got["bits_per_second"] > 70 * MBPS or not any(st["fell_behind"] for st in run.stats.values()):
+            break
+    assert got["bits_per_second"] > 70 * MBPS, (got, {n: st["lateness"] for n, st in run.stats.items()})
+    assert got["bytes"] > 10_000_000
     # h1 -> h3 crosses l1, one spine, l2: both leaves carried the flow.
     assert run.stats["l1"]["tx_frames"]["3"] + run.stats["l1"]["tx_frames"]["4"] > 5000
 
@@ -192,12 +198,15 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
     mag 7, not droppable) 20%, mid (prio 4, mag 6, droppable) 20%, low (prio 7, mag 0,
     droppable) 60%."""
     # 1 MB of buffer: the mid class is refused only above 87.5 % of it, the low one above
-    # 50 %; the margin absorbs the bursts in which a busy switch process takes frames in.
+    # 50 %. The hosts' links are paced, as a NIC would pace them: a sender that fell behind
+    # (descheduled on a loaded machine) catches up in bursts of 32 frames, which an unpaced
+    # veth hands to the switch faster than any link could carry them. (Unpaced, a loaded full
+    # run once saw 2% of the mid class refused.)
     t = build("star", hosts=3, rate_bps=100 * MBPS, buffer_bytes=1_000_000)
     payload = 1000
     pps = 100 * MBPS / ((90 + payload + 24) * 8)          # each sender at the line rate
     classes = [f"0:7:0:{payload}:1", f"4:6:1:{payload}:1", f"7:0:1:{payload}:3"]
-    with emulate(tmp_path, t, "dlcp") as run:
+    with emulate(tmp_path, t, "dlcp", pace_hosts=True) as run:
         rx = start_receiver(run, tmp_path, "h3", 8, idle=1.0)
         start = time.monotonic() + 0.5
         senders = [traffic(run, h, *sender_args(t, h, "h3", pps, 2.0, classes, start_at=start))
