@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 CLI    := $(VENV)/bin/dlcp-emu
 
-.PHONY: setup emulate test test-fast bench clean-runs
+.PHONY: setup emulate test test-fast bench validate clean-runs require-root
 
 setup:
 	@scripts/setup.sh
@@ -14,8 +14,17 @@ emulate: setup
 	$(CLI) emulate
 
 # pytest exits 5 when it selects no test; that is a failure of the suite here, not a pass.
-test: setup
-	$(PYTEST) -q
+# The whole suite emulates, so it needs root; DLCP_REQUIRE_ROOT=1 makes an emulation test
+# that cannot run fail instead of skipping (tests/conftest.py).
+test: require-root setup
+	DLCP_REQUIRE_ROOT=1 $(PYTEST) -q
+
+require-root:
+	@if [ "$$(id -u)" -ne 0 ]; then \
+		echo "make $(MAKECMDGOALS): emulation needs root: run 'sudo make $(MAKECMDGOALS)'" \
+		     "('make test-fast' runs the tests that need no root)" >&2; \
+		exit 1; \
+	fi
 
 test-fast: setup
 	$(PYTEST) -q -m "not root and not slow"
@@ -25,6 +34,13 @@ bench: setup
 	$(CLI) bench model --preset dlcp
 	$(CLI) bench sim --plot results/bench-sim.png
 	$(CLI) bench switch
+
+# Emulated against simulated, side by side: how closely the backends agree is a figure that
+# a loaded machine moves, so it is printed here, not asserted by a test. Each runs on.
+validate: require-root setup
+	-$(CLI) validate examples/validate-ps.toml
+	-$(CLI) validate examples/validate-ring.toml --presets fifo,dlcp-nodrop
+	-$(CLI) validate examples/validate-ps-topk.toml
 
 clean-runs: setup
 	$(CLI) clean

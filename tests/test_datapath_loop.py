@@ -13,28 +13,31 @@ import pytest
 
 from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.mnswitch import flood_ports, switch_config
-from dlcp_emu.wire import DlcpHeader, Flags, Frame, decode_frame, encode_frame
+from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame
+from switch_models import REWRITE_CE, PortConfig, Switch
 from dlcp_emu.emu.datapath.process import Datapath
+from dlcp_emu.emu.datapath.frames import parse
 from topologies import build
 
 H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}
 
 
-def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796):
+def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796, ecn=Ecn.NOT_ECT, tensor=0):
     h = DlcpHeader(flags=Flags.DROPPABLE if droppable else Flags(0), priority=prio,
-                   mag_class=mag, payload_len=payload)
+                   mag_class=mag, payload_len=payload, tensor_id=tensor)
     return encode_frame(Frame(src_mac=H[1], dst_mac=H[dst], src_ip="10.0.0.1",
-                              dst_ip=f"10.0.0.{dst}", sport=sport, header=h,
+                              dst_ip=f"10.0.0.{dst}", sport=sport, ecn=ecn, header=h,
                               payload=bytes(payload)))
 
 
 class Rig:
     """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
 
-    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(), **kw):
+    def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(),
+                 buffer_bytes=256 * 1024, **kw):
         cfg = {"name": "s1", "mode": mode, "pipeline": pipeline,
                "ports": [{"number": n, "intf": f"p{n}", "rate_bps": rate,
-                          "buffer_bytes": kw.pop("buffer_bytes", 256 * 1024),
+                          "buffer_bytes": buffer_bytes,
                           "peer_paced": n in paced}
                          for n in range(1, nports + 1)],
                "routes": {H[n]: [n] for n in range(1, nports + 1)},
@@ -76,22 +79,28 @@ class Rig:
 
 
 def test_paces_at_the_port_rate_and_conserves(tmp_path):
-    rig = Rig(tmp_path, rate=8e6)                     # 1 byte per microsecond
-    f = frame(payload=910)                            # 1000 bytes + 24 overhead = 1024 us
-    for _ in range(10):
-        rig.far[1].send(f)
-    got = rig.recv(2, 10)
-    stats = rig.stop()
+    """Ten 1000-byte frames at once into a 1 Mbit/s port leave 8192 us apart (1024 bytes with
+    the Ethernet overhead): 73.7 ms from the first to the last. The span must be within 10%
+    below and 20% above: a pacer at half or double the rate is far outside. A try whose
+    switch says it sent late (a loaded machine) may be repeated; the last one decides."""
+    f = frame(payload=910)
+    expected_us = 9 * 8192
+    for attempt in range(3):
+        rig = Rig(tmp_path / f"try-{attempt}", rate=1e6)
+        for _ in range(10):
+            rig.far[1].send(f)
+        got = rig.recv(2, 10, timeout=3)
+        stats = rig.stop()
+        span_us = (got[-1][0] - got[0][0]) / 1000 if len(got) == 10 else None
+        paced = span_us is not None and 0.9 * expected_us <= span_us <= 1.2 * expected_us
+        if paced or stats["lateness"]["max_ns"] < 5_000_000:
+            break
     assert [g[1] for g in got] == [f] * 10
-    # Paced, not bursted: 9 gaps of 1024 us, give or take how late the first one left
-    # (the lateness figure says by how much; a loaded machine makes it ms).
-    span_us = (got[-1][0] - got[0][0]) / 1000
-    assert 9 * 1024 - 3000 <= span_us <= 9 * 1024 * 1.5 + 5000, span_us
+    assert paced, (span_us, expected_us, stats["lateness"])
     c = stats["conservation"]
     assert c["ok"] and c["frames_in"] == 10 and c["sent"] == 10 and c["queued"] == 0
     assert stats["tx_frames"] == {1: 0, 2: 10, 3: 0}
-    lat = stats["lateness"]
-    assert lat["count"] == 10 and lat["p50_ns"] < 5_000_000
+    assert stats["lateness"]["count"] == 10
 
 
 def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_it(tmp_path):
@@ -149,18 +158,58 @@ def test_unknown_destination_is_counted_not_lost(tmp_path):
 
 
 def test_trimming_is_applied_to_the_frame(tmp_path):
-    # NDP preset at a slow port: once 8 are queued, DLCP packets are cut to their header.
+    """NDP preset at a slow port (8.3 ms a full frame: all 20 arrive while the first is
+    sent): once 8 are queued, DLCP packets are cut to their header, which goes ahead of
+    every queued full frame. The frames leave in the order the model gives the same
+    arrivals at one instant."""
+    sent = [frame(payload=1000, tensor=i) for i in range(20)]
+    model = Switch("s1", {1: PortConfig(1e9), 2: PortConfig(1e6)},
+                   {bytes.fromhex(H[2].replace(":", "")): (2,)}, "ndp")
+    for f in sent:
+        model.receive(parse(f), 1, 0)
+    order = [p.frame for _, p in model.poll(10**12)]
+    expected = [decode_frame(f).header.tensor_id for f in order]
     rig = Rig(tmp_path, rate=1e6, pipeline="ndp")
-    for _ in range(20):
-        rig.far[1].send(frame(payload=1000))
-    got = rig.recv(2, 20, timeout=10)
+    for f in sent:
+        rig.far[1].send(f)
+    got = [decode_frame(g[1]) for g in rig.recv(2, 20, timeout=10)]
     stats = rig.stop()
     assert len(got) == 20
-    trimmed = [decode_frame(g[1]) for g in got if len(g[1]) == 90]
-    assert len(trimmed) == stats["model"]["ports"][2]["trimmed"] > 0
-    assert all(t.header.flags & Flags.TRIMMED for t in trimmed)
-    # Trimmed headers jump the queue: they arrive before the last full packets.
-    assert len(got[-1][1]) > 90
+    trimmed = [i for i, g in enumerate(got) if not g.payload]
+    assert len(trimmed) == stats["model"]["ports"][2]["trimmed"] == 11
+    assert all(got[i].header.flags & Flags.TRIMMED for i in trimmed)
+    # Headers jump the queue: every one arrives before the last full frame.
+    last_full = max(i for i, g in enumerate(got) if g.payload)
+    assert all(i < last_full for i in trimmed), [len(g.payload) for g in got]
+    assert [g.header.tensor_id for g in got] == expected
+
+
+def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path):
+    """16 frames at once into a 1 Mbit/s port (8 ms each: they all arrive while the first is
+    sent), ECT(0) and Not-ECT in turn. The `ecn` queue manager marks an ECT packet that
+    arrives above 5 kB queued; the frames leave CE exactly as the model, given the same
+    arrivals at one instant, marks them, with valid checksums; Not-ECT frames never."""
+    pipeline = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.25}}
+    sent = [frame(payload=910, tensor=i, ecn=Ecn.ECT0 if i % 2 == 0 else Ecn.NOT_ECT)
+            for i in range(16)]
+    model = Switch("s1", {1: PortConfig(1e9), 2: PortConfig(1e6, buffer_bytes=20_000)},
+                   {bytes.fromhex(H[2].replace(":", "")): (2,)}, pipeline)
+    for f in sent:
+        model.receive(parse(f), 1, 0)
+    expected = sorted(i for i, (_, p) in enumerate(model.poll(10**12)) if p.rewrite & REWRITE_CE)
+    assert expected and all(i % 2 == 0 for i in expected)
+    rig = Rig(tmp_path, rate=1e6, pipeline=pipeline, buffer_bytes=20_000)
+    for f in sent:
+        rig.far[1].send(f)
+    got = [decode_frame(g[1]) for g in rig.recv(2, 16, timeout=5)]  # checks every checksum
+    stats = rig.stop()
+    assert [g.header.tensor_id for g in got] == list(range(16))
+    marked = [g.header.tensor_id for g in got if g.ecn == Ecn.CE]
+    assert marked == expected, (marked, expected)
+    assert all(g.ecn == (Ecn.ECT0 if i % 2 == 0 else Ecn.NOT_ECT)
+               for i, g in enumerate(got) if i not in marked)
+    assert stats["model"]["ports"][2]["marked"] == len(marked)
+    assert stats["conservation"]["ok"] and stats["conservation"]["sent"] == 16
 
 
 def test_forward_mode_passes_frames_straight(tmp_path):

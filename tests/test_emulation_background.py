@@ -1,16 +1,11 @@
 """Background flows in an emulated run, over both transports the spec offers: the packet
 transport (the same endpoint objects the simulator drives) and kernel TCP."""
-import os
-
 import pytest
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-if os.geteuid() != 0:
-    pytest.skip("emulation tests need root", allow_module_level=True)
 
 from dlcp_emu.emu.run import run_emulation
 from dlcp_emu.experiment.spec import parse_spec
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 SPEC = {
     "name": "bg", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002, "time_limit_s": 30,

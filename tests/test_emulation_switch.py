@@ -14,20 +14,12 @@ import time
 
 import pytest
 
-pytestmark = [pytest.mark.root]
-
-if os.geteuid() != 0:
-    pytest.skip("emulation tests need root (network namespaces, veths, AF_PACKET)",
-                allow_module_level=True)
-for tool in ("mnexec", "iperf3", "ethtool", "ping"):
-    if not any(os.access(os.path.join(d, tool), os.X_OK)
-               for d in os.environ.get("PATH", "/usr/sbin:/usr/bin").split(":") + ["/usr/sbin", "/usr/bin"]):
-        pytest.skip(f"emulation tests need {tool}", allow_module_level=True)
-
 from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.run import cpu_steal_s
 from dlcp_emu.emu.net import EmulationRun, root_interfaces
 from topologies import build
+
+pytestmark = [pytest.mark.root]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
@@ -147,49 +139,57 @@ def iperf3(run, server, client, seconds, extra=()):
 
 @pytest.mark.slow
 def test_ping_and_tcp_across_leaf_spine(tmp_path):
+    """Every host reaches every other, and TCP across three switches gets over 70% of the
+    100 Mbit/s links. A try below that whose switches say they fell behind (a loaded machine)
+    may be run again, up to three in all; the last one decides."""
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)
-    with emulate(tmp_path, t, "fifo") as run:
-        # No static ARP: requests are flooded on the tree, replies routed.
-        assert run.net.pingAll(timeout=2) == 0
-        client, server = iperf3(run, "h3", "h1", 2)
-        rate = client["end"]["sum_received"]["bits_per_second"]
-        assert rate > 70 * MBPS, rate
-        assert client["end"]["sum_received"]["bytes"] > 10_000_000
-    assert_conserved(run.stats)
+    for k in range(3):
+        with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
+            # No static ARP: requests are flooded on the tree, replies routed.
+            assert run.net.pingAll(timeout=2) == 0
+            client, server = iperf3(run, "h3", "h1", 2)
+        assert_conserved(run.stats)
+        got = client["end"]["sum_received"]
+        if got["bits_per_second"] > 70 * MBPS or not any(st["fell_behind"] for st in run.stats.values()):
+            break
+    assert got["bits_per_second"] > 70 * MBPS, (got, {n: st["lateness"] for n, st in run.stats.items()})
+    assert got["bytes"] > 10_000_000
     # h1 -> h3 crosses l1, one spine, l2: both leaves carried the flow.
     assert run.stats["l1"]["tx_frames"]["3"] + run.stats["l1"]["tx_frames"]["4"] > 5000
 
 
+def pacing_figures(run, client, server, rate):
+    """What the pacing claim reads, and whether it holds: iperf3's goodput over the run, its
+    whole-second intervals at the receiver, and the bits the switch port put on the wire."""
+    got = client["end"]["sum_received"]["bits_per_second"]
+    intervals = [iv["sum"]["bits_per_second"] for iv in server["intervals"][1:-1]]
+    port = run.stats["s1"]["model"]["ports"]["2"]
+    secs = client["end"]["sum_received"]["seconds"]
+    wire = (port["tx_bytes"] + 24 * port["tx_packets"]) * 8 / secs
+    ok = 0.9 * rate <= got <= 1.02 * rate and max(intervals) <= 1.02 * rate and wire <= 1.02 * rate
+    return ok, {"goodput": got, "intervals": intervals, "wire": wire}
+
+
 @pytest.mark.slow
 def test_tcp_is_paced_at_the_port_rate(tmp_path):
+    """TCP through a 100 Mbit/s port gets 90-102% of it, and no whole second beats the wire.
+    A try whose switch says it fell behind (a loaded machine) and missed may be run again, up
+    to three in all; the last one decides."""
     rate = 100 * MBPS
     t = build("star", hosts=2, rate_bps=rate)
-    # A run whose switch says it fell behind is run again; behind every time while the
-    # hypervisor took CPU (see test_emulation_vs_simulation.faithful_emulation): skipped.
-    steals = []
     for k in range(3):
         stolen, t0 = cpu_steal_s(), time.monotonic()
         with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
             client, server = iperf3(run, "h2", "h1", 3)
-        if not run.stats["s1"]["fell_behind"]:
+        assert_conserved(run.stats)
+        ok, figures = pacing_figures(run, client, server, rate)
+        if ok or not run.stats["s1"]["fell_behind"]:
             break
-        steals.append((cpu_steal_s() - stolen) / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
-    else:
-        if min(steals) >= 0.01:
-            pytest.skip(f"the switch fell behind every time while the hypervisor took "
-                        f"{', '.join(f'{x:.0%}' for x in steals)} of the CPU")
-    got = client["end"]["sum_received"]["bits_per_second"]
-    assert got >= 0.9 * rate, got
-    assert got <= 1.02 * rate, got
-    # Whole-second intervals at the receiver never beat the wire either.
-    for iv in server["intervals"][1:-1]:
-        assert iv["sum"]["bits_per_second"] <= 1.02 * rate, iv["sum"]
-    assert_conserved(run.stats)
-    st = run.stats["s1"]
-    port = st["model"]["ports"]["2"]
-    secs = client["end"]["sum_received"]["seconds"]
-    wire_bits = (port["tx_bytes"] + 24 * port["tx_packets"]) * 8
-    assert wire_bits / secs <= 1.02 * rate
+    now_stolen = cpu_steal_s()
+    steal = (None if stolen is None or now_stolen is None
+             else (now_stolen - stolen) / ((time.monotonic() - t0) * (os.cpu_count() or 1)))
+    assert ok, (figures, {"fell_behind": run.stats["s1"]["fell_behind"], "cpu_steal_share": steal,
+                          "lateness": run.stats["s1"]["lateness"]})
 
 
 @pytest.mark.slow
@@ -198,12 +198,15 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
     mag 7, not droppable) 20%, mid (prio 4, mag 6, droppable) 20%, low (prio 7, mag 0,
     droppable) 60%."""
     # 1 MB of buffer: the mid class is refused only above 87.5 % of it, the low one above
-    # 50 %; the margin absorbs the bursts in which a busy switch process takes frames in.
+    # 50 %. The hosts' links are paced, as a NIC would pace them: a sender that fell behind
+    # (descheduled on a loaded machine) catches up in bursts of 32 frames, which an unpaced
+    # veth hands to the switch faster than any link could carry them. (Unpaced, a loaded full
+    # run once saw 2% of the mid class refused.)
     t = build("star", hosts=3, rate_bps=100 * MBPS, buffer_bytes=1_000_000)
     payload = 1000
     pps = 100 * MBPS / ((90 + payload + 24) * 8)          # each sender at the line rate
     classes = [f"0:7:0:{payload}:1", f"4:6:1:{payload}:1", f"7:0:1:{payload}:3"]
-    with emulate(tmp_path, t, "dlcp") as run:
+    with emulate(tmp_path, t, "dlcp", pace_hosts=True) as run:
         rx = start_receiver(run, tmp_path, "h3", 8, idle=1.0)
         start = time.monotonic() + 0.5
         senders = [traffic(run, h, *sender_args(t, h, "h3", pps, 2.0, classes, start_at=start))

@@ -3,24 +3,16 @@ server over a leaf-spine with the dlcp preset and transport, real packets, real 
 values: every rank ends with the numpy sum of all ranks' gradients wherever nothing was
 zero-filled, zero-filled bytes are accounted, and every iteration's timing is recorded."""
 import json
-import os
-import shutil
 
 import numpy as np
 import pytest
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-if os.geteuid() != 0:
-    pytest.skip("emulation tests need root (network namespaces, veths, AF_PACKET)",
-                allow_module_level=True)
-if not shutil.which("mnexec"):
-    pytest.skip("emulation tests need mnexec (Debian's mininet package)", allow_module_level=True)
 
 from dlcp_emu.emu.run import run_emulation
 from workloads import trace_of
 from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.experiment.spec import parse_spec
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 ITERATIONS = 3
 

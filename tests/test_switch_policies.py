@@ -84,6 +84,17 @@ def test_ecn_marks_above_threshold_only_ect_packets():
     assert sw.ports[2].counters.marked == 2
 
 
+def test_ecn_marks_strictly_above_the_threshold_and_never_marks_twice():
+    sw = one_port({"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.1}},
+                  buffer_bytes=30_000)
+    for i in range(8):      # packet 3 arrives with exactly 3000 B queued: not above, not marked
+        sw.receive(pkt(i, ect=True, ce=i == 6), 1, 0)
+    out = drain(sw)
+    assert {p.uid for p in out if p.rewrite & REWRITE_CE} == {4, 5, 7}
+    assert {p.uid for p in out if p.ce} == {4, 5, 6, 7}       # 6 came marked: left as it is
+    assert sw.ports[2].counters.marked == 3
+
+
 def test_dlcp_threshold_drops_low_magnitude_before_high():
     sw = one_port("dlcp", buffer_bytes=16 * 1500)
     sw.receive(pkt(0, droppable=False), 1, 0)     # serialising

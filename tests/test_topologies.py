@@ -1,7 +1,6 @@
 """topologies/: builders, route tables, port numbering against Mininet's Topo, addresses,
 exports and every error path. Pure Python: mininet.topo.Topo needs no root."""
 import json
-import time
 
 import pytest
 
@@ -78,14 +77,13 @@ def test_fat_tree_k4_exact():
     assert t.node("h5").pod == 1 and t.node("e3").pod == 1 and t.node("c1").pod is None
 
 
-def test_fat_tree_k16_builds_fast():
-    t0 = time.perf_counter()
+def test_fat_tree_k16_counts_routes_and_paths():
+    # (How long building it takes is a figure of `dlcp-emu bench sim`.)
     t = fat_tree(16, 100 * G)
     assert counts(t) == (1024, 320, 3072)
     routes = t.equal_cost_next_hops("e1")
     assert len(routes) == 1024
     assert t.count_paths("h1", "h1024") == 64
-    assert time.perf_counter() - t0 < 2.0
 
 
 # ---- route tables (equal-cost next hops) and paths ---------------------------------------
@@ -124,16 +122,21 @@ def test_fat_tree_k4_next_hops_and_paths():
     assert len(set(t.paths("h1", "h16"))) == 4
 
 
-def test_next_hops_are_exactly_the_shortest_path_first_hops():
-    # cross-check route tables against enumerated paths on a mixed topology
-    t = leaf_spine(3, 2, 2, G, oversubscription=2.0)
+@pytest.mark.parametrize("topo", [leaf_spine(3, 2, 2, G, oversubscription=2.0), fat_tree(4, G),
+                                  dumbbell(2, G, G)], ids=["leaf-spine", "fat-tree", "dumbbell"])
+def test_next_hops_are_exactly_the_shortest_path_first_hops(topo):
+    """Every switch's route table, for every host, is exactly the set of ports by which the
+    enumerated shortest host-to-host paths leave that switch: no port missing, none extra."""
+    t = topo
+    from_paths = {s: {} for s in t.switches()}
     for src in t.hosts():
         for dst in t.hosts():
-            if src == dst:
-                continue
-            for path in t.paths(src, dst):
+            for path in t.paths(src, dst) if src != dst else ():
                 for u, v in zip(path[1:-1], path[2:]):
-                    assert set(t.ports_to(u, v)) <= set(t.equal_cost_next_hops(u)[dst])
+                    from_paths[u].setdefault(dst, set()).update(t.ports_to(u, v))
+    tables = {s: {dst: set(ports) for dst, ports in t.equal_cost_next_hops(s).items()}
+              for s in t.switches()}
+    assert tables == from_paths
 
 
 def test_parallel_links_give_parallel_ports():

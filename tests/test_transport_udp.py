@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from dlcp_emu.transport import Message, TRANSPORTS
+from dlcp_emu.transport.feedback import FB_CE, decode_ack
 from dlcp_emu.emu.udp_driver import UdpDriver, run
+from dlcp_emu.wire import HEADER_LEN, DlcpHeader, Ecn, PacketType
 
 
 @pytest.fixture
@@ -95,3 +97,58 @@ def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
     lags = list(rx.rx_lag_ns)
     assert len(lags) == rx.received > 0
     assert min(lags) >= wait_s * 1e9 * 0.9 and max(lags) < 5e9
+
+
+def recv_with_tos(sock):
+    """(datagram, ECN bits of its IP header) from a socket that asked for IP_RECVTOS."""
+    data, anc, _, addr = sock.recvmsg(1 << 16, socket.CMSG_SPACE(1))
+    (tos,) = [d[0] for level, kind, d in anc if level == socket.IPPROTO_IP]
+    return data, tos & 3, addr
+
+
+def test_data_leaves_ect_feedback_does_not_and_a_ce_mark_shrinks_the_window(sockets):
+    """Over real sockets, as the emulator's hosts send: the sender's data is ECT(0), the
+    receiver's ACKs are Not-ECT (the rule both backends read, transport/ecn.py). A data packet
+    that arrives CE (as a marking switch leaves it) is echoed, and the echo cuts the window."""
+    a, b = sockets
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tap, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as wire:
+        tap.bind(("127.0.0.1", 0))
+        wire.bind(("127.0.0.1", 0))
+        for s in (tap, wire):
+            s.settimeout(2)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        S, R = TRANSPORTS["reliable"].sender, TRANSPORTS["reliable"].receiver
+        sender, receiver = S(0, 1), R(1)
+        tx = UdpDriver(sender, a, {1: tap.getsockname()}, ecn=True)
+        rx = UdpDriver(receiver, b, ecn=True)
+        sender.send(Message(np.ones(2000, np.float32), src_rank=0, dst_rank=1), time.monotonic_ns())
+        tx.flush(time.monotonic_ns())
+        data = [recv_with_tos(tap) for _ in range(tx.sent)]
+        assert len(data) == 6 and {DlcpHeader.unpack(d).type for d, _, _ in data} == {PacketType.DATA}
+        assert {ecn for _, ecn, _ in data} == {Ecn.ECT0}
+        # The first data packet reaches the receiver marked CE by the "switch" (the wire
+        # socket), the second unmarked.
+        for (d, _, _), tos in zip(data[:2], (Ecn.CE, Ecn.ECT0)):
+            wire.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            wire.sendto(d, b.getsockname())
+        deadline = time.monotonic() + 2
+        while rx.received < 2 and time.monotonic() < deadline:
+            rx.read()
+        assert rx.received == 2
+        rx.flush(time.monotonic_ns())
+        acks = [recv_with_tos(wire) for _ in range(2)]
+        assert {ecn for _, ecn, _ in acks} == {Ecn.NOT_ECT}
+        flags = [decode_ack(ack[HEADER_LEN:])[2] & FB_CE for ack, _, _ in acks]
+        assert flags == [FB_CE, 0]
+        # The echo reaches the sender (from its peer's address) and cuts its window once.
+        tx.peers[1] = wire.getsockname()
+        cwnd = sender.cc.cwnd
+        wire.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)
+        for ack, _, _ in acks:
+            wire.sendto(ack, a.getsockname())
+        deadline = time.monotonic() + 2
+        while tx.received < 2 and time.monotonic() < deadline:
+            tx.read()
+        assert tx.received == 2
+        assert sender.cc.reductions == 1 and sender.cc.cwnd < cwnd

@@ -61,6 +61,8 @@ def _bench_sim(args):
               f"x packet-hops (R² {result['fit_r2']})")
         print(f"  this machine: {result['python_loop_ns']} ns a plain Python loop iteration "
               f"(so a packet-hop costs {result['ns_per_packet_hop'] / result['python_loop_ns']:.0f} of them)")
+        print(f"  building a fat tree k=16 (1024 hosts) and one switch's routes: "
+              f"{result['fat_tree_k16_build_s']:.3f} s")
         if args.plot:
             print(f"  plot: {args.plot}")
     return 0

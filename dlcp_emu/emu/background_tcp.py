@@ -9,14 +9,14 @@ selector loop, non-blocking sockets; bounded by the flow list and a deadline; re
 written every second and on SIGTERM.
 
 Config: {"bind": ip, "port": 5001, "flows": [[start_s, dst_ip, nbytes], ...] (emulated
-seconds after start_at_ns), "start_at_ns", "deadline_s", "out_path"}
+seconds after the common start), "ready_file", "start_file", "deadline_s", "out_path"}
 """
 import selectors
 import socket
 import sys
 import time
 
-from dlcp_emu.emu.host_process import config_and_stop_flag
+from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.jsonio import write_json_atomic
 
 CHUNK = 64 * 1024
@@ -39,7 +39,9 @@ def run(cfg, stopping):
     srv.listen(256)
     srv.setblocking(False)
     sel.register(srv, selectors.EVENT_READ, ("accept", None))
-    start = cfg["start_at_ns"]
+    start = wait_for_start(cfg, stopping)
+    if start is None:
+        return 0
     flows = [Flow(start + int(s * 1e9), dst, int(n)) for s, dst, n in cfg["flows"]]
     pending = list(reversed(flows))        # next to start at the end
     deadline = start + int(cfg["deadline_s"] * 1e9)

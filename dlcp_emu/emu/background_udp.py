@@ -4,34 +4,35 @@ over UDP in the host's namespace (port BACKGROUND_UDP_PORT).
     python -m dlcp_emu.emu.background_udp --config FILE.json
 
 Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[start_ns
-(emulated, after start_at_ns), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
-"start_at_ns", "deadline_s", "out_path"}; records as `bgtraffic` writes them (every second,
-and on SIGTERM).
+(emulated, after the common start), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
+"ready_file", "start_file", "deadline_s", "out_path"}; records as `background_tcp` writes them
+(every second, and on SIGTERM).
 """
 import select
 import socket
 import sys
 import time
 
-from dlcp_emu.emu.host_process import config_and_stop_flag
-from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
-from dlcp_emu.host.background import BackgroundEndpoint, records
+from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.udp_driver import UdpDriver
+from dlcp_emu.host.background import BackgroundEndpoint, records
+from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
+
 
 def main(argv=None):
     cfg, stopping = config_and_stop_flag("dlcp_emu.emu.background_udp", argv)
     clock = time.monotonic_ns
-    start = cfg["start_at_ns"]
-    # Flow start times are relative to the common start; the endpoint runs on the clock.
-    flows = [(start + int(t), int(dst), int(n), int(fid)) for t, dst, n, fid in cfg["flows"]]
-    ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"])
     peers = {int(i): tuple(a) for i, a in cfg["peers"].items()}
     ip_of = {i: a[0] for i, a in peers.items()}
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(tuple(cfg["bind"]))
+    start = wait_for_start(cfg, stopping)
+    if start is None:
+        return 0
+    # Flow start times are relative to the common start; the endpoint runs on the clock.
+    flows = [(start + int(t), int(dst), int(n), int(fid)) for t, dst, n, fid in cfg["flows"]]
+    ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"])
     driver = UdpDriver(ep, sock, peers, ecn=True)
-    while clock() < start and not stopping:
-        time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
     deadline = start + int(cfg["deadline_s"] * 1e9)
     next_write = start + 1_000_000_000
 

@@ -1,9 +1,18 @@
-"""What every per-host process of an emulation (`hostd`, `background`, `bgtraffic`) starts
-with: its JSON config from `--config FILE`, and a stop flag that SIGTERM and SIGINT raise, so
-the loop ends in order and writes what it measured."""
+"""What every per-host process of an emulation (`hostd`, `background_udp`, `background_tcp`) starts
+with: its JSON config from `--config FILE`, a stop flag that SIGTERM and SIGINT raise, so the
+loop ends in order and writes what it measured, and the common start.
+
+The common start is a barrier, not a fixed time: each process says it is ready once its
+sockets are bound (`ready_file`), and the runner, once every process is, writes the start
+time to `start_file`. A fixed start two seconds after launch was missed by 1-2 s on a loaded
+machine (importing numpy and loading the trace), and a host that sent before its peer had
+bound its socket lost its first window to port-unreachable, which no switch counted.
+"""
 import argparse
 import json
+import os
 import signal
+import time
 
 
 def config_and_stop_flag(prog, argv=None):
@@ -16,3 +25,28 @@ def config_and_stop_flag(prog, argv=None):
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
     return cfg, stopping
+
+
+def wait_for_start(cfg, stopping, clock=time.monotonic_ns):
+    """Say this process is ready, wait for the runner's start time (CLOCK_MONOTONIC ns, the
+    same in every namespace) and then for that time. Returns it; None if asked to stop first."""
+    with open(cfg["ready_file"], "w"):
+        pass
+    start = None
+    while start is None and not stopping:
+        try:
+            with open(cfg["start_file"]) as f:
+                start = json.load(f)["start_at_ns"]
+        except FileNotFoundError:
+            time.sleep(0.002)
+    while start is not None and clock() < start and not stopping:
+        time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
+    return None if stopping else start
+
+
+def write_start(path, start_at_ns):
+    """The runner's half of the barrier: the start time, written whole (rename) or not at all."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"start_at_ns": start_at_ns}, f)
+    os.replace(tmp, path)

@@ -4,7 +4,7 @@
 
 Builds the plan from the trace, the agent (worker or parameter server) and its transport
 stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
-time (CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
+(`hostproc.wait_for_start`: CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
 deadline, and writes its records (`out_path`, JSON) and, if asked, its reduced tensors
 (`results_path`, .npz) for verification. Records are also written every second and on
 SIGTERM, so a run that is stopped keeps what was measured.
@@ -13,7 +13,7 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
 "transport", "mtu", "loss_bound", "droppable_fraction", "scale",
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
-"start_at_ns", "deadline_s", "out_path", "results_path"}
+"ready_file", "start_file", "deadline_s", "out_path", "results_path"}
 """
 import gc
 import os
@@ -27,7 +27,7 @@ import numpy as np
 from dlcp_emu.host.agent import ParameterServer, make_worker
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
-from dlcp_emu.emu.host_process import config_and_stop_flag
+from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan
@@ -47,8 +47,7 @@ def run_kernel_tcp(cfg, agent, stopping):
     bind = (cfg["bind"][0], TCP_PORT)
     m = TcpMessenger(cfg["rank"], agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
     clock = time.monotonic_ns
-    while clock() < cfg["start_at_ns"] and not stopping:
-        time.sleep(0.005)
+    wait_for_start(cfg, stopping)
     started = clock()
     m.start(started)
     deadline = started + int(cfg["deadline_s"] * 1e9)
@@ -165,9 +164,7 @@ def main(argv=None):
 
     clock = time.monotonic_ns
     stalls = Stalls()
-    start = cfg["start_at_ns"]
-    while clock() < start and not stopping:
-        time.sleep(min(0.01, max(0, (start - clock()) / 1e9)))
+    wait_for_start(cfg, stopping)
     started = clock()
     stack.start(started)
     deadline = started + int(cfg["deadline_s"] * 1e9)

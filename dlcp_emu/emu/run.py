@@ -9,11 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from dlcp_emu.experiment import results
-from dlcp_emu.host.background import BACKGROUND_UDP_PORT
-from dlcp_emu.transport import TRANSPORTS
+from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.net import EmulationRun
-from dlcp_emu.host.plan import make_plan
+from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -28,12 +26,14 @@ from dlcp_emu.experiment.runner import (
     summary,
     tables,
 )
+from dlcp_emu.host.background import BACKGROUND_UDP_PORT
+from dlcp_emu.host.plan import make_plan
+from dlcp_emu.transport import TRANSPORTS
 
-START_DELAY_S = 2.0      # agents import numpy and load the trace before the common start
+START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
+READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
-HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
-HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
@@ -55,12 +55,19 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
                        pace_hosts=True)
+    start_at = None
     with run:
-        start_at = time.monotonic_ns() + int(START_DELAY_S * 1e9)
+        # Every host process starts together, once all are ready (hostproc.wait_for_start).
+        start_file = run_dir / "start.json"
+        start_file.unlink(missing_ok=True)
+        ready = []
         for rank, host in placement.host_of_rank.items():
             out = run_dir / f"host-{rank}.json"
             out.unlink(missing_ok=True)   # never read a previous run's records as this one's
-            cfg = hostd_config(spec, placement, topo, rank, transport, start_at_ns=start_at,
+            ready.append(run_dir / f"host-{rank}.ready")
+            ready[-1].unlink(missing_ok=True)
+            cfg = hostd_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
+                               start_file=str(start_file),
                                deadline_s=spec.time_limit_s, out_path=str(out),
                                packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
@@ -69,9 +76,11 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             outs[rank] = out
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
                                     cwd=str(Path(__file__).resolve().parent.parent))
-        bg_outs = _start_background(spec, topo, run, run_dir, start_at, log)
+        bg_outs, bg_ready = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
-            interrupted = _wait(spec, placement, procs, outs, t_start, log)
+            start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
+            if interrupted is None:
+                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log)
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -98,40 +107,16 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                          t0, spec.scale)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, active_seconds(tens), spec.scale)
-    fidelity = _fidelity(run.stats)
+    fidelity = switch_fidelity(run.stats)
     # CPU time the hypervisor gave to others while the run went on, as a share of the
     # machine's: no process of the run can keep its schedule through it (6.9 s went within
     # one hour here, and a test run in that hour saw its switches fall behind).
     fidelity["cpu_steal_share"] = (steal / (duration * (os.cpu_count() or 1))
                                    if steal is not None and duration > 0 else None)
-    late = [x for r in records for x in r.get("timer_lateness_ns", [])]
-    # Host side: how late the agents' compute timers fired (scheduling, Python), wall-clock us
-    # like the switches' figure.
-    p99_late = results.percentile(late, 99) if late else None
-    fidelity["host_timer_p99_lateness_us"] = p99_late / 1e3 if late else None
-    # A late timer delays the rest of that iteration's forward pass (each layer's timer is
-    # set when the previous one fires), so what stretches compute is the lateness summed
-    # over an iteration: its mean per worker and iteration, as a fraction of the compute.
-    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / plan.compute_ns
-               for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
-    fidelity["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
-    # How long datagrams waited in the hosts' sockets before their agent took them (kernel
-    # arrival stamp to handling), wall-clock us.
-    lag = [x for r in records for x in r.get("rx_lag_ns", [])]
-    fidelity["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
-    fidelity["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
-    # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
-    # their compute, or leave packets waiting: every exchange then takes longer than the
-    # model says. The yardstick for waiting is the time a full frame takes on a host link.
     frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
-    fidelity["hosts_behind"] = bool(
-        (stretch and fidelity["host_compute_stretch"] > HOST_STRETCH_LIMIT)
-        or (lag and fidelity["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
-    # The longest a host stopped serving packets for its own sake (a garbage collection, a
-    # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
-    stalls = [r.get("stalls") or {} for r in records]
-    fidelity["host_stall_max_ms"] = max(
-        (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
+    fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
+    # How long after the common start the last host began (its wake-up from a sleep).
+    fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
     s = summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
@@ -147,6 +132,22 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
     return s, frames
+
+
+def _start_together(ready_files, start_file, procs):
+    """Wait until every host process is ready, then give them the common start: (start time
+    in CLOCK_MONOTONIC ns, None), or (None, why not)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not all(f.exists() for f in ready_files):
+        dead = [r for r, p in procs.items() if p.poll() is not None]
+        if dead:
+            return None, f"agent(s) {dead} exited before the start"
+        if time.monotonic() > deadline:
+            return None, f"host processes not ready after {READY_TIMEOUT_S:g} s"
+        time.sleep(0.01)
+    start_at = time.monotonic_ns() + int(START_MARGIN_S * 1e9)
+    write_start(start_file, start_at)
+    return start_at, None
 
 
 def _wait(spec, placement, procs, outs, t_start, log):
@@ -191,46 +192,29 @@ def cpu_steal_s():
         return None
 
 
-def _fidelity(stats):
-    """Worst p99 and worst single lateness of any switch port against its schedule, and
-    whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
-    20 ms: a p99 hides a single stall, which holds every packet the switch has; the README
-    has the measured case)."""
-    lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
-    p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
-    worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
-    # How long frames waited in the switches' rings before the loop took them (arrivals are
-    # the kernel's times, so a wait costs only what exceeds a packet's slack: lateness).
-    wait = [st["rx_wait"]["p99_ns"] for st in stats.values()
-            if st and (st.get("rx_wait") or {}).get("p99_ns") is not None]
-    return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
-            "max_lateness_ms": max(worst) / 1e6 if worst else None,
-            "switch_rx_wait_p99_us": max(wait) / 1e3 if wait else None,
-            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
-            "switches": len(stats)}
-
-
 BACKGROUND_TCP_PORT = 5001
 
 
-def _start_background(spec, topo, run, run_dir, start_at, log):
+def _start_background(spec, topo, run, run_dir, start_file, log):
     """The spec's background flows (`runner.background_flows`), one process per host, over
     the `reliable` packet transport (`background`, what the simulator runs too) or kernel
-    TCP (`bgtraffic`, sink and sources)."""
+    TCP (`background_tcp`, sink and sources). Returns ({host: records path}, [ready files])."""
     if not spec.background:
-        return {}
+        return {}, []
     hosts = topo.hosts()
     by_src = background_flows(spec, topo)
     bg = spec.background
     log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
         f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
     peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
-    outs = {}
+    outs, ready = {}, []
     for i, h in enumerate(hosts):
         out = run_dir / f"background-{h}.json"
         out.unlink(missing_ok=True)
-        common = {"start_at_ns": start_at, "deadline_s": spec.time_limit_s + START_DELAY_S,
-                  "out_path": str(out)}
+        ready.append(run_dir / f"background-{h}.ready")
+        ready[-1].unlink(missing_ok=True)
+        common = {"ready_file": str(ready[-1]), "start_file": str(start_file),
+                  "deadline_s": spec.time_limit_s + START_MARGIN_S, "out_path": str(out)}
         if TRANSPORTS[bg["transport"]].kernel:
             module = "dlcp_emu.emu.background_tcp"
             cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
@@ -244,7 +228,7 @@ def _start_background(spec, topo, run, run_dir, start_at, log):
         outs[h] = out
         run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
                   cwd=str(Path(__file__).resolve().parent.parent))
-    return outs
+    return outs, ready
 
 
 def _background_table(outs, scale):

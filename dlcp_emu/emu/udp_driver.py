@@ -5,8 +5,9 @@ of drivers, timeouts from the endpoints' next_timeout(), time from time.monotoni
 Outgoing packets go to the address of their dst_rank: given in `peers`, or learnt from the
 source address of packets received from that rank.
 
-Not done here: the DSCP per packet (setting IP_TOS per packet costs a syscall; the switch
-reads the DLCP header anyway). With ecn=True data packets leave ECT(0) and a CE mark on
+Not done here: the DSCP per packet (the switch reads the DLCP header). With ecn=True the
+packets `transport.ecn.ecn_capable` names leave ECT(0) (an IP_TOS control message on their
+sendmsg, so one socket carries both ECT data and Not-ECT feedback), and a CE mark on
 arrival (IP_RECVTOS) reaches the endpoint.
 """
 
@@ -20,6 +21,7 @@ from collections import deque
 from typing import Callable, Iterable
 
 from dlcp_emu.wire import HEADER_LEN, DlcpHeader, Ecn, WireError
+from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 
 RECV_BUFFER = 1 << 16
 MAX_WAIT_S = 0.05  # wake up at least this often, so `until` and the deadline are checked
@@ -27,6 +29,7 @@ _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _TIMESPEC = struct.Struct("qq")
 LAG_SAMPLES = 10_000
+_ECT0 = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", Ecn.ECT0))]   # sendmsg ancillary
 
 
 class UdpDriver:
@@ -47,8 +50,6 @@ class UdpDriver:
             except OSError:
                 pass  # the kernel caps it; losses are recovered anyway
         if ecn:
-            if getattr(endpoint, "ect", False):
-                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, Ecn.ECT0)
             sock.setsockopt(socket.IPPROTO_IP, _IP_RECVTOS, 1)
         # The kernel's arrival time of every datagram, so the host's own lag (arrival to
         # handling: a busy or descheduled process) is measured, not guessed. (On a machine
@@ -73,17 +74,18 @@ class UdpDriver:
     def flush(self, now: int) -> None:
         """Ask the endpoint what to send now and hand it to the socket."""
         backlog = self._backlog
+        ect = ECN_CAPABLE_TYPES if self.ecn else ()
         for h, payload in self.endpoint.poll(now):
             addr = self.peers.get(h.dst_rank)
             if addr is None:
                 self.unroutable += 1
                 continue
-            backlog.append(([h.pack(), payload], addr))
+            backlog.append(([h.pack(), payload], _ECT0 if h.type in ect else (), addr))
         sock = self.sock
         while backlog:
-            buffers, addr = backlog[0]
+            buffers, ancillary, addr = backlog[0]
             try:
-                sock.sendmsg(buffers, (), 0, addr)
+                sock.sendmsg(buffers, ancillary, 0, addr)
             except BlockingIOError:
                 return
             except OSError:

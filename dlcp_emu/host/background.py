@@ -55,7 +55,7 @@ class BackgroundEndpoint:
 
 
 def records(ep, t0, ip_of):
-    """Flows started so far, as `bgtraffic` writes them (start times from t0)."""
+    """Flows started so far, as `background_tcp` writes them (start times from t0)."""
     rows = [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "done",
              "fct_ns": done - start, "error": None} for _, dst, n, start, done in ep.finished]
     rows += [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "sending",

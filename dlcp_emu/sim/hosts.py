@@ -10,6 +10,7 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM
 
+from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
 
@@ -17,7 +18,7 @@ TRAINING = 0
 
 
 class SimHosts:
-    def __init__(self, net, stacks, host_of_rank, ect=True):
+    def __init__(self, net, stacks, host_of_rank):
         """stacks: {rank: HostStack} of the training job; host_of_rank: {rank: host name}."""
         self.net, self.loop = net, net.loop
         self.stacks = stacks
@@ -29,7 +30,6 @@ class SimHosts:
         self.by_host = {}
         self.wire = {TRAINING: (True, DLCP_UDP_PORT)}   # job -> (DLCP?, UDP port or None: TCP)
         self.armed = {}
-        self.ect = ect
         self.packets_sent = 0
         self.training = set(stacks)   # ranks whose agent is not done yet
         for rank, host in host_of_rank.items():
@@ -75,6 +75,9 @@ class SimHosts:
         hosts = self.host_of[job]
         src = hosts[rank]
         dlcp, port = self.wire[job]
+        # ECT as the emulator's hosts send it: the packet transports' rule; kernel TCP
+        # (stood in for without a port) does not ask for ECN (net.ipv4.tcp_ecn = 2).
+        ect = ECN_CAPABLE_TYPES if port is not None else ()
         ip = self.ip
         send = self.net.send
         for h, payload in ep.poll(now):
@@ -88,9 +91,9 @@ class SimHosts:
             size = FRAME_OVERHEAD + len(payload)
             if dlcp:
                 pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
-                                  self.ect, False, (h, payload))
+                                  h.type in ect, False, (h, payload))
             else:
-                pkt = plain_packet(size, dst, flow, ect=self.ect, frame=(h, payload))
+                pkt = plain_packet(size, dst, flow, ect=h.type in ect, frame=(h, payload))
             send(src, pkt, now)
             self.packets_sent += 1
         t = ep.next_timeout()

@@ -62,6 +62,18 @@ def python_loop_ns(n=2_000_000):
     return round(best / n * 1e9, 1)
 
 
+def topology_build_s(k=16, repeat=3):
+    """Seconds to build a fat tree and one edge switch's route table (every host), the
+    fastest of `repeat`: what a simulated run pays before its first event."""
+    best = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        build("fat-tree", k=k, rate_bps=100e9).equal_cost_next_hops("e1")
+        elapsed = time.perf_counter() - start
+        best = elapsed if best is None else min(best, elapsed)
+    return round(best, 4)
+
+
 def scaling_curve(k=8, sizes=SIZES, preset="dlcp", repeat=3):
     """The fastest of `repeat` runs at each size, and a straight-line fit of wall time
     against packet-hops (its slope is the cost of one packet-hop)."""
@@ -72,7 +84,8 @@ def scaling_curve(k=8, sizes=SIZES, preset="dlcp", repeat=3):
     slope, intercept = np.polyfit(x, y, 1)
     r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
     return {"curve": curve, "ns_per_packet_hop": round(slope * 1e9), "fit_intercept_s": round(intercept, 4),
-            "fit_r2": round(float(r2), 5), "python_loop_ns": python_loop_ns()}
+            "fit_r2": round(float(r2), 5), "python_loop_ns": python_loop_ns(),
+            "fat_tree_k16_build_s": topology_build_s(16)}
 
 
 def plot(result, path):

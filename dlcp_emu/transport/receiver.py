@@ -93,7 +93,6 @@ class Receiver:
     """Base receiver; use ReliableReceiver or DlcpReceiver."""
 
     bounded_loss = False
-    ect = False  # pure feedback is not ECN-capable (RFC 3168 6.1.4)
 
     def __init__(self, rank: int, *, mtu: int = DEFAULT_MTU, remember: int = 4096):
         self.rank = rank

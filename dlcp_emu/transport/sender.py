@@ -47,7 +47,6 @@ class Sender(LossDetection):
     """Base sender; use ReliableSender or DlcpSender."""
 
     bounded_loss = False
-    ect = True  # data packets are ECN-capable
 
     def __init__(self, src_rank: int, dst_rank: int, *, job: int = 0, mtu: int = DEFAULT_MTU,
                  cc: CongestionControl | None = None, rtt: RttEstimator | None = None,

@@ -1,0 +1,58 @@
+"""How faithfully an emulated run kept the model's schedule, from what its switches and
+hosts measured; the figures and flags of the summary's `fidelity`."""
+from dlcp_emu.experiment import results
+
+HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
+HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link frame times, that flags it
+
+
+def switch_fidelity(stats):
+    """Worst p99 and worst single lateness of any switch port against its schedule, and
+    whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
+    20 ms: a switch that waited for a busy disk once stalled 311 ms, 11% on a run, with its
+    p99 at 138 us)."""
+    lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
+    p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
+    worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
+    # How long frames waited in the switches' rings before the loop took them (arrivals are
+    # the kernel's times, so a wait costs only what exceeds a packet's slack: lateness).
+    wait = [st["rx_wait"]["p99_ns"] for st in stats.values()
+            if st and (st.get("rx_wait") or {}).get("p99_ns") is not None]
+    return {"p99_lateness_us": max(p99) / 1e3 if p99 else None,
+            "max_lateness_ms": max(worst) / 1e6 if worst else None,
+            "switch_rx_wait_p99_us": max(wait) / 1e3 if wait else None,
+            "fell_behind": any(bool(st.get("fell_behind")) for st in stats.values() if st),
+            "switches": len(stats)}
+
+
+def host_fidelity(records, compute_ns, frame_ns):
+    """The hosts' side, from their records (hostd's format): `compute_ns` is one iteration's
+    planned compute, `frame_ns` the time a full frame takes on a host link (emulated ns)."""
+    out = {}
+    late = [x for r in records for x in r.get("timer_lateness_ns", [])]
+    # How late the agents' compute timers fired (scheduling, Python), wall-clock us like the
+    # switches' figure.
+    out["host_timer_p99_lateness_us"] = results.percentile(late, 99) / 1e3 if late else None
+    # A late timer delays the rest of that iteration's forward pass (each layer's timer is
+    # set when the previous one fires), so what stretches compute is the lateness summed
+    # over an iteration: its mean per worker and iteration, as a fraction of the compute.
+    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / compute_ns
+               for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
+    out["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
+    # How long datagrams waited in the hosts' sockets before their agent took them (kernel
+    # arrival stamp to handling), wall-clock us.
+    lag = [x for r in records for x in r.get("rx_lag_ns", [])]
+    out["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
+    out["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
+    # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
+    # their compute, or leave packets waiting: every exchange then takes longer than the
+    # model says. The yardstick for waiting is the time a full frame takes on a host link.
+    out["hosts_behind"] = bool(
+        (stretch and out["host_compute_stretch"] > HOST_STRETCH_LIMIT)
+        or (lag and out["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
+    # The longest a host stopped serving packets for its own sake (a garbage collection, a
+    # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
+    stalls = [r.get("stalls") or {} for r in records]
+    out["host_stall_max_ms"] = max(
+        (max(st.get("gc_max_ns", 0), st.get("write_max_ns", 0)) / 1e6 for st in stalls), default=None)
+    return out

@@ -1,0 +1,40 @@
+"""Tests marked `root` run real emulations: they need root and Mininet's tools. Without them
+such a test is skipped, saying why, unless the emulation tests are required: under `make
+test` (which sets DLCP_REQUIRE_ROOT=1), in CI (CI=true), or with DLCP_REQUIRE_ROOT=1 set by
+hand. Then it fails, so that a run that could not emulate never passes as green."""
+import os
+import shutil
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TOOLS = ("mnexec", "iperf3", "ethtool", "ping", "tcpdump")
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+
+
+def root_required():
+    return (os.environ.get("CI", "").lower() in ("true", "1")
+            or os.environ.get("DLCP_REQUIRE_ROOT", "") not in ("", "0"))
+
+
+def missing_for_emulation():
+    """What this process lacks to emulate, or None."""
+    if os.geteuid() != 0:
+        return "root (network namespaces, veths, AF_PACKET): run them with `sudo make test`"
+    tools = [t for t in TOOLS if shutil.which(t, path=SEARCH_PATH) is None]
+    if tools:
+        return f"{', '.join(tools)}, which `sudo make setup` installs"
+    return None
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("root") is None:
+        return
+    missing = missing_for_emulation()
+    if missing is None:
+        return
+    if root_required():
+        pytest.fail(f"emulation tests need {missing} (required here: CI or DLCP_REQUIRE_ROOT is set)",
+                    pytrace=False)
+    pytest.skip(f"emulation tests need {missing}")
