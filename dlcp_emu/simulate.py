@@ -14,7 +14,7 @@ from .runner import (active_seconds, background_flows, compression_for, finish, 
                      place, port_table, preset_name, queue_table, scaled_topology, summary, tables)
 from .sim import SimNetwork
 from .background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
-from .sim.hosts import SimHosts
+from .sim.hosts import TRAINING, SimHosts
 
 SLICE_EVENTS = 200_000
 
@@ -46,7 +46,8 @@ def build(spec, pipeline, keep_results=False):
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
-    net = SimNetwork(topo, pipeline, seed=spec.seed)
+    # Drops are recorded with the packets, to say where each lost one went.
+    net = SimNetwork(topo, pipeline, seed=spec.seed, record_drops=spec.packet_records)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts) if spec.background else {}
     return topo, plan, net, hosts
@@ -123,11 +124,20 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
               "packets": packet_table([st.records() for st in hosts.stacks.values()
                                        if isinstance(st, PacketLog)], spec.time_dilation,
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
-                                                 if p.frame is not None))}
+                                                 if p.frame is not None),
+                                      dropped=_training_drops(net))}
     finish(run_dir, s, frames, interrupted)
     if "background" in s and spec.background["transport"] == "tcp":
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
     return s, {**frames, "hosts": hosts}
+
+
+def _training_drops(net):
+    """(packet key, interface, reason) of every training packet a switch or NIC dropped."""
+    for name, node in net.nodes.items():
+        for _, port, reason, pkt in node.drop_log or ():
+            if pkt.frame is not None and pkt.frame[0].job == TRAINING:
+                yield packet_key(pkt.frame[0]), f"{name}-eth{port}", reason
 
 
 def _background_table(topo, hosts, dilation):

@@ -37,7 +37,7 @@ class SimNetwork:
             (port,) = topology.ports(name)
             nic = Switch(name, {port.number: PortConfig(port.link.rate_bps, port.link.delay_ns,
                                                         HOST_BUFFER_BYTES)},
-                         {}, "fifo", default_route=(port.number,))
+                         {}, "fifo", default_route=(port.number,), record_drops=record_drops)
             nic.nic_port = port.number
             self.nodes[name] = nic
         host_set = set(hosts)
