@@ -1,13 +1,16 @@
 """Property tests of the sans-I/O switch model on random packet streams and link rates."""
+import random
+
 from hypothesis import given, settings, strategies as st
 
 from switch_models import Packet, PortConfig, Switch, preset_names
 
 SETTINGS = settings(max_examples=150, deadline=None)
+SIZES = [64, 90, 200, 1000, 1500, 9000]
 
 arrival = st.tuples(
     st.integers(0, 20_000),                   # gap to the previous arrival, ns
-    st.sampled_from([64, 90, 200, 1000, 1500, 9000]),
+    st.sampled_from(SIZES),
     st.integers(0, 7),                        # priority
     st.integers(0, 7),                        # magnitude class
     st.booleans(),                            # droppable
@@ -15,8 +18,19 @@ arrival = st.tuples(
     st.integers(1, 2),                        # input port
 )
 streams = st.lists(arrival, min_size=1, max_size=250)
-# Back-to-back arrivals (at most 1 us apart): queues fill, so queue managers must choose.
-bursts = st.lists(arrival.map(lambda a: (a[0] % 1000, *a[1:])), min_size=50, max_size=250)
+
+
+def burst(seed):
+    """50 to 250 back-to-back arrivals (at most 1 us apart), so that queues fill and queue
+    managers must choose. Drawn from a seed rather than field by field: many times cheaper
+    to generate, and the seed reproduces a failure."""
+    rng = random.Random(seed)
+    return [(rng.randrange(1000), rng.choice(SIZES), rng.randrange(8), rng.randrange(8),
+             rng.random() < 0.5, rng.randrange(6), rng.randint(1, 2))
+            for _ in range(rng.randint(50, 250))]
+
+
+bursts = st.integers(0, 2**32 - 1).map(burst)
 rates = st.sampled_from([1e8, 1e9, 1e10])
 buffers = st.sampled_from([3000, 20_000, 200_000])
 
@@ -160,16 +174,15 @@ def test_dlcp_evicts_the_lowest_magnitude_queued(stream, rate, buffer_bytes):
     still queued after the arrival made room (all of them were queued at each eviction) is of
     the victim's class or higher."""
     sw = build("dlcp", rate, buffer_bytes, egress=(3,))
+    port = sw.ports[3]
     for t, in_port, pkt in packets(stream):
         before = len(sw.drop_log)
         sw.receive(pkt, in_port, t)
-        for _, port_no, reason, victim in sw.drop_log[before:]:
-            if reason != "dlcp_evicted":
-                continue
-            port = sw.ports[port_no]
+        victims = [p.mag for _, _, reason, p in sw.drop_log[before:] if reason == "dlcp_evicted"]
+        if victims:
             left = [p.mag for dq in port.queues for p in dq
                     if p.queued is port and p.droppable and p is not pkt]
-            assert all(mag >= victim.mag for mag in left), (victim, sorted(left))
+            assert min(left, default=8) >= max(victims), (victims, sorted(left))
         sw.poll(t)
 
 
