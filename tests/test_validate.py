@@ -3,6 +3,7 @@ emulation and simulation tests'; here each backend's run hands back known figure
 report must hold the means, spreads and differences worked out by hand."""
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -57,7 +58,9 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
     assert ndp["tensor_fct_p99_s"]["difference"] == -0.5
     # Both backends' own compare runs are kept beside the report.
     for backend in ("emu", "sim"):
-        summary = json.loads((tmp_path / report["runs"][backend].split("/")[-1] / "summary.json").read_text())
+        run_dir = Path(report["runs"][backend])
+        assert run_dir.parent == tmp_path
+        summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["backend"] == backend and set(summary["presets"]) == {"fifo", "dlcp", "ndp"}
 
     text = validate.table(report)
