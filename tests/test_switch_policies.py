@@ -19,8 +19,9 @@ from switch_models import (
 GBPS = 1e9
 
 
-def one_port(pipeline, rate=GBPS, buffer_bytes=100_000, **kw):
-    return Switch("s", {1: PortConfig(10 * GBPS), 2: PortConfig(rate, buffer_bytes=buffer_bytes)},
+def one_port(pipeline, rate=GBPS, buffer_bytes=100_000, buffer_packets=None, **kw):
+    return Switch("s", {1: PortConfig(10 * GBPS),
+                        2: PortConfig(rate, buffer_bytes=buffer_bytes, buffer_packets=buffer_packets)},
                   {"h2": (2,)}, pipeline, record_drops=True, **kw)
 
 
@@ -106,6 +107,48 @@ def test_dlcp_threshold_drops_low_magnitude_before_high():
     assert dropped == {100}
 
 
+def test_dlcp_class_limit_is_exact_at_the_byte():
+    # 24000 B buffer, threshold 0.5: class 1 is refused past 24000 * (0.5 + 0.5 / 8) = 13500 B.
+    sw = one_port("dlcp", buffer_bytes=24_000)
+    sw.receive(pkt(0, droppable=False), 1, 0)            # serialising
+    for i in range(1, 9):                                # 12000 B queued
+        sw.receive(pkt(i, droppable=False), 1, 0)
+    sw.receive(pkt(10, droppable=True, mag=1), 1, 0)     # 12000 + 1500 = 13500: admitted
+    sw.receive(pkt(11, size=100, droppable=True, mag=1), 1, 0)   # 13600: refused
+    sw.receive(pkt(12, size=100, droppable=True, mag=2), 1, 0)   # limit 15000: admitted
+    assert [(p.uid, r) for _, _, r, p in sw.drop_log] == [(11, "dlcp_threshold")]
+    assert sw.ports[2].bytes == 13_600
+
+
+def test_dlcp_evicts_lowest_magnitude_first_newest_first_within_a_class():
+    # 6000 B buffer: droppable classes 4, 6 and 7 are admitted up to 4500, 5250 and 5625 B.
+    sw = one_port("dlcp", buffer_bytes=6000)
+    sw.receive(pkt(0, droppable=False), 1, 0)             # serialising
+    sw.receive(pkt(1, droppable=True, mag=6), 1, 0)       # 1500 B queued
+    sw.receive(pkt(2, size=750, droppable=True, mag=4), 1, 0)
+    sw.receive(pkt(3, size=750, droppable=True, mag=4), 1, 0)
+    sw.receive(pkt(4, droppable=True, mag=7), 1, 0)       # 4500 B queued
+    for i in range(5, 10):                                # non-droppable: each needs room
+        sw.receive(pkt(i, droppable=False), 1, 0)
+    assert [(p.uid, r) for _, _, r, p in sw.drop_log] == [
+        (3, "dlcp_evicted"), (2, "dlcp_evicted"), (1, "dlcp_evicted"), (4, "dlcp_evicted"),
+        (9, "buffer_full")]
+    assert [p.uid for p in drain(sw)] == [0, 5, 6, 7, 8]
+
+
+def test_dlcp_droppable_arrival_evicts_only_lower_classes():
+    # A droppable packet that does not fit makes room from strictly lower classes only.
+    sw = one_port("dlcp", buffer_bytes=16 * 1500, buffer_packets=4)
+    sw.receive(pkt(0, droppable=False), 1, 0)             # serialising
+    sw.receive(pkt(1, droppable=True, mag=3), 1, 0)
+    sw.receive(pkt(2, droppable=True, mag=5), 1, 0)
+    sw.receive(pkt(3, droppable=False), 1, 0)
+    sw.receive(pkt(4, droppable=False), 1, 0)             # 4 packets: full by count
+    sw.receive(pkt(5, droppable=True, mag=5), 1, 0)       # evicts 1 (class 3), not 2
+    sw.receive(pkt(6, droppable=True, mag=5), 1, 0)       # only class 5 left: refused
+    assert [(p.uid, r) for _, _, r, p in sw.drop_log] == [(1, "dlcp_evicted"), (6, "dlcp_threshold")]
+
+
 def test_dlcp_non_droppable_evicts_droppable_when_full():
     sw = one_port("dlcp", buffer_bytes=3000)
     sw.receive(pkt(0, droppable=False), 1, 0)             # serialising
@@ -144,13 +187,28 @@ def test_drr_shares_the_link_by_weight():
     assert 145 <= high <= 155   # 3:1 of 200
 
 
-def test_least_loaded_picks_the_emptier_port():
-    sw = Switch("s", {1: PortConfig(GBPS), 2: PortConfig(GBPS), 3: PortConfig(GBPS)},
+def test_least_loaded_picks_the_port_with_fewer_queued_bytes():
+    # "far" may leave by port 2 or 3; "via2" and "via3" load one of them with real packets.
+    sw = Switch("s", {1: PortConfig(10 * GBPS), 2: PortConfig(GBPS), 3: PortConfig(GBPS)},
+                {"far": (2, 3), "via2": (2,), "via3": (3,)},
+                {"preset": "fifo", "load_balancer": "least-loaded"})
+    for _ in range(3):                       # port 2: one serialising, 2 x 1500 B queued
+        sw.receive(Packet(1500, "via2"), 1, 0)
+    sw.receive(Packet(1500, "via3"), 1, 0)   # port 3: one serialising, 1 x 9000 B queued
+    sw.receive(Packet(9000, "via3"), 1, 0)
+    two, three = sw.ports[2], sw.ports[3]
+    assert (two.bytes, two.packets, three.bytes, three.packets) == (3000, 2, 9000, 1)
+    assert sw.receive(Packet(1500, "far"), 1, 0) is two      # fewer bytes, more packets
+    sw.receive(Packet(9000, "via2"), 1, 0)                  # port 2: 13500 B
+    assert sw.receive(Packet(1500, "far"), 1, 0) is three
+
+
+def test_least_loaded_takes_turns_between_equally_loaded_ports():
+    sw = Switch("s", {1: PortConfig(10 * GBPS), 2: PortConfig(GBPS), 3: PortConfig(GBPS)},
                 {"far": (2, 3)}, {"preset": "fifo", "load_balancer": "least-loaded"})
-    sw.ports[2].bytes = 10_000   # pretend port 2 is backed up
-    sw.ports[2].mask = 0
-    sw.receive(Packet(1500, "far"), 1, 0)
-    assert sw.ports[3].counters.enqueued == 1
+    # Each takes one packet in turn: the first two start at once, the next two queue.
+    chosen = [sw.receive(Packet(1500, "far"), 1, 0).number for _ in range(4)]
+    assert sorted(chosen[:2]) == sorted(chosen[2:]) == [2, 3]
 
 
 def test_unrouted_packet_is_counted_not_lost():

@@ -203,6 +203,31 @@ def test_multi_packet_probe_and_trimmed_probe():
     check_delivery(d, msg, {c: True for c in range(n)}, cs)
 
 
+def test_receiver_waits_while_more_than_the_bound_is_missing():
+    """Every chunk droppable (an explicit mask), 10% may be lost: nine chunks (12816 B, over
+    the 12000 B bound) are lost just before the probe. The receiver must not complete with
+    all nine missing; the sender gives up eight and resends the ninth."""
+    data = tensor(30_000)                   # 120000 B: 84 chunks of 1424 B and one of 384 B
+    cs, n = chunk_payload_size(), 85
+    msg = Message(data, src_rank=0, dst_rank=1, droppable=np.ones(n, bool))
+    victims, seen = set(range(n - 10, n - 1)), set()
+
+    def first_copy_of_a_victim(h):
+        if h.type == DATA and h.chunk_index in victims and h.chunk_index not in seen:
+            seen.add(h.chunk_index)
+            return True
+        return False
+
+    s, r, rec, _ = transfer([msg], LossyChannel(seed=1, drop=first_copy_of_a_victim),
+                            policy=MagnitudePolicy(loss_bound=0.1))
+    d, = r.take_delivered()
+    assert d.bound_bytes == 12_000 and d.lost_bytes == 8 * cs
+    assert set(d.lost_chunks.tolist()) < victims
+    resent = [h.chunk_index for _, h, _ in rec.of(DATA) if h.flags & Flags.RETRANSMISSION]
+    assert len(resent) == 1 and resent[0] in victims and resent[0] not in d.lost_chunks
+    check_delivery(d, msg, {c: True for c in range(n)}, cs)
+
+
 def test_trace_magnitudes_drive_classes():
     trace = workloads.get_model("resnet50")
     layer = int(trace.layers.layer_id.iloc[-1])

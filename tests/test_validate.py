@@ -1,41 +1,92 @@
-"""`dlcp-emu validate`'s comparison and its command line (the runs themselves are the
-emulation and simulation tests')."""
+"""`dlcp-emu validate`'s comparison and its command line. The runs themselves are the
+emulation and simulation tests'; here each backend's run hands back known figures, and the
+report must hold the means, spreads and differences worked out by hand."""
+import json
 import os
+from pathlib import Path
 
 import pytest
 
-from dlcp_emu.study import validate
+from dlcp_emu.study import compare, validate
 from dlcp_emu.cli import main
+from dlcp_emu.experiment.spec import parse_spec
+
+SPEC = parse_spec({"name": "t", "topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+                   "workload": {"model": "resnet50", "workers": 2}})
+
+# (backend, preset) -> per seed: (mean iteration time, p99 tensor completion time, hosts late)
+FIGURES = {
+    ("emu", "fifo"): [(0.500, 0.040, False), (0.520, 0.050, False)],
+    ("sim", "fifo"): [(0.505, 0.045, False), (0.515, 0.045, False)],
+    ("emu", "dlcp"): [(0.400, 0.030, False), (0.400, 0.030, True)],
+    ("sim", "dlcp"): [(0.300, 0.020, False), (0.300, 0.020, False)],
+    ("emu", "ndp"): [(1.25, 0.5, False), (1.25, 0.5, False)],
+    ("sim", "ndp"): [(1.0, 1.0, False), (1.0, 1.0, False)],
+}
 
 
-def report(emu, sim, flags=None):
-    rows = []
-    for preset in emu:
-        row = {"preset": preset, "emulation_fidelity": (flags or {}).get(preset, "ok")}
-        for key, _ in validate.FIGURES:
-            e, s = emu[preset], sim[preset]
-            row[key] = {"emu": sum(e) / len(e), "sim": sum(s) / len(s), "emu_seeds": e, "sim_seeds": s,
-                        "difference": (sum(e) / len(e) - sum(s) / len(s)) / (sum(s) / len(s))}
-        row["within_tolerance"] = abs(row["iteration_time_mean_s"]["difference"]) <= 0.05
-        rows.append(row)
-    return {"spec": "t", "seeds": 2, "tolerance": 0.05, "presets": rows}
+@pytest.fixture
+def known_runs(monkeypatch):
+    """compare.run_one (one preset, one seed, one backend) gives FIGURES' numbers; compare
+    itself, which combines seeds and writes summaries, runs for real."""
+    def run_one(spec, preset, run_dir, backend, log):
+        it, fct, late = FIGURES[backend, preset][spec.seed - SPEC.seed]
+        return {"iteration_time_mean_s": it, "tensor_fct_p99_s": fct, "completed": True,
+                "loss_within_bound": True, "compression": {},
+                "fidelity": {"fell_behind": False, "hosts_behind": late}}
+    monkeypatch.setattr(compare, "run_one", run_one)
 
 
-def test_table_shows_means_spread_difference_and_verdict():
-    text = validate.table(report({"fifo": [0.500, 0.520], "dlcp": [0.400, 0.400]},
-                                 {"fifo": [0.505, 0.515], "dlcp": [0.300, 0.300]},
-                                 {"dlcp": "hosts late"}))
-    fifo = next(line for line in text.splitlines() if line.strip().startswith("fifo"))
-    dlcp = next(line for line in text.splitlines() if line.strip().startswith("dlcp"))
-    assert "510.0 ± 14.1" in fifo and "+0.0%" in fifo and "yes" in fifo and fifo.endswith("ok")
-    assert "400.0 ± 0.0" in dlcp and "+33.3%" in dlcp and " NO " in dlcp and dlcp.endswith("hosts late")
-    assert "within 5%" in text
+def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_path):
+    out_dir, report = validate.validate(SPEC, ["fifo", "dlcp", "ndp"], seeds=2, tolerance=0.25,
+                                        root=tmp_path, log=lambda m: None)
+    assert json.loads((out_dir / "validation.json").read_text()) == report
+    assert report["complete"] and (report["seeds"], report["tolerance"]) == (2, 0.25)
+    rows = {r["preset"]: r for r in report["presets"]}
+    fifo, dlcp, ndp = rows["fifo"]["iteration_time_mean_s"], rows["dlcp"], rows["ndp"]
+    assert fifo["emu_seeds"] == [0.500, 0.520] and fifo["sim_seeds"] == [0.505, 0.515]
+    assert fifo["emu"] == pytest.approx(0.510) and fifo["sim"] == pytest.approx(0.510)
+    assert fifo["difference"] == pytest.approx(0.0, abs=1e-12)
+    assert rows["fifo"]["tensor_fct_p99_s"]["emu"] == pytest.approx(0.045)
+    assert rows["fifo"]["within_tolerance"] and rows["fifo"]["emulation_fidelity"] == "ok"
+    # dlcp: 400 ms against 300 ms is +33.3 %, beyond 25 %; one seed's hosts were late.
+    assert dlcp["iteration_time_mean_s"]["difference"] == pytest.approx(1 / 3)
+    assert dlcp["tensor_fct_p99_s"]["difference"] == pytest.approx(0.5)
+    assert not dlcp["within_tolerance"] and dlcp["emulation_fidelity"] == "hosts late"
+    # ndp: exactly +25 % (binary-exact numbers) is within a 25 % tolerance; fct p99 -50 %.
+    assert ndp["iteration_time_mean_s"]["difference"] == 0.25 and ndp["within_tolerance"]
+    assert ndp["tensor_fct_p99_s"]["difference"] == -0.5
+    # Both backends' own compare runs are kept beside the report.
+    for backend in ("emu", "sim"):
+        run_dir = Path(report["runs"][backend])
+        assert run_dir.parent == tmp_path
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["backend"] == backend and set(summary["presets"]) == {"fifo", "dlcp", "ndp"}
+
+    text = validate.table(report)
+    line = {r: next(x for x in text.splitlines() if x.strip().startswith(r)) for r in rows}
+    assert "510.0 ± 14.1" in line["fifo"] and "+0.0%" in line["fifo"] and line["fifo"].endswith("ok")
+    assert "400.0 ± 0.0" in line["dlcp"] and "+33.3%" in line["dlcp"] and " NO " in line["dlcp"]
+    assert line["dlcp"].endswith("hosts late")
+    assert "+25.0%" in line["ndp"] and "-50.0%" in line["ndp"] and " yes " in line["ndp"]
+    assert "within 25%" in text
 
 
-def test_per_seed_reads_combined_and_single_summaries():
-    assert validate._per_seed(None, "k") == []
-    assert validate._per_seed({"k": 1.0}, "k") == [1.0]
-    assert validate._per_seed({"k": 1.5, "per_seed": [{"k": 1.0}, {"k": 2.0}, {"k": None}]}, "k") == [1.0, 2.0]
+def test_a_preset_without_figures_has_no_difference(known_runs, tmp_path, monkeypatch):
+    real = compare.run_one
+
+    def no_sim_figure(spec, preset, run_dir, backend, log):
+        s = real(spec, preset, run_dir, backend, log)
+        if backend == "sim":
+            s["iteration_time_mean_s"] = None    # e.g. the run stopped before an iteration ended
+        return s
+    monkeypatch.setattr(compare, "run_one", no_sim_figure)
+    _, report = validate.validate(SPEC, ["fifo"], seeds=1, root=tmp_path, log=lambda m: None)
+    row = report["presets"][0]
+    assert row["iteration_time_mean_s"] == {"emu": 0.5, "sim": None, "emu_seeds": [0.5],
+                                            "sim_seeds": [], "difference": None}
+    assert not row["within_tolerance"]
+    assert " - " in validate.table(report).splitlines()[2]
 
 
 def test_command_line_errors_name_the_flag(capsys):

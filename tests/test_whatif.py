@@ -6,13 +6,18 @@ import pytest
 
 from dlcp_emu.cli import main
 from dlcp_emu.study.whatif import paper_fusion, whatif
-from workloads import Trace, vec_add_seconds
+from workloads import Trace
+
+
+MIB = 1024 * 1024
 
 
 def tiny_trace():
-    # Backward order: layer 2 ready at 1 ms (6 MB), layer 1 at 7 ms (2 MB), layer 0 at 8 ms (1 MB).
+    # Backward order: layer 2 ready at 1 ms (6 MiB), layer 1 at 7 ms (4 MiB), layer 0 at 8 ms
+    # (5 MiB). Sizes are chosen so that a quarter of each bucket is a size the V100 vector-add
+    # table measured (2.5 MiB: 18.1632 us; 1.25 MiB: 10.704 us): no interpolation to redo.
     layers = pd.DataFrame({"layer_id": [0, 1, 2], "name": ["a", "b", "c"],
-                           "grad_bytes": [1_000_000, 2_000_000, 6_000_000],
+                           "grad_bytes": [5 * MIB, 4 * MIB, 6 * MIB],
                            "backward_us": [1000.0, 6000.0, 1000.0], "forward_us": [1000.0] * 3,
                            "mag_dist": ["lognormal"] * 3, "mag_mu": [-7.0] * 3, "mag_sigma": [1.0] * 3})
     return Trace("tiny", layers, batch_time_us=20_000.0).validate()
@@ -20,21 +25,33 @@ def tiny_trace():
 
 def test_fusion_flushes_after_5ms_of_backward_or_64mib():
     buckets, end = paper_fusion(tiny_trace())
-    # 1 ms + 6 ms passes 5 ms at layer 1: bucket of 8 MB at 7 ms; the rest at the end, 8 ms.
-    assert buckets == [(pytest.approx(0.007), 8_000_000), (pytest.approx(0.008), 1_000_000)]
+    # 1 ms + 6 ms passes 5 ms at layer 1: a 10 MiB bucket at 7 ms; the rest at the end, 8 ms.
+    assert buckets == [(pytest.approx(0.007), 10 * MIB), (pytest.approx(0.008), 5 * MIB)]
     assert end == pytest.approx(0.008)
 
 
 def test_closed_form_matches_hand_computation():
-    n, bw = 4, 1e9
-    r = whatif("tiny", n, 1.0, 2.0, trace=tiny_trace())
-    end = 0.0
-    for ready, size in [(0.007, 8_000_000), (0.008, 1_000_000)]:
-        net = size * 8 * (n - 1) / n / bw / 2.0
-        end = max(ready, end) + 2 * net + (n - 1) * vec_add_seconds(size / n)
-    overhead = end - 0.008
-    assert r.overhead_s == pytest.approx(overhead)
-    assert r.scaling_factor == pytest.approx(0.020 / (0.020 + overhead))
+    # 4 workers at 1 Gbit/s, compression 2. Bucket 1 (10 MiB, ready 7 ms): wire 2 x 10 MiB x 8
+    # x 3/4 / 1e9 / 2 = 62.91456 ms, adds 3 x 18.1632 us = 54.4896 us, ends 69.9690496 ms.
+    # Bucket 2 (5 MiB, ready 8 ms) waits for it: wire 31.45728 ms, adds 3 x 10.704 us =
+    # 32.112 us, ends 101.4584416 ms; backward ended at 8 ms.
+    r = whatif("tiny", 4, 1.0, 2.0, trace=tiny_trace())
+    assert r.overhead_s == pytest.approx(0.0934584416, rel=1e-12)
+    assert r.scaling_factor == pytest.approx(0.020 / 0.1134584416, rel=1e-12)   # 0.176276...
+    assert r.network_s == pytest.approx(0.09437184, rel=1e-12)
+    assert r.vec_add_s == pytest.approx(86.6016e-6, rel=1e-12)
+    assert r.network_utilization == pytest.approx(0.09437184 / 0.1014584416, rel=1e-12)
+    assert (r.buckets, r.bytes_per_iteration, r.backward_s) == (2, 15 * MIB, pytest.approx(0.008))
+
+
+def test_closed_form_starts_a_bucket_when_it_is_ready():
+    # At 100 Gbit/s and compression 10, bucket 1 ends at 7 + 0.12582912 + 0.0544896 ms =
+    # 7.18031872 ms, before bucket 2 is ready (8 ms), which then takes 0.06291456 + 0.032112 ms.
+    r = whatif("tiny", 4, 100.0, 10.0, trace=tiny_trace())
+    assert r.overhead_s == pytest.approx(0.00009502656, rel=1e-9)
+    assert r.scaling_factor == pytest.approx(0.020 / 0.02009502656, rel=1e-12)
+    # One worker has nothing to all-reduce: no overhead at all.
+    assert whatif("tiny", 1, 1.0, trace=tiny_trace()).overhead_s == 0.0
 
 
 def test_real_traces_scale_near_linearly_at_100g_and_not_at_10g():

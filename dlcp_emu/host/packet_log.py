@@ -5,7 +5,8 @@ and passes everything through, keeping one row a packet. The runner joins a run'
 receive rows on the packet's identity (source, destination, type, iteration, tensor,
 chunk, send timestamp: a retransmission has its own) to give each packet its fate:
 delivered, trimmed (payload cut on the way), lost, or in flight (still in the network when
-the run ended: the simulator knows which).
+the run ended: the simulator knows which). The simulator also says where and why each lost
+packet was dropped.
 """
 import pandas as pd
 
@@ -60,15 +61,18 @@ def packet_key(h):
     return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns)
 
 
-def packet_table(logs, run_scale, t0_ns=0, in_flight=()):
+def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
     """logs: records() of every host. One row per packet sent: times in real-world seconds
     from t0, and its fate. in_flight: keys (`packet_key`) of packets still in the network
-    at the end, which are not lost."""
+    at the end, which are not lost. dropped: (key, interface, reason) of every packet a
+    switch dropped (the simulator knows them), which fill `drop_at` (`<switch>-eth<port>`)
+    and `drop_reason`; both stay empty where no drop is known (the emulator)."""
     sent = pd.DataFrame([r for log in logs for r in log["sent"]], columns=COLUMNS)
     recv = pd.DataFrame([r for log in logs for r in log["received"]],
                         columns=COLUMNS + ["recv_ns", "ce"])
     if not len(sent):
-        return pd.DataFrame(columns=COLUMNS + ["send_s", "recv_s", "fate", "ce"])
+        return pd.DataFrame(columns=COLUMNS + ["ce", "send_s", "recv_s", "fate", "droppable",
+                                               "drop_at", "drop_reason"])
     key = KEY
     recv = recv.drop_duplicates(key)   # a duplicated packet counts as delivered once
     out = sent.merge(recv[key + ["recv_ns", "ce", "flags"]].rename(columns={"flags": "recv_flags"}),
@@ -85,4 +89,9 @@ def packet_table(logs, run_scale, t0_ns=0, in_flight=()):
         pending = [k in in_flight for k in out[key].itertuples(index=False, name=None)]
         out.loc[out["recv_ns"].isna() & pd.Series(pending, index=out.index), "fate"] = "in_flight"
     out["droppable"] = (out["flags"] & int(Flags.DROPPABLE)) > 0
+    where = {k: (at, reason) for k, at, reason in dropped}
+    drops = [where.get(k, (None, None)) for k in out[key].itertuples(index=False, name=None)] \
+        if where else [(None, None)] * len(out)
+    out["drop_at"] = pd.Series([at for at, _ in drops], index=out.index, dtype=object)
+    out["drop_reason"] = pd.Series([reason for _, reason in drops], index=out.index, dtype=object)
     return out.drop(columns=["recv_ns", "recv_flags"])

@@ -12,6 +12,7 @@ the next packet.
 from collections import deque
 
 from switch_models import HostNic, PortConfig, Switch
+from switch_models.nic import BUFFER_FULL
 
 from dlcp_emu.sim.events import EventLoop
 
@@ -43,6 +44,8 @@ class SimNetwork:
         for name in topology.hosts():
             (port,) = topology.ports(name)
             self.nics[name] = HostNic(port.link.rate_bps, port.link.delay_ns)
+        # What the NICs dropped, with packet records on (the switches keep their own logs).
+        self.nic_drop_log = [] if record_drops else None
         # wires[node][port number]: the wire each egress leaves on (a host's NIC: port 0).
         self.wires = {name: {n: Wire() for n in sw.ports} for name, sw in self.switches.items()}
         for name in self.nics:
@@ -70,6 +73,8 @@ class SimNetwork:
         now = self.loop.now if now is None else now
         arrival = self.nics[host].transmit(pkt.size, now)
         if arrival is None:
+            if self.nic_drop_log is not None:
+                self.nic_drop_log.append((host, now, 0, BUFFER_FULL, pkt))
             return
         pkt.depart = arrival
         wire = self.wires[host][0]
@@ -141,6 +146,14 @@ class SimNetwork:
                 yield from port.inflight
                 for q in port.queues:
                     yield from (p for p in q if p.queued is port)
+
+    def drops(self):
+        """(node, time, port, reason, packet) of every packet a switch or NIC dropped, when
+        the network keeps drop logs (`record_drops`)."""
+        for name, sw in self.switches.items():
+            for t, port, reason, pkt in sw.drop_log or ():
+                yield name, t, port, reason, pkt
+        yield from self.nic_drop_log or ()
 
     def conservation(self):
         """Every node's (taken in, accounted for): switches and host NICs."""

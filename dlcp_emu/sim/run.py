@@ -5,11 +5,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
-from workloads import trace_of
-from dlcp_emu.host.stack import HostStack
-from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
-from dlcp_emu.host.plan import make_plan
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -24,10 +19,15 @@ from dlcp_emu.experiment.runner import (
     summary,
     tables,
 )
-from dlcp_emu.sim import SimNetwork
-from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
+from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
-from dlcp_emu.sim.hosts import SimHosts
+from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
+from dlcp_emu.host.plan import make_plan
+from dlcp_emu.host.stack import HostStack
+from dlcp_emu.sim import SimNetwork
+from dlcp_emu.sim.hosts import TRAINING, SimHosts
+from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
+from workloads import trace_of
 
 SLICE_EVENTS = 200_000
 
@@ -59,7 +59,8 @@ def build(spec, pipeline, keep_results=False):
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
-    net = SimNetwork(topo, pipeline, seed=spec.seed)
+    # Drops are recorded with the packets, to say where each lost one went.
+    net = SimNetwork(topo, pipeline, seed=spec.seed, record_drops=spec.packet_records)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts) if spec.background else {}
     return topo, plan, net, hosts
@@ -116,11 +117,10 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                        else "no events left before the agents were done (stalled)")
     records = [_records(rank, s) for rank, s in hosts.stacks.items()]
     its, tens, dels = tables(records, spec.scale)
-    virtual_s = net.loop.now * 1e-9
     ports = port_table(net.counters(), active_seconds(tens), spec.scale)
     s = summary(spec, pipeline, spec.transport_for(preset), its, tens, dels, ports,
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
-                virtual_s / spec.time_dilation, plan)
+                spec.scale.seconds(net.loop.now), plan)
     s["backend"] = "simulation"
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
@@ -135,11 +135,19 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
               "packets": packet_table([st.records() for st in hosts.stacks.values()
                                        if isinstance(st, PacketLog)], spec.scale,
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
-                                                 if p.frame is not None))}
+                                                 if p.frame is not None),
+                                      dropped=_training_drops(net))}
     finish(run_dir, s, frames, interrupted)
     if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
     return s, {**frames, "hosts": hosts}
+
+
+def _training_drops(net):
+    """(packet key, interface, reason) of every training packet a switch or NIC dropped."""
+    for name, _, port, reason, pkt in net.drops():
+        if pkt.frame is not None and pkt.frame[0].job == TRAINING:
+            yield packet_key(pkt.frame[0]), f"{name}-eth{port}", reason
 
 
 def _background_table(topo, hosts, scale):
