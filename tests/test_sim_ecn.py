@@ -1,11 +1,9 @@
 """ECN in the simulator: the packets the transports send ECN-capable (transport/ecn.py) are
 `ect` on the simulated wire, an `ecn` queue manager marks them, the mark is delivered to the
 receiver, echoed, and the sender's window shrinks: the queue then stays near the mark."""
-import pytest
-
 from topologies import build
 
-from dlcp_emu.emu.background_udp import BackgroundEndpoint
+from dlcp_emu.host.background import BackgroundEndpoint
 from dlcp_emu.sim import SimNetwork
 from dlcp_emu.sim.hosts import SimHosts
 from dlcp_emu.wire import PacketType

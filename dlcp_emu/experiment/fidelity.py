@@ -9,8 +9,8 @@ HOST_LAG_LIMIT = 0.10      # median wait of a received packet, in host-link fram
 def switch_fidelity(stats):
     """Worst p99 and worst single lateness of any switch port against its schedule, and
     whether any switch fell behind (socket drops, p99 lateness above 1 ms, or one stall above
-    20 ms: a switch that waited for a busy disk once stalled 311 ms, 11% on a run, with its
-    p99 at 138 us)."""
+    20 ms: a p99 hides a single stall, which holds every packet the switch has; the README
+    has the measured case)."""
     lat = [st["lateness"] for st in stats.values() if st and st.get("lateness")]
     p99 = [x["p99_ns"] for x in lat if x.get("p99_ns") is not None]
     worst = [x["max_ns"] for x in lat if x.get("max_ns") is not None]
