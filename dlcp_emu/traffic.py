@@ -37,7 +37,7 @@ _U64 = struct.Struct("!Q")
 # At offset 36: dport; 42: magic, version; 47: prio, mag; 46 flags; 50 job; 66 chunk index;
 # 82 send_ts.
 _RX = struct.Struct("!36xH4xHBxBBBxH14xI12xQ")
-_SPORT = struct.Struct("!H")
+_SENDER = struct.Struct("!26x4s4xH")    # IPv4 source address, UDP source port
 
 
 def parse_class(text):
@@ -211,11 +211,73 @@ def _pct(sorted_vals, q):
     return sorted_vals[k]
 
 
+class Tally:
+    """What `receive` counts, frame by frame (sans-I/O: frames and receive times in, counts
+    out). A flow is a sender's (IPv4 source address, UDP source port): two hosts sending
+    from the same port are two flows, each with its own sequence, so a frame counts as
+    reordered only against earlier frames of its own flow."""
+
+    def __init__(self):
+        self.classes = {}
+        self.flows = {}
+        self.max_seq = {}
+        self.other = 0
+        self.total = 0
+        self.reordered = 0
+        self.first = self.last = None
+
+    def add(self, frame, t):
+        """Count one frame received at t (ns); False if it is not a DLCP frame of ours."""
+        if len(frame) < 90:
+            self.other += 1
+            return False
+        dport, magic, version, flags, prio, mag, _job, seqno, ts = _RX.unpack_from(frame)
+        if dport != DLCP_UDP_PORT or magic != 0xD1C9 or version != 1:
+            self.other += 1
+            return False
+        self.total += 1
+        if self.first is None:
+            self.first = t
+        self.last = t
+        key = (prio, mag, flags & 1)
+        c = self.classes.get(key)
+        if c is None:
+            c = self.classes[key] = {"count": 0, "delays": [], "bytes": 0}
+        c["count"] += 1
+        c["bytes"] += len(frame)
+        c["delays"].append(t - ts)
+        flow = _SENDER.unpack_from(frame)
+        self.flows[flow] = self.flows.get(flow, 0) + 1
+        if seqno < self.max_seq.get(flow, -1):
+            self.reordered += 1
+        else:
+            self.max_seq[flow] = seqno
+        return True
+
+    def result(self):
+        out_classes = {}
+        for (prio, mag, drop), c in sorted(self.classes.items()):
+            d = sorted(c["delays"])
+            out_classes[f"{prio}:{mag}:{drop}"] = {
+                "prio": prio, "mag": mag, "droppable": bool(drop), "count": c["count"],
+                "bytes": c["bytes"],
+                "delay_p50_us": _us(_pct(d, 50)), "delay_p99_us": _us(_pct(d, 99)),
+                "delay_max_us": _us(d[-1] if d else None),
+                "delay_mean_us": _us(sum(d) / len(d) if d else None)}
+        total, first, last = self.total, self.first, self.last
+        return {"received": total, "other": self.other, "reordered": self.reordered,
+                "span_s": round((last - first) / 1e9, 6) if total > 1 else 0.0,
+                "classes": out_classes,
+                "flows": {f"{socket.inet_ntoa(ip)}:{port}": n
+                          for (ip, port), n in sorted(self.flows.items())}}
+
+
 def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None):
     """Receive DLCP frames until duration_s passes, `expect` frames came, or idle_s passed
     without one (after the first). Returns counts and one-way delay per class
-    (prio, mag, droppable) and per flow (UDP source port), the frames the kernel dropped at
-    this socket (`socket_drops`) and what ended the wait (`stopped_by`)."""
+    (prio, mag, droppable) and per flow (source address and UDP source port: see Tally),
+    the frames the kernel dropped at this socket (`socket_drops`) and what ended the wait
+    (`stopped_by`)."""
     _set_slack()
     filt = job_filter(job) if job is not None else None
     sock = _socket(intf, filt=filt)
@@ -225,25 +287,19 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
             f.write(str(os.getpid()))
     recv = sock.recv
     clock = time.monotonic_ns
-    unpack = _RX.unpack_from
-    classes = {}
-    flows = {}
-    other = 0
-    total = 0
-    first = last = None
+    tally = Tally()
+    add = tally.add
     t_end = clock() + int(duration_s * 1e9)
-    max_seq = {}
-    reordered = 0
     drops = socket_drops(sock)      # zero: counts from bind; read to reset
     while True:
         now = clock()
         if now >= t_end:
             stopped_by = "duration"
             break
-        if expect is not None and total >= expect:
+        if expect is not None and tally.total >= expect:
             stopped_by = "expect"
             break
-        if last is not None and now - last > idle_s * 1e9:
+        if tally.last is not None and now - tally.last > idle_s * 1e9:
             stopped_by = "idle"
             break
         wait = min(t_end - now, int(idle_s * 1e9)) / 1e9
@@ -255,47 +311,10 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
                 frame = recv(9100)
             except BlockingIOError:
                 break
-            t = clock()
-            if len(frame) < 90:
-                other += 1
-                continue
-            dport, magic, version, flags, prio, mag, _job, seqno, ts = unpack(frame)
-            if dport != DLCP_UDP_PORT or magic != 0xD1C9 or version != 1:
-                other += 1
-                continue
-            total += 1
-            if first is None:
-                first = t
-            last = t
-            key = (prio, mag, flags & 1)
-            c = classes.get(key)
-            if c is None:
-                c = classes[key] = {"count": 0, "delays": [], "bytes": 0}
-            c["count"] += 1
-            c["bytes"] += len(frame)
-            c["delays"].append(t - ts)
-            (sport,) = _SPORT.unpack_from(frame, 34)
-            flows[sport] = flows.get(sport, 0) + 1
-            m = max_seq.get(sport, -1)
-            if seqno < m:
-                reordered += 1
-            else:
-                max_seq[sport] = seqno
+            add(frame, clock())
     drops += socket_drops(sock)
     sock.close()
-    out_classes = {}
-    for (prio, mag, drop), c in sorted(classes.items()):
-        d = sorted(c["delays"])
-        out_classes[f"{prio}:{mag}:{drop}"] = {
-            "prio": prio, "mag": mag, "droppable": bool(drop), "count": c["count"],
-            "bytes": c["bytes"],
-            "delay_p50_us": _us(_pct(d, 50)), "delay_p99_us": _us(_pct(d, 99)),
-            "delay_max_us": _us(d[-1] if d else None),
-            "delay_mean_us": _us(sum(d) / len(d) if d else None)}
-    return {"received": total, "other": other, "reordered": reordered,
-            "socket_drops": drops, "stopped_by": stopped_by,
-            "span_s": round((last - first) / 1e9, 6) if total > 1 else 0.0,
-            "classes": out_classes, "flows": {str(k): v for k, v in sorted(flows.items())}}
+    return {**tally.result(), "socket_drops": drops, "stopped_by": stopped_by}
 
 
 def _us(ns):
