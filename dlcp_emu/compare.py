@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import results
+from .runner import preset_name
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
@@ -42,7 +43,31 @@ def variants(spec, presets, vary=()):
         leaf = field.rsplit(".", 1)[-1]
         specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
                  for (label, s), v in itertools.product(specs, values)]
-    return [(p + label, p, s) for p in presets for label, s in specs]
+    return [(preset_name(p) + label, p, s) for p in presets for label, s in specs]
+
+
+def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
+    """What `compare` would run, every variant checked as far as a run's set-up goes (the
+    scaled topology, the plan from the trace, the transport the backend has), without
+    running: lines to print. Raises what the set-up would (ValueError, RuntimeError)."""
+    from .hostd import load_trace
+    from .plan import make_plan
+    from .runner import scaled_topology
+    runs = variants(spec, presets, vary)
+    lines = [f"{spec.source}: {len(runs)} variant(s) x {seeds} seed(s) would run ({backend}):"]
+    for label, preset, v in runs:
+        transport = v.transport_for(preset_name(preset))
+        if backend == "sim" and transport == "tcp":
+            raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
+                             "the simulator runs 'reliable' or 'dlcp'")
+        topo = scaled_topology(v)
+        w = v.workload
+        plan = make_plan(load_trace(w), dilation=v.time_dilation, byte_scale=v.byte_scale,
+                         fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
+        lines.append(f"  {label}: {transport} transport, {w['workers']} workers ({w['pattern']}) "
+                     f"on {topo.name}, {len(plan.buckets)} buckets, "
+                     f"{plan.bytes_per_iteration:,} bytes an iteration")
+    return lines
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
@@ -60,7 +85,8 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
             per_seed = []
             for k in range(seeds):
                 s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
-                log(f"{label} (seed {s_spec.seed}, {v_spec.transport_for(preset)} transport, {backend}):")
+                transport = v_spec.transport_for(preset_name(preset))
+                log(f"{label} (seed {s_spec.seed}, {transport} transport, {backend}):")
                 per_seed.append(run_one(s_spec, preset, run_dir / label / f"seed-{s_spec.seed}", backend, log))
                 summary["presets"][label] = _combine(per_seed)
                 results.write_summary(run_dir, summary)

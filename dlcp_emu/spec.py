@@ -51,11 +51,21 @@
                                 # tcp (kernel TCP: emulation; the simulator approximates it)
 
 `load_spec(path)` and `parse_spec(dict)` check every field and report all problems at once,
-each naming the field and what is allowed; unknown fields are errors.
+each naming the field and what is allowed; unknown fields are errors, and so are NaN and
+infinity. They also check what the fields make together, naming the field to change: the
+slowest link after `byte_scale / time_dilation` must keep >= 1 bit/s, and the run's gradients
+(every rank holds its own: ranks x the model's bytes x byte_scale) must fit in this machine's
+memory. The workload's trace is read and checked here too, so a bad trace file is a spec
+error naming `workload.trace` and the file. Nothing else escapes them but SpecError.
 """
+import functools
+import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from .compression import MODES as COMPRESSION_MODES, CompressionSpec
@@ -67,6 +77,9 @@ DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
 PLACEMENTS = ("spread", "packed")
+MAX_WORKERS = 1024
+MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
+MIN_RATE_BPS = 1   # what topologies.check_rate takes: an emulated link's rate after scaling
 
 
 class SpecError(ValueError):
@@ -74,8 +87,11 @@ class SpecError(ValueError):
 
     def __init__(self, problems, source="spec"):
         self.problems = list(problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
-                         + "\n  ".join(self.problems))
+        if len(self.problems) == 1:
+            super().__init__(f"{source}: {self.problems[0]}")
+        else:
+            super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
+                             + "\n  ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -138,7 +154,8 @@ class _Checker:
     def take(self, table, prefix, fields):
         """fields: {name: (default or REQUIRED, check(value) -> bool, allowed text)}."""
         if not isinstance(table, dict):
-            self.problems.append(f"[{prefix}] must be a table")
+            self.problems.append(f"[{prefix}] must be a table" if prefix else
+                                 f"the spec must be a table of fields, got {type(table).__name__}")
             return {}
         out = {}
         for name in sorted(set(table) - set(fields)):
@@ -165,8 +182,9 @@ def _path(prefix, name):
 
 
 def _num(lo, hi=None, lo_open=False):
+    """A finite number in [lo, hi] ((lo, hi] with lo_open): NaN and infinity never pass."""
     def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             return False
         if v < lo or (lo_open and v == lo):
             return False
@@ -183,8 +201,9 @@ def _one_of(options):
 
 
 TOP_FIELDS = {
-    "name": ("experiment", lambda v: isinstance(v, str) and v.replace("-", "").replace("_", "").isalnum(),
-             "letters, digits, '-' and '_'"),
+    "name": ("experiment", lambda v: isinstance(v, str) and len(v) <= MAX_NAME and v.isascii()
+             and v.replace("-", "").replace("_", "").isalnum(),
+             f"at most {MAX_NAME} ASCII letters, digits, '-' and '_' (it names the run's folder)"),
     "seed": (1, _int(0), "an integer >= 0"),
     "time_dilation": (1.0, _num(1), "a number >= 1"),
     "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
@@ -207,7 +226,7 @@ def _workload_fields():
         "model": (None, _one_of(models), f"one of {', '.join(models)}"),
         "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
         "pattern": ("ring", _one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
-        "workers": (REQUIRED, _int(1, 1024), "an integer in 1..1024"),
+        "workers": (REQUIRED, _int(1, MAX_WORKERS), f"an integer in 1..{MAX_WORKERS}"),
         "iterations": (3, _int(1, 10_000), "an integer in 1..10000"),
         "ps": (1, _int(1, 64), "an integer in 1..64"),
         "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
@@ -265,8 +284,12 @@ def parse_spec(raw, source="spec"):
 
     topology = top.get("topology") or {}
     topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
+    if topo is not None and not c.problems:
+        _check_scaled_rates(c, topo, top, raw)
     if topo is not None and background and not c.problems:
         _check_background(c, background, topo, top)
+    if not c.problems:
+        _check_workload_memory(c, workload, top)
     switch = top.get("switch") or {}
     try:
         PipelineSpec.parse(switch)
@@ -309,6 +332,74 @@ def _check_topology(c, topology, workload):
     return topo
 
 
+def _check_scaled_rates(c, topo, top, raw):
+    """Rates run at rate x byte_scale / time_dilation: the slowest link must keep
+    MIN_RATE_BPS. Named against the field the user wrote (time_dilation unless only
+    byte_scale was given), not against the scaled link."""
+    dilation, scale = top["time_dilation"], top["byte_scale"]
+    slowest = min(topo.links, key=lambda link: link.rate_bps)
+    scaled = slowest.rate_bps * scale / dilation
+    if scaled >= MIN_RATE_BPS:
+        return
+    link = (f"runs the slowest link ({slowest.a}-{slowest.b}, {slowest.rate_bps:g} bit/s) at "
+            f"{scaled:.3g} bit/s; an emulated link needs >= {MIN_RATE_BPS} bit/s")
+    if "time_dilation" in raw or "byte_scale" not in raw:
+        c.problems.append(f"time_dilation: {dilation:g} (with byte_scale {scale:g}) {link}: "
+                          f"at most {slowest.rate_bps * scale / MIN_RATE_BPS:.6g} here")
+    else:
+        c.problems.append(f"byte_scale: {scale:g} (with time_dilation {dilation:g}) {link}: "
+                          f"at least {MIN_RATE_BPS * dilation / slowest.rate_bps:.6g} here")
+
+
+def _check_workload_memory(c, workload, top):
+    """Read the workload's trace (a bad file is a problem of workload.trace) and check that
+    the run's gradients fit in memory before anything allocates them: every rank holds its
+    own, the model's bytes x byte_scale (as dlcp_emu.plan rounds them)."""
+    try:
+        sizes = _grad_bytes(workload)
+    except ValueError as e:   # a TraceError: its problems already name the file
+        c.problems += [f"workload.trace: {p}" for p in getattr(e, "problems", [str(e)])]
+        return
+    scale = top["byte_scale"]
+    scaled = int(np.maximum(4, (sizes * scale).astype(np.int64) // 4 * 4).sum())
+    ranks = workload["workers"] + (workload["ps"] if workload["pattern"] == "ps" else 0)
+    need, have = ranks * scaled, machine_memory_bytes()
+    if need > have:
+        per_rank_ok = have / ranks / max(1, int(sizes.sum()))
+        c.problems.append(
+            f"byte_scale: {scale:g} x the model's {int(sizes.sum()):,} bytes of gradients x "
+            f"{ranks} ranks (each holds its own) = {need / 2**30:,.1f} GiB, more than this "
+            f"machine's {have / 2**30:,.1f} GiB of memory; lower byte_scale (at most "
+            f"{per_rank_ok:.3g} here) or workload.workers")
+
+
+def _grad_bytes(workload):
+    """The gradient sizes of the workload's model or trace file (TraceError if the file is
+    bad). A file is read each time (it may change between parses); zoo models once."""
+    if workload.get("trace"):
+        from workloads import load_trace
+        return load_trace(workload["trace"]).layers["grad_bytes"].to_numpy(np.float64)
+    return _model_sizes(workload["model"])
+
+
+@functools.lru_cache(maxsize=None)
+def _model_sizes(model):
+    from workloads import get_model
+    sizes = get_model(model).layers["grad_bytes"].to_numpy(np.float64)
+    sizes.flags.writeable = False
+    return sizes
+
+
+def machine_memory_bytes():
+    """Physical memory, or the cgroup's limit when one is set and lower."""
+    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return have
+    return min(have, int(limit)) if limit.isdigit() else have
+
+
 def _check_background(c, background, topo, top):
     """Background flows are drawn for the whole time limit: their number must stay within
     what a run holds (MAX_BACKGROUND_FLOWS)."""
@@ -326,13 +417,21 @@ def _check_background(c, background, topo, top):
 
 
 def load_spec(path):
+    """Read and check a spec file; SpecError (naming the file) for anything wrong with it."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise SpecError([f"cannot read {path}: {e.strerror}"], str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError([f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                         "a spec is a TOML file"], str(path)) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([f"not valid TOML: {e}"], str(path)) from None
+    except RecursionError:
+        raise SpecError(["not valid TOML: arrays or tables nested too deeply"], str(path)) from None
     return parse_spec(raw, str(path))

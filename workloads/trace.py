@@ -9,7 +9,9 @@ column         type     meaning
 layer_id       int      0 = first layer of the model in forward order; ids are exactly
                         0..L-1. Backward produces gradients in *descending* layer_id.
 name           str      human-readable tensor name (e.g. ``layer4.2.conv3.weight``).
-grad_bytes     int > 0  size of this layer's gradient in bytes.
+grad_bytes     int > 0  size of this layer's gradient in bytes, at most MAX_GRAD_BYTES (1 TiB:
+                        the largest layer of a real model is a few GB; a bound checked before
+                        anything is allocated).
 backward_us    float>=0 backward compute time (microseconds) spent before this gradient is
                         ready, counted from the previous gradient in backward order (for the
                         last layer: from the start of backward).
@@ -38,8 +40,10 @@ they are JSON under the schema metadata key ``dlcp-trace``. A chunk table lives 
 trace as ``<stem>.mag.csv`` / ``<stem>.mag.parquet``, named by the ``magnitudes`` key. A CSV
 without metadata loads with model = file stem and batch time = forward + backward total.
 
-Any other column is an error, as are NaNs, wrong types and out-of-range values;
+Any other column is an error, as are NaNs, infinities, wrong types and out-of-range values;
 ``Trace.validate`` names the column, the row (0-based, as stored) and what is allowed.
+``load_trace`` raises only ``TraceError``, naming the file, for a file it cannot read as a
+trace (missing, not UTF-8, not CSV or Parquet, bad metadata).
 See also ``workloads/TRACE_FORMAT.md``.
 """
 
@@ -62,10 +66,17 @@ MAG_DISTS = ("lognormal", "normal", "uniform")
 CHUNK_COLUMNS = ("layer_id", "chunk", "nbytes", "magnitude")
 _PARQUET_KEY = b"dlcp-trace"
 _MAX_PROBLEMS = 20  # enough to fix a file; more would bury the first one
+MAX_GRAD_BYTES = 1 << 40  # 1 TiB a layer: far above any real layer, far below int64 limits
+_SIZE_RULE = f"an integer > 0 and at most {MAX_GRAD_BYTES} (1 TiB)"
 
 
 class TraceError(ValueError):
-    """A trace breaks the format; the message lists every problem found (up to 20)."""
+    """A trace breaks the format; the message lists every problem found (up to 20), and
+    ``problems`` holds them one an item."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 @dataclass
@@ -96,8 +107,10 @@ class Trace:
         if problems:
             shown = problems[:_MAX_PROBLEMS]
             more = len(problems) - len(shown)
-            text = "\n  ".join(shown) + (f"\n  ... and {more} more" if more else "")
-            raise TraceError(f"trace {self.model!r} is invalid:\n  {text}")
+            if more:
+                shown.append(f"... and {more} more")
+            text = "\n  ".join(shown)
+            raise TraceError(f"trace {self.model!r} is invalid:\n  {text}", shown)
         self.layers = _normalise_layers(layers)
         if self.magnitudes is not None:
             self.magnitudes = _normalise_chunks(self.magnitudes)
@@ -209,19 +222,18 @@ class Trace:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a trace from ``.csv`` or ``.parquet`` (see module doc) and validate it."""
+    """Read a trace from ``.csv`` or ``.parquet`` (see module doc) and validate it. Every
+    problem, with the file or with its contents, is a TraceError naming the file."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        head, skip = _read_csv_header(path)
-        layers = pd.read_csv(path, skiprows=skip)
-    elif suffix in (".parquet", ".pq"):
-        raw = pq.read_schema(path).metadata or {}
-        head = json.loads(raw[_PARQUET_KEY]) if _PARQUET_KEY in raw else {}
-        layers = pd.read_parquet(path)
-    else:
+    if suffix not in (".csv", ".parquet", ".pq"):
         raise TraceError(f"{path}: unknown trace file type {suffix!r}; use .csv or .parquet")
-    version = int(head.pop("dlcp-trace", FORMAT_VERSION))
+    head, layers = _read(path, suffix)
+    try:
+        version = int(head.pop("dlcp-trace", FORMAT_VERSION))
+    except (TypeError, ValueError):
+        raise TraceError(f"{path}: metadata dlcp-trace must be the format version "
+                         f"{FORMAT_VERSION}") from None
     if version != FORMAT_VERSION:
         raise TraceError(f"{path}: trace format version {version}, this code reads "
                          f"{FORMAT_VERSION}")
@@ -230,9 +242,7 @@ def load_trace(path: str | Path) -> Trace:
     mag_file = head.pop("magnitudes", None)
     magnitudes = None
     if mag_file:
-        mag_path = path.with_name(str(mag_file))
-        reader = pd.read_csv if mag_path.suffix == ".csv" else pd.read_parquet
-        magnitudes = reader(mag_path)
+        magnitudes = _read_magnitudes(path, str(mag_file))
     if batch is None:  # hand-written CSV: the iteration is just its compute
         numeric = pd.to_numeric
         batch = float(numeric(layers.get("forward_us", pd.Series(dtype=float)),
@@ -241,13 +251,73 @@ def load_trace(path: str | Path) -> Trace:
                                 errors="coerce").sum())
     try:
         batch = float(batch)
-    except ValueError:
+    except (TypeError, ValueError):
         raise TraceError(f"{path}: batch_time_us {batch!r} is not a number") from None
     trace = Trace(model, layers, batch, magnitudes, {k: str(v) for k, v in head.items()})
-    return trace.validate()
+    try:
+        return trace.validate()
+    except TraceError as e:
+        problems = [f"{path}: {p}" for p in e.problems]
+        raise TraceError(problems[0] if len(problems) == 1 else f"{path}: {e}", problems) from None
+
+
+# Errors of the readers on a file that is not what its name says; anything else is a bug.
+_READ_ERRORS = (OSError, UnicodeDecodeError, ValueError, pa.ArrowException)
+
+
+def _read(path: Path, suffix: str) -> tuple[dict, pd.DataFrame]:
+    """(metadata, layer table) of a trace file, or TraceError naming the file."""
+    kind = "CSV" if suffix == ".csv" else "Parquet"
+    try:
+        if suffix == ".csv":
+            head, skip = _read_csv_header(path)
+            layers = pd.read_csv(path, skiprows=skip, encoding="utf-8")
+        else:
+            raw = pq.read_schema(path).metadata or {}
+            head = json.loads(raw[_PARQUET_KEY]) if _PARQUET_KEY in raw else {}
+            layers = pd.read_parquet(path)
+    except _READ_ERRORS as e:
+        raise TraceError(f"{path}: cannot read it as a {kind} trace: {_reason(e)}") from None
+    if not isinstance(head, dict):
+        raise TraceError(f"{path}: the {_PARQUET_KEY.decode()} metadata must be a JSON object")
+    return head, layers
+
+
+def _read_magnitudes(path: Path, name: str) -> pd.DataFrame:
+    """The chunk table named by the ``magnitudes`` key: a file beside the trace."""
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise TraceError(f"{path}: metadata magnitudes {name!r} must be a file name beside "
+                         "the trace")
+    mag_path = path.with_name(name)
+    suffix = mag_path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise TraceError(f"{mag_path}: unknown magnitude table type {suffix!r}; use .csv or "
+                         ".parquet")
+    try:
+        if suffix == ".csv":
+            return pd.read_csv(mag_path, encoding="utf-8")
+        return pd.read_parquet(mag_path)
+    except _READ_ERRORS as e:
+        raise TraceError(f"{mag_path}: cannot read the magnitude table of {path}: "
+                         f"{_reason(e)}") from None
+
+
+def _reason(e: Exception) -> str:
+    """An exception's own words on one line, without the file name some of them repeat."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text[:300]
 
 
 # ---- validation helpers ---------------------------------------------------------------------
+def _missing(value) -> bool:
+    """A cell pandas reads as missing; False for lists and other non-scalar cells."""
+    return pd.api.types.is_scalar(value) and bool(pd.isna(value))
+
+
 def _show(value) -> str:
     """A cell as the user wrote it: -5, not np.int64(-5)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
@@ -257,7 +327,7 @@ def _row_label(layers: pd.DataFrame, pos: int) -> str:
     lid = layers["layer_id"].iloc[pos] if "layer_id" in layers else None
     try:
         return f"row {pos} (layer_id {int(lid)})"
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return f"row {pos}"
 
 
@@ -305,11 +375,11 @@ def _check_layers(layers: pd.DataFrame, has_chunks: bool, problems: list[str]) -
     label = lambda pos: _row_label(layers, pos)  # noqa: E731
 
     ids = _numeric(layers, "layer_id", "an integer >= 0", lambda p: f"row {p}", problems)
-    _check_range(ids, ids == np.round(ids), "layer_id", "an integer", layers,
-                 lambda p: f"row {p}", problems)
+    _check_range(ids, np.isfinite(ids) & (ids == np.round(ids)), "layer_id", "an integer",
+                 layers, lambda p: f"row {p}", problems)
     seen: dict[float, int] = {}
     for pos, lid in enumerate(ids):
-        if np.isnan(lid):
+        if not np.isfinite(lid):
             continue
         if lid in seen:
             problems.append(f"column 'layer_id' row {pos}: duplicate layer id {int(lid)} "
@@ -327,13 +397,13 @@ def _check_layers(layers: pd.DataFrame, has_chunks: bool, problems: list[str]) -
 
     for pos, name in enumerate(layers["name"]):
         if not isinstance(name, str) or not name.strip():
-            what = "missing value (NaN)" if pd.isna(name) else f"{_show(name)} is not allowed"
+            what = "missing value (NaN)" if _missing(name) else f"{_show(name)} is not allowed"
             problems.append(f"column 'name' {label(pos)}: {what}; name must be a non-empty "
                             "string")
 
-    size = _numeric(layers, "grad_bytes", "an integer > 0", label, problems)
-    _check_range(size, (size > 0) & (size == np.round(size)), "grad_bytes", "an integer > 0",
-                 layers, label, problems)
+    size = _numeric(layers, "grad_bytes", _SIZE_RULE, label, problems)
+    _check_range(size, (size > 0) & (size <= MAX_GRAD_BYTES) & (size == np.round(size)),
+                 "grad_bytes", _SIZE_RULE, layers, label, problems)
     for col in ("backward_us", "forward_us"):
         t = _numeric(layers, col, "a finite number >= 0 (microseconds)", label, problems)
         _check_range(t, np.isfinite(t) & (t >= 0), col, "a finite number >= 0 (microseconds)",
@@ -342,8 +412,8 @@ def _check_layers(layers: pd.DataFrame, has_chunks: bool, problems: list[str]) -
     if has_chunks:
         return
     for pos, dist in enumerate(layers["mag_dist"]):
-        if dist not in MAG_DISTS:
-            what = "missing value (NaN)" if pd.isna(dist) else f"{_show(dist)} is not allowed"
+        if not (isinstance(dist, str) and dist in MAG_DISTS):
+            what = "missing value (NaN)" if _missing(dist) else f"{_show(dist)} is not allowed"
             problems.append(f"column 'mag_dist' {label(pos)}: {what}; mag_dist must be one of "
                             f"{', '.join(MAG_DISTS)}")
     mu = _numeric(layers, "mag_mu", "a finite number", label, problems)
@@ -352,7 +422,8 @@ def _check_layers(layers: pd.DataFrame, has_chunks: bool, problems: list[str]) -
     _check_range(sigma, np.isfinite(sigma) & (sigma >= 0), "mag_sigma", "a finite number >= 0",
                  layers, label, problems)
     low = mu - math.sqrt(3) * sigma
-    uniform = (layers["mag_dist"] == "uniform").to_numpy()
+    uniform = np.array([isinstance(d, str) and d == "uniform" for d in layers["mag_dist"]],
+                       dtype=bool)
     for pos in np.flatnonzero(uniform & (low < 0)):
         problems.append(f"columns 'mag_mu'/'mag_sigma' {label(pos)}: uniform magnitudes would "
                         f"go below 0 (mu - sqrt(3) sigma = {low[pos]:.3g}); need "
@@ -375,10 +446,14 @@ def _check_chunks(chunks: pd.DataFrame, layers: pd.DataFrame, problems: list[str
     label = lambda pos: f"row {pos}"  # noqa: E731
     before = len(problems)
     lid = _numeric(chunks, "layer_id", "an existing layer id", label, problems)
+    _check_range(lid, np.isfinite(lid) & (lid == np.round(lid)), "layer_id",
+                 "an existing layer id", chunks, label, problems)
     idx = _numeric(chunks, "chunk", "an integer >= 0", label, problems)
-    nbytes = _numeric(chunks, "nbytes", "an integer > 0", label, problems)
-    _check_range(nbytes, (nbytes > 0) & (nbytes == np.round(nbytes)), "nbytes",
-                 "an integer > 0", chunks, label, problems)
+    _check_range(idx, np.isfinite(idx) & (idx == np.round(idx)) & (idx >= 0), "chunk",
+                 "an integer >= 0", chunks, label, problems)
+    nbytes = _numeric(chunks, "nbytes", _SIZE_RULE, label, problems)
+    _check_range(nbytes, (nbytes > 0) & (nbytes <= MAX_GRAD_BYTES) & (nbytes == np.round(nbytes)),
+                 "nbytes", _SIZE_RULE, chunks, label, problems)
     mag = _numeric(chunks, "magnitude", "a finite number >= 0", label, problems)
     _check_range(mag, np.isfinite(mag) & (mag >= 0), "magnitude", "a finite number >= 0",
                  chunks, label, problems)
@@ -454,7 +529,7 @@ def _read_csv_header(path: Path) -> tuple[dict, int]:
     """Leading ``# key: value`` lines -> (metadata, number of lines to skip)."""
     head: dict[str, str] = {}
     skip = 0
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("#"):
                 break

@@ -34,7 +34,9 @@ NONLOCAL_IP = "10.0.0.200"  # h2 drops these at once in IP (no ICMP, no socket)
 def add_kind(kinds):
     s = kinds.add_parser("switch", help="one switch between two hosts (root): pps, loss, "
                                         "latency of dlcp vs pass-through vs Linux bridge")
-    s.add_argument("--trial-seconds", type=float, default=2.0, help="length of each trial")
+    from .argtypes import number_at_least
+    s.add_argument("--trial-seconds", type=number_at_least(0, lo_open=True), default=2.0,
+                   help="length of each trial")
     s.add_argument("--skip-bridge", action="store_true")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_bench_switch)
