@@ -41,9 +41,18 @@ def variants(spec, presets, vary=()):
     specs = [("", spec)]
     for field, values in vary or ():
         leaf = field.rsplit(".", 1)[-1]
-        specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
+        specs = [(f"{label},{leaf}={v}", _with_field(s, field, v))
                  for (label, s), v in itertools.product(specs, values)]
     return [(preset_name(p) + label, p, s) for p in presets for label, s in specs]
+
+
+def _with_field(spec, field, value):
+    """The spec with one --vary value set; its problems are named against the flag."""
+    from .spec import SpecError
+    try:
+        return spec.with_field(field, value)
+    except SpecError as e:
+        raise SpecError(e.problems, f"--vary {field}={value!r}") from None
 
 
 def dry_run(spec, presets, seeds=1, backend="emu", vary=None):

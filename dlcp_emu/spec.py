@@ -271,7 +271,7 @@ def parse_spec(raw, source="spec"):
 
     if workload and (workload.get("model") is None) == (workload.get("trace") is None):
         c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
-    if workload.get("trace"):
+    if isinstance(workload.get("trace"), str) and workload["trace"]:
         path = Path(workload["trace"])
         if not path.is_absolute() and source != "spec":
             path = Path(source).parent / path

@@ -285,3 +285,33 @@ def test_a_chunk_table_with_infinite_ids_is_a_trace_error():
                            "magnitude": [1.0, 1.0]})
     with pytest.raises(TraceError, match="magnitude table: column 'layer_id' row 1: inf"):
         Trace("t", layers, 1000.0, chunks).validate()
+
+
+def spec_number_fields():
+    """(table, field) of every field a spec reads, topology parameters of a star included."""
+    from dlcp_emu import spec as S
+    from topologies import builder_params
+    tables = [("", S.TOP_FIELDS), ("workload", S._workload_fields()),
+              ("transport", S.TRANSPORT_FIELDS), ("compression", S.COMPRESSION_FIELDS),
+              ("background", S.BACKGROUND_FIELDS), ("topology", builder_params("star"))]
+    return [(t, f) for t, fields in tables for f in fields
+            if not (t == "" and f in ("topology", "workload", "transport", "switch",
+                                      "background", "compression"))]
+
+
+def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
+    good = {"topology": {"kind": "star", "hosts": 3, "rate_bps": 1e9},
+            "workload": {"model": "resnet50", "workers": 2},
+            "compression": {"mode": "dc2"}, "background": {"load": 0.1}}
+    parse_spec(good)
+    fields = spec_number_fields()
+    assert len(fields) == 33
+    for table, name in fields:
+        for value in (float("nan"), float("inf"), float("-inf")):
+            raw = {k: dict(v) for k, v in good.items()}
+            (raw.setdefault(table, {}) if table else raw)[name] = value
+            with pytest.raises(SpecError) as e:
+                parse_spec(raw)
+            where = f"topology: star: {name}" if table == "topology" else \
+                f"{table}.{name}" if table else f"{name}:"
+            assert where in str(e.value), (table, name, value, str(e.value))

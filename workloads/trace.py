@@ -245,10 +245,11 @@ def load_trace(path: str | Path) -> Trace:
         magnitudes = _read_magnitudes(path, str(mag_file))
     if batch is None:  # hand-written CSV: the iteration is just its compute
         numeric = pd.to_numeric
-        batch = float(numeric(layers.get("forward_us", pd.Series(dtype=float)),
-                              errors="coerce").sum()
-                      + numeric(layers.get("backward_us", pd.Series(dtype=float)),
-                                errors="coerce").sum())
+        with np.errstate(invalid="ignore", over="ignore"):   # bad cells are reported below
+            batch = float(numeric(layers.get("forward_us", pd.Series(dtype=float)),
+                                  errors="coerce").sum()
+                          + numeric(layers.get("backward_us", pd.Series(dtype=float)),
+                                    errors="coerce").sum())
     try:
         batch = float(batch)
     except (TypeError, ValueError):
@@ -291,14 +292,14 @@ def _read_magnitudes(path: Path, name: str) -> pd.DataFrame:
     mag_path = path.with_name(name)
     suffix = mag_path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
-        raise TraceError(f"{mag_path}: unknown magnitude table type {suffix!r}; use .csv or "
-                         ".parquet")
+        raise TraceError(f"{path}: magnitude table {name!r}: unknown file type {suffix!r}; "
+                         "use .csv or .parquet")
     try:
         if suffix == ".csv":
             return pd.read_csv(mag_path, encoding="utf-8")
         return pd.read_parquet(mag_path)
     except _READ_ERRORS as e:
-        raise TraceError(f"{mag_path}: cannot read the magnitude table of {path}: "
+        raise TraceError(f"{path}: cannot read its magnitude table {mag_path}: "
                          f"{_reason(e)}") from None
 
 

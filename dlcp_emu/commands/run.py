@@ -69,8 +69,8 @@ def _need_root(backend, dry_run=False):
 def _check_presets(names):
     bad = [p for p in names if p not in preset_names()]
     if bad:
-        print(f"dlcp-emu: unknown preset(s) {', '.join(bad)}; known: {', '.join(preset_names())}",
-              file=sys.stderr)
+        print(f"dlcp-emu: unknown preset(s) {', '.join(map(repr, bad))}; "
+              f"known: {', '.join(preset_names())}", file=sys.stderr)
         return True
     return False
 
