@@ -315,3 +315,44 @@ def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
             where = f"topology: star: {name}" if table == "topology" else \
                 f"{table}.{name}" if table else f"{name}:"
             assert where in str(e.value), (table, name, value, str(e.value))
+
+
+# -- found by tests/test_fuzz_inputs.py ----------------------------------------------------------
+
+@pytest.mark.parametrize("switch, named", [
+    ({"preset": [1]}, "unknown preset [1]"),
+    ({"preset": "pias", "classifier": {"name": "pias", "thresholds": 5}}, "pias: thresholds must be"),
+    ({"preset": "fifo", "scheduler": {"name": "drr", "weights": 3}}, "drr: weights must be"),
+    ({"preset": "fifo", "scheduler": {"name": "drr", "weights": [float("inf")]}}, "drr: weights must be"),
+])
+def test_bad_switch_stage_values_are_spec_errors(switch, named):
+    with pytest.raises(SpecError, match="switch: ") as e:
+        parse_spec({"topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+                    "workload": {"model": "resnet50", "workers": 2}, "switch": switch})
+    assert named in str(e.value)
+
+
+def test_a_trace_field_that_is_not_a_string_is_named():
+    with pytest.raises(SpecError, match=r"workload.trace: nan is not allowed; must be a path"):
+        parse_spec({"topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+                    "workload": {"trace": float("nan"), "workers": 2}})
+
+
+def test_names_echoed_from_flags_stay_on_one_line(capsys):
+    err = one_line_error(capsys, "compare", DEFAULT, "--presets", "fifo,a\rb", "--dry-run")
+    assert "unknown preset(s) 'a\\rb'" in err
+    err = one_line_error(capsys, "compare", DEFAULT, "--backend", "sim", "--dry-run",
+                         "--vary", "compression.mode=a\nb")
+    assert err.startswith("dlcp-emu: --vary compression.mode='a\\nb': compression.mode:")
+
+
+def test_other_flags_name_what_is_allowed(capsys):
+    assert "argument --k: must be an even integer in 2..64, got '3'" in one_line_error(
+        capsys, "bench", "sim", "--k", "3")
+    assert "argument --preset: must be a name" in one_line_error(
+        capsys, "simulate", DEFAULT, "--preset", " ")
+    assert "argument --trial-seconds: must be a finite number > 0, got 'nan'" in one_line_error(
+        capsys, "bench", "switch", "--trial-seconds", "nan")
+    assert "--sim runs at most 1024 workers (--workers), got 2000" in one_line_error(
+        capsys, "whatif", "--model", "resnet50", "--workers", "2000", "--bandwidth-gbps", "10",
+        "--sim")

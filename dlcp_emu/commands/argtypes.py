@@ -16,6 +16,24 @@ def positive_int(text):
     return value
 
 
+def fat_tree_k(text):
+    """A fat tree's k: even, 2..64 (k=64 is 65,536 hosts, within topologies.MAX_LINKS)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not (2 <= value <= 64 and value % 2 == 0):
+        raise argparse.ArgumentTypeError(f"must be an even integer in 2..64, got {text!r}")
+    return value
+
+
+def name(text):
+    """A name (a preset): not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must be a name, got {text!r}")
+    return text.strip()
+
+
 def open_fraction(text):
     try:
         value = float(text)

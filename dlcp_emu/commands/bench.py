@@ -3,7 +3,7 @@ import json
 
 from switch_models import preset_names
 
-from .argtypes import output_file, positive_int
+from .argtypes import fat_tree_k, output_file, positive_int
 
 
 def add_parser(sub):
@@ -19,7 +19,7 @@ def add_parser(sub):
     from . import bench_switch
     bench_switch.add_kind(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
-    sim.add_argument("--k", type=positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
+    sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
     sim.add_argument("--plot", type=output_file, metavar="PNG", help="also plot wall time against packet-hops")
     sim.add_argument("--json", action="store_true", help="print one JSON object")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from switch_models import preset_names
 
-from .argtypes import field_values, name_list, output_dir, positive_int
+from .argtypes import field_values, name, name_list, output_dir, positive_int
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
@@ -14,12 +14,12 @@ DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
 def add_parser(sub):
     r = sub.add_parser("run", help="emulate one spec on Mininet (root)")
     _common(r)
-    r.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    r.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
     r.set_defaults(func=_run, backend="emu")
 
     s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
     _common(s)
-    s.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    s.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
     s.set_defaults(func=_run, backend="sim")
 
     c = sub.add_parser("compare", help="run one spec under several presets and print a table")
