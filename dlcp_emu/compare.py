@@ -62,13 +62,12 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
     from .hostd import load_trace
     from .plan import make_plan
     from .runner import scaled_topology
+    from .simulate import sim_transport
     runs = variants(spec, presets, vary)
     lines = [f"{spec.source}: {len(runs)} variant(s) x {seeds} seed(s) would run ({backend}):"]
     for label, preset, v in runs:
-        transport = v.transport_for(preset_name(preset))
-        if backend == "sim" and transport == "tcp":
-            raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
-                             "the simulator runs 'reliable' or 'dlcp'")
+        transport = sim_transport(v, preset) if backend == "sim" else \
+            v.transport_for(preset_name(preset))
         topo = scaled_topology(v)
         w = v.workload
         plan = make_plan(load_trace(w), dilation=v.time_dilation, byte_scale=v.byte_scale,

@@ -19,11 +19,17 @@ from .sim.hosts import SimHosts
 SLICE_EVENTS = 200_000
 
 
-def build(spec, pipeline, keep_results=False):
+def sim_transport(spec, pipeline):
+    """The transport a simulated run of this pipeline uses (ValueError for kernel TCP)."""
     transport = spec.transport_for(preset_name(pipeline))
     if transport == "tcp":
         raise ValueError("transport.kind: 'tcp' is kernel TCP, which only the emulator has; "
                          "the simulator runs 'reliable' or 'dlcp'")
+    return transport
+
+
+def build(spec, pipeline, keep_results=False):
+    transport = sim_transport(spec, pipeline)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     trace = load_trace(spec.workload)

@@ -355,22 +355,23 @@ def _check_workload_memory(c, workload, top):
     """Read the workload's trace (a bad file is a problem of workload.trace) and check that
     the run's gradients fit in memory before anything allocates them: every rank holds its
     own, the model's bytes x byte_scale (as dlcp_emu.plan rounds them)."""
+    from workloads import TraceError
     try:
         sizes = _grad_bytes(workload)
-    except ValueError as e:   # a TraceError: its problems already name the file
-        c.problems += [f"workload.trace: {p}" for p in getattr(e, "problems", [str(e)])]
+    except TraceError as e:   # its problems already name the file
+        c.problems += [f"workload.trace: {p}" for p in e.problems]
         return
     scale = top["byte_scale"]
     scaled = int(np.maximum(4, (sizes * scale).astype(np.int64) // 4 * 4).sum())
     ranks = workload["workers"] + (workload["ps"] if workload["pattern"] == "ps" else 0)
     need, have = ranks * scaled, machine_memory_bytes()
     if need > have:
-        per_rank_ok = have / ranks / max(1, int(sizes.sum()))
+        max_scale = have / ranks / max(1, int(sizes.sum()))
         c.problems.append(
             f"byte_scale: {scale:g} x the model's {int(sizes.sum()):,} bytes of gradients x "
             f"{ranks} ranks (each holds its own) = {need / 2**30:,.1f} GiB, more than this "
             f"machine's {have / 2**30:,.1f} GiB of memory; lower byte_scale (at most "
-            f"{per_rank_ok:.3g} here) or workload.workers")
+            f"{max_scale:.3g} here) or workload.workers")
 
 
 def _grad_bytes(workload):

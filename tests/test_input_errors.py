@@ -356,3 +356,11 @@ def test_other_flags_name_what_is_allowed(capsys):
     assert "--sim runs at most 1024 workers (--workers), got 2000" in one_line_error(
         capsys, "whatif", "--model", "resnet50", "--workers", "2000", "--bandwidth-gbps", "10",
         "--sim")
+
+
+def test_a_default_output_folder_in_the_way_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "whatif").write_text("a file where the folder goes")
+    err = one_line_error(capsys, "whatif", "--sweep")
+    assert err == "dlcp-emu whatif: --out results/whatif: File exists\n"

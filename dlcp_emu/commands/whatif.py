@@ -1,5 +1,6 @@
 """`dlcp-emu whatif`: the NetAI'20 analysis of scaling on a fully used network."""
 import json
+import sys
 from pathlib import Path
 
 from .argtypes import number_at_least, output_dir
@@ -50,8 +51,12 @@ def _run(args):
 
 
 def _sweep(args, whatif):
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:   # the default folder, which argparse did not check
+        print(f"dlcp-emu whatif: --out {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
     table = whatif.sweep()
-    args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "sweep.csv", index=False)
     plot = args.out / "scaling_vs_bandwidth.png"
     whatif.plot_sweep(table, plot)
