@@ -37,7 +37,8 @@ def fuzz(examples):
     return wrap
 
 
-WORK = Path(tempfile.mkdtemp(prefix="dlcp-fuzz-"))
+_TMP = tempfile.TemporaryDirectory(prefix="dlcp-fuzz-")   # removed when the session ends
+WORK = Path(_TMP.name)
 NAN, INF = float("nan"), float("inf")
 
 # -- values -----------------------------------------------------------------------------------
