@@ -22,9 +22,8 @@ DESCRIPTION = ("Packet-level emulation (Mininet, real frames) and simulation (vi
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        # argparse's own wording names the bad flag; add where to read more.
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+        # One line: argparse's own wording names the bad flag; add where to read more.
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser():

@@ -48,8 +48,11 @@ class Pias:
     threshold, so short flows finish first without knowing flow sizes."""
 
     def __init__(self, *, thresholds=(100_000, 1_000_000, 10_000_000)):
+        require(isinstance(thresholds, (list, tuple)), "pias", "thresholds",
+                "a list of 1..7 increasing positive byte counts")
         thresholds = tuple(thresholds)
-        require(1 <= len(thresholds) <= 7 and all(isinstance(t, int) and t > 0 for t in thresholds)
+        require(1 <= len(thresholds) <= 7
+                and all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in thresholds)
                 and list(thresholds) == sorted(set(thresholds)),
                 "pias", "thresholds", "1..7 increasing positive byte counts")
         self.thresholds = thresholds

@@ -76,7 +76,7 @@ class PipelineSpec:
             raise SpecError(f"switch spec has no field {', '.join(map(repr, unknown))}; "
                             f"allowed: preset, {', '.join(STAGES)}")
         preset = spec.get("preset")
-        if preset is not None and preset not in PRESETS:
+        if preset is not None and (not isinstance(preset, str) or preset not in PRESETS):
             raise SpecError(f"unknown preset {preset!r}; known: {', '.join(preset_names())}")
         merged = dict(PRESETS.get(preset, {}))
         merged.update({k: v for k, v in spec.items() if k != "preset"})

@@ -49,8 +49,10 @@ class Drr:
     def __init__(self, *, quantum=1514, weights=None):
         require(isinstance(quantum, int) and quantum >= 64, "drr", "quantum", "an integer >= 64 bytes")
         if weights is not None:
-            require(all(isinstance(w, (int, float)) and w > 0 for w in weights),
-                    "drr", "weights", "positive numbers, one per class")
+            require(isinstance(weights, (list, tuple)) and all(
+                        isinstance(w, (int, float)) and not isinstance(w, bool)
+                        and 0 < w < float("inf") for w in weights),
+                    "drr", "weights", "a list of finite positive numbers, one per class")
         self.quantum = quantum
         self.weights = None if weights is None else tuple(weights)
         self.deficit = []

@@ -96,7 +96,7 @@ def test_cli_rejects_bad_spec_and_preset(tmp_path, capsys):
     good.write_text(bad.read_text().replace("mtu = 1\n", ""))
     assert main(["compare", str(good), "--backend", "sim", "--presets", "fifo,nosuch",
                  "--results", str(tmp_path)]) == 2
-    assert "unknown preset(s) nosuch" in capsys.readouterr().err
+    assert "unknown preset(s) 'nosuch'" in capsys.readouterr().err
 
 
 def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):

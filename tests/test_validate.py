@@ -95,7 +95,7 @@ def test_command_line_errors_name_the_flag(capsys):
     assert "argument --tolerance: must be a fraction in (0, 1), got '5'" in capsys.readouterr().err
     if os.geteuid() == 0:
         assert main(["validate", "examples/default.toml", "--presets", "fifo,fifoo"]) == 2
-        assert "unknown preset(s) fifoo" in capsys.readouterr().err
+        assert "unknown preset(s) 'fifoo'" in capsys.readouterr().err
     else:
         assert main(["validate", "examples/default.toml"]) == 2
         assert "emulation needs root" in capsys.readouterr().err

@@ -53,6 +53,16 @@ def _buffer(topo: str, name: str, v) -> int:
     return _int(topo, name, v, MIN_BUFFER_BYTES, " (bytes, one full frame)")
 
 
+# Links a topology may have, checked before any is built: a fat tree of k=64 (65,536 hosts,
+# 196,608 links) fits; a typo such as 10**9 hosts is refused instead of filling memory.
+MAX_LINKS = 200_000
+
+
+def _size(topo: str, links: int, how: str) -> None:
+    if links > MAX_LINKS:
+        raise TopologyError(f"{topo}: {how} makes {links:,} links; at most {MAX_LINKS:,}")
+
+
 def _hosts(n: int, first: int = 1, **attrs) -> list[Node]:
     return [Node(f"h{i}", HOST, "host", **attrs) for i in range(first, first + n)]
 
@@ -62,6 +72,7 @@ def star(hosts: int, rate_bps: float, delay_ns: int = 0,
     """`hosts` hosts on one switch s1 (port i to host hi)."""
     t = "star"
     n = _int(t, "hosts", hosts, 1)
+    _size(t, n, f"hosts {n}")
     rate = _rate(t, "rate_bps", rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)
@@ -80,6 +91,7 @@ def dumbbell(hosts_per_side: int, edge_rate_bps: float, bottleneck_rate_bps: flo
     The bottleneck delay and buffer default to the edge ones."""
     t = "dumbbell"
     n = _int(t, "hosts_per_side", hosts_per_side, 1)
+    _size(t, 2 * n + 1, f"hosts_per_side {n}")
     edge = _rate(t, "edge_rate_bps", edge_rate_bps)
     neck = _rate(t, "bottleneck_rate_bps", bottleneck_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
@@ -116,6 +128,7 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, host_rate_bps: flo
     nl = _int(t, "leaves", leaves, 1)
     ns = _int(t, "spines", spines, 1)
     nh = _int(t, "hosts_per_leaf", hosts_per_leaf, 1)
+    _size(t, nl * (nh + ns), f"leaves {nl} x (hosts_per_leaf {nh} + spines {ns})")
     hrate = _rate(t, "host_rate_bps", host_rate_bps)
     if oversubscription is not None and uplink_rate_bps is not None:
         raise TopologyError(f"{t}: give oversubscription or uplink_rate_bps, not both")
@@ -160,6 +173,7 @@ def fat_tree(k: int, rate_bps: float, delay_ns: int = 0,
         k = int(k)
     if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
         raise TopologyError(f"{t}: k must be an even integer >= 2, got {k!r}")
+    _size(t, 3 * k ** 3 // 4, f"k {k}")
     rate = _rate(t, "rate_bps", rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)

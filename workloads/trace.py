@@ -9,7 +9,9 @@ column         type     meaning
 layer_id       int      0 = first layer of the model in forward order; ids are exactly
                         0..L-1. Backward produces gradients in *descending* layer_id.
 name           str      human-readable tensor name (e.g. ``layer4.2.conv3.weight``).
-grad_bytes     int > 0  size of this layer's gradient in bytes.
+grad_bytes     int > 0  size of this layer's gradient in bytes, at most MAX_GRAD_BYTES (1 TiB:
+                        the largest layer of a real model is a few GB; a bound checked before
+                        anything is allocated).
 backward_us    float>=0 backward compute time (microseconds) spent before this gradient is
                         ready, counted from the previous gradient in backward order (for the
                         last layer: from the start of backward).
@@ -38,8 +40,10 @@ they are JSON under the schema metadata key ``dlcp-trace``. A chunk table lives 
 trace as ``<stem>.mag.csv`` / ``<stem>.mag.parquet``, named by the ``magnitudes`` key. A CSV
 without metadata loads with model = file stem and batch time = forward + backward total.
 
-Any other column is an error, as are NaNs, wrong types and out-of-range values;
+Any other column is an error, as are NaNs, infinities, wrong types and out-of-range values;
 ``Trace.validate`` names the column, the row (0-based, as stored) and what is allowed.
+``load_trace`` raises only ``TraceError``, naming the file, for a file it cannot read as a
+trace (missing, not UTF-8, not CSV or Parquet, bad metadata).
 See also ``workloads/TRACE_FORMAT.md``.
 """
 
@@ -55,17 +59,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FORMAT_VERSION = 1
-REQUIRED_COLUMNS = ("layer_id", "name", "grad_bytes", "backward_us", "forward_us")
-MAG_COLUMNS = ("mag_dist", "mag_mu", "mag_sigma")
-MAG_DISTS = ("lognormal", "normal", "uniform")
-CHUNK_COLUMNS = ("layer_id", "chunk", "nbytes", "magnitude")
+from workloads.trace_checks import (
+    FORMAT_VERSION, _MAX_PROBLEMS, TraceError, _check_batch_time, _check_chunks, _check_layers,
+    _normalise_chunks, _normalise_layers, _reason,
+)
+
 _PARQUET_KEY = b"dlcp-trace"
-_MAX_PROBLEMS = 20  # enough to fix a file; more would bury the first one
-
-
-class TraceError(ValueError):
-    """A trace breaks the format; the message lists every problem found (up to 20)."""
 
 
 @dataclass
@@ -96,8 +95,10 @@ class Trace:
         if problems:
             shown = problems[:_MAX_PROBLEMS]
             more = len(problems) - len(shown)
-            text = "\n  ".join(shown) + (f"\n  ... and {more} more" if more else "")
-            raise TraceError(f"trace {self.model!r} is invalid:\n  {text}")
+            if more:
+                shown.append(f"... and {more} more")
+            text = "\n  ".join(shown)
+            raise TraceError(f"trace {self.model!r} is invalid:\n  {text}", shown)
         self.layers = _normalise_layers(layers)
         if self.magnitudes is not None:
             self.magnitudes = _normalise_chunks(self.magnitudes)
@@ -209,19 +210,18 @@ class Trace:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a trace from ``.csv`` or ``.parquet`` (see module doc) and validate it."""
+    """Read a trace from ``.csv`` or ``.parquet`` (see module doc) and validate it. Every
+    problem, with the file or with its contents, is a TraceError naming the file."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        head, skip = _read_csv_header(path)
-        layers = pd.read_csv(path, skiprows=skip)
-    elif suffix in (".parquet", ".pq"):
-        raw = pq.read_schema(path).metadata or {}
-        head = json.loads(raw[_PARQUET_KEY]) if _PARQUET_KEY in raw else {}
-        layers = pd.read_parquet(path)
-    else:
+    if suffix not in (".csv", ".parquet", ".pq"):
         raise TraceError(f"{path}: unknown trace file type {suffix!r}; use .csv or .parquet")
-    version = int(head.pop("dlcp-trace", FORMAT_VERSION))
+    head, layers = _read(path, suffix)
+    try:
+        version = int(head.pop("dlcp-trace", FORMAT_VERSION))
+    except (TypeError, ValueError):
+        raise TraceError(f"{path}: metadata dlcp-trace must be the format version "
+                         f"{FORMAT_VERSION}") from None
     if version != FORMAT_VERSION:
         raise TraceError(f"{path}: trace format version {version}, this code reads "
                          f"{FORMAT_VERSION}")
@@ -230,215 +230,65 @@ def load_trace(path: str | Path) -> Trace:
     mag_file = head.pop("magnitudes", None)
     magnitudes = None
     if mag_file:
-        mag_path = path.with_name(str(mag_file))
-        reader = pd.read_csv if mag_path.suffix == ".csv" else pd.read_parquet
-        magnitudes = reader(mag_path)
+        magnitudes = _read_magnitudes(path, str(mag_file))
     if batch is None:  # hand-written CSV: the iteration is just its compute
         numeric = pd.to_numeric
-        batch = float(numeric(layers.get("forward_us", pd.Series(dtype=float)),
-                              errors="coerce").sum()
-                      + numeric(layers.get("backward_us", pd.Series(dtype=float)),
-                                errors="coerce").sum())
+        with np.errstate(invalid="ignore", over="ignore"):   # bad cells are reported below
+            batch = float(numeric(layers.get("forward_us", pd.Series(dtype=float)),
+                                  errors="coerce").sum()
+                          + numeric(layers.get("backward_us", pd.Series(dtype=float)),
+                                    errors="coerce").sum())
     try:
         batch = float(batch)
-    except ValueError:
+    except (TypeError, ValueError):
         raise TraceError(f"{path}: batch_time_us {batch!r} is not a number") from None
     trace = Trace(model, layers, batch, magnitudes, {k: str(v) for k, v in head.items()})
-    return trace.validate()
-
-
-# ---- validation helpers ---------------------------------------------------------------------
-def _show(value) -> str:
-    """A cell as the user wrote it: -5, not np.int64(-5)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _row_label(layers: pd.DataFrame, pos: int) -> str:
-    lid = layers["layer_id"].iloc[pos] if "layer_id" in layers else None
     try:
-        return f"row {pos} (layer_id {int(lid)})"
-    except (TypeError, ValueError):
-        return f"row {pos}"
+        return trace.validate()
+    except TraceError as e:
+        problems = [f"{path}: {p}" for p in e.problems]
+        raise TraceError(problems[0] if len(problems) == 1 else f"{path}: {e}", problems) from None
 
 
-def _numeric(df: pd.DataFrame, col: str, rule: str, label, problems: list[str]) -> np.ndarray:
-    """Column as float64, reporting NaN and non-numbers; bad cells become NaN."""
-    values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    raw_missing = df[col].isna().to_numpy()
-    for pos in np.flatnonzero(np.isnan(values)):
-        what = ("missing value (NaN)" if raw_missing[pos]
-                else f"{_show(df[col].iloc[pos])} is not a number")
-        problems.append(f"column {col!r} {label(pos)}: {what}; {col} must be {rule}")
-    return values
+# Errors of the readers on a file that is not what its name says; anything else is a bug.
+_READ_ERRORS = (OSError, UnicodeDecodeError, ValueError, pa.ArrowException)
 
 
-def _check_range(values, ok, col, rule, df, label, problems):
-    for pos in np.flatnonzero(~ok & ~np.isnan(values)):
-        problems.append(f"column {col!r} {label(pos)}: {_show(df[col].iloc[pos])} is not "
-                        f"allowed; {col} must be {rule}")
-
-
-def _check_layers(layers: pd.DataFrame, has_chunks: bool, problems: list[str]) -> None:
-    cols = list(layers.columns)
-    allowed = REQUIRED_COLUMNS + MAG_COLUMNS
-    for col in cols:
-        if col not in allowed:
-            problems.append(f"unknown column {col!r}; allowed columns are {', '.join(allowed)}"
-                            " (per-chunk magnitudes go in a separate table)")
-    for col in REQUIRED_COLUMNS:
-        if col not in cols:
-            problems.append(f"missing column {col!r}; required columns are "
-                            f"{', '.join(REQUIRED_COLUMNS)}")
-    mags = [c for c in MAG_COLUMNS if c in cols]
-    if has_chunks and mags:
-        problems.append(f"columns {mags} and a per-chunk magnitude table both given; "
-                        "use one magnitude model")
-    elif not has_chunks and len(mags) != len(MAG_COLUMNS):
-        absent = [c for c in MAG_COLUMNS if c not in cols]
-        problems.append(f"missing magnitude column(s) {absent}; give all of "
-                        f"{', '.join(MAG_COLUMNS)} or a per-chunk magnitude table")
-    if problems:
-        return
-    if layers.empty:
-        problems.append("the trace has no rows; it needs at least one layer")
-        return
-    label = lambda pos: _row_label(layers, pos)  # noqa: E731
-
-    ids = _numeric(layers, "layer_id", "an integer >= 0", lambda p: f"row {p}", problems)
-    _check_range(ids, ids == np.round(ids), "layer_id", "an integer", layers,
-                 lambda p: f"row {p}", problems)
-    seen: dict[float, int] = {}
-    for pos, lid in enumerate(ids):
-        if np.isnan(lid):
-            continue
-        if lid in seen:
-            problems.append(f"column 'layer_id' row {pos}: duplicate layer id {int(lid)} "
-                            f"(first at row {seen[lid]}); layer ids must be unique")
+def _read(path: Path, suffix: str) -> tuple[dict, pd.DataFrame]:
+    """(metadata, layer table) of a trace file, or TraceError naming the file."""
+    kind = "CSV" if suffix == ".csv" else "Parquet"
+    try:
+        if suffix == ".csv":
+            head, skip = _read_csv_header(path)
+            layers = pd.read_csv(path, skiprows=skip, encoding="utf-8")
         else:
-            seen[lid] = pos
-    if not problems:
-        expected = set(range(len(layers)))
-        stray = sorted(int(v) for v in seen if v not in expected)
-        missing = sorted(expected - {int(v) for v in seen})
-        if stray or missing:
-            problems.append(f"column 'layer_id': ids must be exactly 0..{len(layers) - 1} "
-                            f"(0 = first layer in forward order); missing {missing[:10]}, "
-                            f"unexpected {stray[:10]}")
-
-    for pos, name in enumerate(layers["name"]):
-        if not isinstance(name, str) or not name.strip():
-            what = "missing value (NaN)" if pd.isna(name) else f"{_show(name)} is not allowed"
-            problems.append(f"column 'name' {label(pos)}: {what}; name must be a non-empty "
-                            "string")
-
-    size = _numeric(layers, "grad_bytes", "an integer > 0", label, problems)
-    _check_range(size, (size > 0) & (size == np.round(size)), "grad_bytes", "an integer > 0",
-                 layers, label, problems)
-    for col in ("backward_us", "forward_us"):
-        t = _numeric(layers, col, "a finite number >= 0 (microseconds)", label, problems)
-        _check_range(t, np.isfinite(t) & (t >= 0), col, "a finite number >= 0 (microseconds)",
-                     layers, label, problems)
-
-    if has_chunks:
-        return
-    for pos, dist in enumerate(layers["mag_dist"]):
-        if dist not in MAG_DISTS:
-            what = "missing value (NaN)" if pd.isna(dist) else f"{_show(dist)} is not allowed"
-            problems.append(f"column 'mag_dist' {label(pos)}: {what}; mag_dist must be one of "
-                            f"{', '.join(MAG_DISTS)}")
-    mu = _numeric(layers, "mag_mu", "a finite number", label, problems)
-    _check_range(mu, np.isfinite(mu), "mag_mu", "a finite number", layers, label, problems)
-    sigma = _numeric(layers, "mag_sigma", "a finite number >= 0", label, problems)
-    _check_range(sigma, np.isfinite(sigma) & (sigma >= 0), "mag_sigma", "a finite number >= 0",
-                 layers, label, problems)
-    low = mu - math.sqrt(3) * sigma
-    uniform = (layers["mag_dist"] == "uniform").to_numpy()
-    for pos in np.flatnonzero(uniform & (low < 0)):
-        problems.append(f"columns 'mag_mu'/'mag_sigma' {label(pos)}: uniform magnitudes would "
-                        f"go below 0 (mu - sqrt(3) sigma = {low[pos]:.3g}); need "
-                        "mag_mu >= sqrt(3) * mag_sigma")
+            raw = pq.read_schema(path).metadata or {}
+            head = json.loads(raw[_PARQUET_KEY]) if _PARQUET_KEY in raw else {}
+            layers = pd.read_parquet(path)
+    except _READ_ERRORS as e:
+        raise TraceError(f"{path}: cannot read it as a {kind} trace: {_reason(e)}") from None
+    if not isinstance(head, dict):
+        raise TraceError(f"{path}: the {_PARQUET_KEY.decode()} metadata must be a JSON object")
+    return head, layers
 
 
-def _check_chunks(chunks: pd.DataFrame, layers: pd.DataFrame, problems: list[str]) -> None:
-    if not isinstance(chunks, pd.DataFrame):
-        problems.append("magnitudes must be a pandas DataFrame")
-        return
-    for col in chunks.columns:
-        if col not in CHUNK_COLUMNS:
-            problems.append(f"magnitude table: unknown column {col!r}; allowed columns are "
-                            f"{', '.join(CHUNK_COLUMNS)}")
-    for col in CHUNK_COLUMNS:
-        if col not in chunks.columns:
-            problems.append(f"magnitude table: missing column {col!r}")
-    if problems:
-        return
-    label = lambda pos: f"row {pos}"  # noqa: E731
-    before = len(problems)
-    lid = _numeric(chunks, "layer_id", "an existing layer id", label, problems)
-    idx = _numeric(chunks, "chunk", "an integer >= 0", label, problems)
-    nbytes = _numeric(chunks, "nbytes", "an integer > 0", label, problems)
-    _check_range(nbytes, (nbytes > 0) & (nbytes == np.round(nbytes)), "nbytes",
-                 "an integer > 0", chunks, label, problems)
-    mag = _numeric(chunks, "magnitude", "a finite number >= 0", label, problems)
-    _check_range(mag, np.isfinite(mag) & (mag >= 0), "magnitude", "a finite number >= 0",
-                 chunks, label, problems)
-    if len(problems) > before:
-        problems[before:] = ["magnitude table: " + p for p in problems[before:]]
-        return
-    sizes = dict(zip(pd.to_numeric(layers["layer_id"]).astype(int),
-                     pd.to_numeric(layers["grad_bytes"]).astype(int)))
-    table = pd.DataFrame({"layer_id": lid, "chunk": idx, "nbytes": nbytes})
-    for layer, rows in table.groupby("layer_id"):
-        if int(layer) not in sizes:
-            problems.append(f"magnitude table: layer_id {int(layer)} is not a layer of the trace")
-            continue
-        if sorted(rows["chunk"]) != list(range(len(rows))):
-            problems.append(f"magnitude table: layer {int(layer)} chunks must be numbered "
-                            f"0..{len(rows) - 1} once each")
-        if int(rows["nbytes"].sum()) != sizes[int(layer)]:
-            problems.append(f"magnitude table: layer {int(layer)} chunks hold "
-                            f"{int(rows['nbytes'].sum())} bytes, its grad_bytes is "
-                            f"{sizes[int(layer)]}")
-    uncovered = sorted(set(sizes) - set(int(v) for v in lid))
-    if uncovered:
-        problems.append(f"magnitude table: layers without chunks: {uncovered[:10]}")
-
-
-def _check_batch_time(trace: Trace, problems: list[str]) -> None:
+def _read_magnitudes(path: Path, name: str) -> pd.DataFrame:
+    """The chunk table named by the ``magnitudes`` key: a file beside the trace."""
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise TraceError(f"{path}: metadata magnitudes {name!r} must be a file name beside "
+                         "the trace")
+    mag_path = path.with_name(name)
+    suffix = mag_path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise TraceError(f"{path}: magnitude table {name!r}: unknown file type {suffix!r}; "
+                         "use .csv or .parquet")
     try:
-        batch = float(trace.batch_time_us)
-    except (TypeError, ValueError):
-        problems.append(f"batch_time_us {trace.batch_time_us!r} is not a number")
-        return
-    compute = float(pd.to_numeric(trace.layers["forward_us"]).sum()
-                    + pd.to_numeric(trace.layers["backward_us"]).sum())
-    if not (math.isfinite(batch) and batch > 0):
-        problems.append(f"batch_time_us must be a finite number > 0, got {batch}")
-    elif batch < compute * (1 - 1e-9):
-        problems.append(f"batch_time_us {batch:.6g} is less than forward + backward compute "
-                        f"{compute:.6g}; the batch must contain its compute")
-
-
-def _normalise_layers(layers: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in REQUIRED_COLUMNS + MAG_COLUMNS if c in layers.columns]
-    out = layers[cols].copy()
-    for col, kind in (("layer_id", "int64"), ("grad_bytes", "int64"), ("backward_us", "float64"),
-                      ("forward_us", "float64"), ("mag_mu", "float64"),
-                      ("mag_sigma", "float64")):
-        if col in out:
-            out[col] = pd.to_numeric(out[col]).astype(kind)
-    for col in ("name", "mag_dist"):
-        if col in out:
-            out[col] = out[col].astype(str)
-    return out.sort_values("layer_id").reset_index(drop=True)
-
-
-def _normalise_chunks(chunks: pd.DataFrame) -> pd.DataFrame:
-    out = chunks[list(CHUNK_COLUMNS)].copy()
-    for col in ("layer_id", "chunk", "nbytes"):
-        out[col] = pd.to_numeric(out[col]).astype("int64")
-    out["magnitude"] = pd.to_numeric(out["magnitude"]).astype("float64")
-    return out.sort_values(["layer_id", "chunk"]).reset_index(drop=True)
+        if suffix == ".csv":
+            return pd.read_csv(mag_path, encoding="utf-8")
+        return pd.read_parquet(mag_path)
+    except _READ_ERRORS as e:
+        raise TraceError(f"{path}: cannot read its magnitude table {mag_path}: "
+                         f"{_reason(e)}") from None
 
 
 def _draw(dist: str, mu: float, sigma: float, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -454,7 +304,7 @@ def _read_csv_header(path: Path) -> tuple[dict, int]:
     """Leading ``# key: value`` lines -> (metadata, number of lines to skip)."""
     head: dict[str, str] = {}
     skip = 0
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("#"):
                 break

@@ -1,9 +1,11 @@
 """`dlcp-emu bench ...`: benchmarks that print figures (JSON with --json)."""
 import json
+import os
+import sys
 
 from switch_models import preset_names
 
-from dlcp_emu.commands.argtypes import positive_int
+from dlcp_emu.commands.argtypes import fat_tree_k, number_at_least, output_file, positive_int
 
 
 def add_parser(sub):
@@ -16,12 +18,11 @@ def add_parser(sub):
     m.add_argument("--repeat", type=positive_int, default=3, help="runs; the best is reported")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_bench_model)
-    from dlcp_emu.tools import bench_switch
-    bench_switch.add_kind(kinds)
+    _add_switch(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
-    sim.add_argument("--k", type=positive_int, default=8, help="fat-tree k (default 8: 128 hosts)")
+    sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
-    sim.add_argument("--plot", metavar="PNG", help="also plot wall time against packet-hops")
+    sim.add_argument("--plot", type=output_file, metavar="PNG", help="also plot wall time against packet-hops")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
     return p
@@ -65,4 +66,34 @@ def _bench_sim(args):
               f"{result['fat_tree_k16_build_s']:.3f} s")
         if args.plot:
             print(f"  plot: {args.plot}")
+    return 0
+
+
+def _add_switch(kinds):
+    s = kinds.add_parser("switch", help="one switch between two hosts (root): pps, loss, "
+                                        "latency of dlcp vs pass-through vs Linux bridge")
+    s.add_argument("--trial-seconds", type=number_at_least(0, lo_open=True), default=2.0,
+                   help="length of each trial")
+    s.add_argument("--skip-bridge", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_bench_switch)
+    return s
+
+
+def _bench_switch(args):
+    if os.geteuid() != 0:
+        print("dlcp-emu bench switch: needs root (Mininet, namespaces, AF_PACKET)", file=sys.stderr)
+        return 1
+    if (os.cpu_count() or 1) < 2:
+        print("dlcp-emu bench switch: needs 2 CPUs (switch on one, generator on the other)",
+              file=sys.stderr)
+        return 1
+    from dlcp_emu.tools.bench_switch import run
+    result = run(trial_s=args.trial_seconds, bridge=not args.skip_bridge,
+                 log=None if args.json else lambda m: print(m, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k}: {v}")
     return 0

@@ -6,10 +6,12 @@ name and never runs `mn -c`.
 """
 import json
 
+from dlcp_emu.commands.argtypes import folder_or_absent
+
 
 def add_parser(sub):
     p = sub.add_parser("clean", help="remove the leftovers of crashed emulation runs")
-    p.add_argument("--runtime-dir", default=None,
+    p.add_argument("--runtime-dir", type=folder_or_absent, default=None,
                    help="where runs keep their state files (default $DLCP_EMU_RUNTIME_DIR "
                         "or /run/dlcp-emu)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -1,4 +1,5 @@
 """`dlcp-emu report RUN`: draw a run folder's plots."""
+import json
 import sys
 from pathlib import Path
 
@@ -10,12 +11,19 @@ def add_parser(sub):
 
 
 def _report(args):
-    if not (args.run / "summary.json").is_file():
+    path = args.run / "summary.json"
+    if not path.is_file():
         print(f"dlcp-emu report: {args.run} is not a run folder (no summary.json)", file=sys.stderr)
         return 2
     from dlcp_emu.study import compare, report
-    import json
-    print(compare.table(json.loads((args.run / "summary.json").read_text())))
+    try:
+        summary = json.loads(path.read_bytes().decode("utf-8"))
+        text = compare.table(summary)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        print(f"dlcp-emu report: {path} is not a run summary ({type(e).__name__}: {e})",
+              file=sys.stderr)
+        return 2
+    print(text)
     for png in report.draw(args.run):
         print(png)
     return 0

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from switch_models import preset_names
 
-from dlcp_emu.commands.argtypes import field_values, positive_int
+from dlcp_emu.commands.argtypes import field_values, name, name_list, output_dir, positive_int
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
@@ -14,17 +14,17 @@ DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
 def add_parser(sub):
     r = sub.add_parser("run", help="emulate one spec on Mininet (root)")
     _common(r)
-    r.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    r.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
     r.set_defaults(func=_run, backend="emu")
 
     s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
     _common(s)
-    s.add_argument("--preset", help="switch preset (default: the spec's [switch])")
+    s.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
     s.set_defaults(func=_run, backend="sim")
 
     c = sub.add_parser("compare", help="run one spec under several presets and print a table")
     _common(c)
-    c.add_argument("--presets", default=DEFAULT_PRESETS,
+    c.add_argument("--presets", type=name_list, default=DEFAULT_PRESETS,
                    help=f"comma-separated presets (default {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
     c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
@@ -35,15 +35,18 @@ def add_parser(sub):
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
-    e.add_argument("--results", type=Path, default=Path("results"))
+    e.add_argument("--results", type=output_dir, default=Path("results"))
     e.add_argument("--no-report", action="store_true")
     e.set_defaults(func=_emulate)
 
 
 def _common(p):
     p.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    p.add_argument("--results", type=output_dir, default=Path("results"),
+                   help="results root (default results/)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the spec, its trace and the flags, say what would run, run nothing")
 
 
 def _load(path):
@@ -55,8 +58,8 @@ def _load(path):
         return None
 
 
-def _need_root(backend):
-    if backend == "emu" and os.geteuid() != 0:
+def _need_root(backend, dry_run=False):
+    if backend == "emu" and not dry_run and os.geteuid() != 0:
         print("dlcp-emu: emulation needs root (Mininet, namespaces, AF_PACKET): run with sudo, "
               "or use `simulate` / `compare --backend sim`", file=sys.stderr)
         return True
@@ -66,15 +69,15 @@ def _need_root(backend):
 def _check_presets(names):
     bad = [p for p in names if p not in preset_names()]
     if bad:
-        print(f"dlcp-emu: unknown preset(s) {', '.join(bad)}; known: {', '.join(preset_names())}",
-              file=sys.stderr)
+        print(f"dlcp-emu: unknown preset(s) {', '.join(map(repr, bad))}; "
+              f"known: {', '.join(preset_names())}", file=sys.stderr)
         return True
     return False
 
 
 def _run(args):
     spec = _load(args.spec)
-    if spec is None or _need_root(args.backend):
+    if spec is None or _need_root(args.backend, args.dry_run):
         return 2
     preset = args.preset or spec.switch.get("preset", "custom")
     if args.preset and _check_presets([preset]):
@@ -84,9 +87,9 @@ def _run(args):
 
 def _compare(args):
     spec = _load(args.spec)
-    if spec is None or _need_root(args.backend):
+    if spec is None or _need_root(args.backend, args.dry_run):
         return 2
-    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    presets = args.presets
     if _check_presets(presets):
         return 2
     return _finish(args, spec, presets, args.seeds, vary=args.vary)
@@ -95,6 +98,14 @@ def _compare(args):
 def _finish(args, spec, presets, seeds, report=False, vary=None):
     from dlcp_emu.study import compare
     pipelines = presets if presets is not None else [spec.switch]
+    if getattr(args, "dry_run", False):
+        try:
+            lines = compare.dry_run(spec, pipelines, seeds, args.backend, vary)
+        except (RuntimeError, ValueError) as e:
+            print(f"dlcp-emu: {e}", file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
     try:
         run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),

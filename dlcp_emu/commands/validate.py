@@ -3,19 +3,20 @@ import json
 import sys
 from pathlib import Path
 
-from dlcp_emu.commands.argtypes import open_fraction, positive_int
+from dlcp_emu.commands.argtypes import name_list, open_fraction, output_dir, positive_int
 from dlcp_emu.commands.run import _check_presets, _load, _need_root
 
 
 def add_parser(sub):
     v = sub.add_parser("validate", help="emulate and simulate one spec; how far apart are they (root)")
     v.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
-    v.add_argument("--presets", default=None,
+    v.add_argument("--presets", type=name_list, default=None,
                    help="comma-separated presets (default: the spec's [switch] preset)")
     v.add_argument("--seeds", type=positive_int, default=1, help="runs per preset and backend")
     v.add_argument("--tolerance", type=open_fraction, default=0.05,
                    help="largest relative difference of mean iteration time that passes (default 0.05)")
-    v.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    v.add_argument("--results", type=output_dir, default=Path("results"),
+                   help="results root (default results/)")
     v.add_argument("--json", action="store_true", help="print the comparison as JSON")
     v.set_defaults(func=_validate)
 
@@ -25,7 +26,7 @@ def _validate(args):
     if spec is None or _need_root("emu"):
         return 2
     if args.presets:
-        presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+        presets = args.presets
     elif set(spec.switch) == {"preset"}:
         presets = [spec.switch["preset"]]
     else:

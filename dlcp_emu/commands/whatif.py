@@ -1,7 +1,9 @@
 """`dlcp-emu whatif`: the NetAI'20 analysis of scaling on a fully used network."""
-import argparse
 import json
+import sys
 from pathlib import Path
+
+from dlcp_emu.commands.argtypes import number_at_least, output_dir
 
 
 def add_parser(sub):
@@ -9,32 +11,20 @@ def add_parser(sub):
     p = sub.add_parser("whatif", help="scaling factor if the network were fully used (NetAI'20)")
     p.add_argument("--model", choices=list_models(), metavar="M",
                    help=f"model trace (one of: {', '.join(list_models())})")
-    p.add_argument("--workers", type=_at_least(1, int), metavar="N")
-    p.add_argument("--bandwidth-gbps", type=_at_least(1e-3, float), metavar="B")
-    p.add_argument("--compression", type=_at_least(1, float), default=1.0, metavar="C",
+    p.add_argument("--workers", type=number_at_least(1, int), metavar="N")
+    p.add_argument("--bandwidth-gbps", type=number_at_least(1e-3), metavar="B")
+    p.add_argument("--compression", type=number_at_least(1), default=1.0, metavar="C",
                    help="gradient compression ratio (>= 1; default 1)")
     p.add_argument("--sweep", action="store_true",
                    help="the paper's table: workers 16/32/64 x 1-100 Gbit/s x compression 1-100, "
                         "for resnet50, resnet101 and vgg16, with a plot")
-    p.add_argument("--out", type=Path, default=Path("results/whatif"),
+    p.add_argument("--out", type=output_dir, default=Path("results/whatif"),
                    help="where --sweep writes its table and plot (default results/whatif)")
     p.add_argument("--sim", action="store_true",
                    help="also answer with the packet-level simulator (ring all-reduce over the "
                         "`reliable` transport on a star at the bandwidth)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run, parser=p)
-
-
-def _at_least(lo, kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number >= {lo:g}, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo:g}, got {text!r}")
-        return value
-    return parse
 
 
 def _run(args):
@@ -61,8 +51,12 @@ def _run(args):
 
 
 def _sweep(args, whatif):
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:   # the default folder, which argparse did not check
+        print(f"dlcp-emu whatif: --out {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
     table = whatif.sweep()
-    args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "sweep.csv", index=False)
     plot = args.out / "scaling_vs_bandwidth.png"
     whatif.plot_sweep(table, plot)
@@ -82,8 +76,11 @@ def _sweep(args, whatif):
 def _sim(args):
     import tempfile
     from dlcp_emu.study.whatif_sim import whatif_sim
+    from dlcp_emu.experiment.spec import MAX_WORKERS
     if args.compression != 1:
         args.parser.error("--sim models no compression; leave --compression at 1")
+    if args.workers > MAX_WORKERS:
+        args.parser.error(f"--sim runs at most {MAX_WORKERS} workers (--workers), got {args.workers}")
     with tempfile.TemporaryDirectory() as tmp:
         r = whatif_sim(args.model, args.workers, args.bandwidth_gbps, tmp)
     if args.json:

@@ -28,16 +28,9 @@ from dlcp_emu.wire import DLCP_UDP_PORT, DlcpHeader, Flags, Frame, encode_frame
 from dlcp_emu.wire.layout import (
     L234_STRUCT,
     OFF_CHUNK_INDEX,
-    OFF_FLAGS,
     OFF_JOB,
-    OFF_MAG_CLASS,
-    OFF_MAGIC,
-    OFF_PRIORITY,
     OFF_SEND_TS_NS,
     OFF_UDP_CHECKSUM,
-    OFF_UDP_DPORT,
-    OFF_VERSION,
-    fields_at,
 )
 
 from dlcp_emu.emu.datapath.sockets import (
@@ -48,17 +41,11 @@ from dlcp_emu.emu.datapath.sockets import (
     SO_SNDBUFFORCE,
     SOL_PACKET,
     _prctl,
-    socket_drops,
 )
 
 SO_ATTACH_FILTER = 26
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
-# What the receiver reads of a frame, each at its offset.
-_RX = fields_at((OFF_UDP_DPORT, "H"), (OFF_MAGIC, "H"), (OFF_VERSION, "B"), (OFF_FLAGS, "B"),
-                (OFF_PRIORITY, "B"), (OFF_MAG_CLASS, "B"), (OFF_JOB, "H"), (OFF_CHUNK_INDEX, "I"),
-                (OFF_SEND_TS_NS, "Q"))
-_SPORT = struct.Struct("!H")
 
 
 def parse_class(text):
@@ -225,104 +212,6 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
             "pps": round(sent / elapsed) if elapsed > 0 else 0, "per_class": per_class}
 
 
-def _pct(sorted_vals, q):
-    if not sorted_vals:
-        return None
-    k = min(len(sorted_vals) - 1, int(q / 100 * len(sorted_vals)))
-    return sorted_vals[k]
-
-
-def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None):
-    """Receive DLCP frames until duration_s passes, `expect` frames came, or idle_s passed
-    without one (after the first). Returns counts and one-way delay per class
-    (prio, mag, droppable) and per flow (UDP source port), the frames the kernel dropped at
-    this socket (`socket_drops`) and what ended the wait (`stopped_by`)."""
-    _set_slack()
-    filt = job_filter(job) if job is not None else None
-    sock = _socket(intf, filt=filt)
-    sock.setblocking(False)
-    if ready_path:
-        with open(ready_path, "w") as f:
-            f.write(str(os.getpid()))
-    recv = sock.recv
-    clock = time.monotonic_ns
-    unpack = _RX.unpack_from
-    classes = {}
-    flows = {}
-    other = 0
-    total = 0
-    first = last = None
-    t_end = clock() + int(duration_s * 1e9)
-    max_seq = {}
-    reordered = 0
-    drops = socket_drops(sock)      # zero: counts from bind; read to reset
-    while True:
-        now = clock()
-        if now >= t_end:
-            stopped_by = "duration"
-            break
-        if expect is not None and total >= expect:
-            stopped_by = "expect"
-            break
-        if last is not None and now - last > idle_s * 1e9:
-            stopped_by = "idle"
-            break
-        wait = min(t_end - now, int(idle_s * 1e9)) / 1e9
-        r = select.select([sock], (), (), max(wait, 0))[0]
-        if not r:
-            continue
-        for _ in range(256):
-            try:
-                frame = recv(9100)
-            except BlockingIOError:
-                break
-            t = clock()
-            if len(frame) < 90:
-                other += 1
-                continue
-            dport, magic, version, flags, prio, mag, _job, seqno, ts = unpack(frame)
-            if dport != DLCP_UDP_PORT or magic != 0xD1C9 or version != 1:
-                other += 1
-                continue
-            total += 1
-            if first is None:
-                first = t
-            last = t
-            key = (prio, mag, flags & 1)
-            c = classes.get(key)
-            if c is None:
-                c = classes[key] = {"count": 0, "delays": [], "bytes": 0}
-            c["count"] += 1
-            c["bytes"] += len(frame)
-            c["delays"].append(t - ts)
-            (sport,) = _SPORT.unpack_from(frame, 34)
-            flows[sport] = flows.get(sport, 0) + 1
-            m = max_seq.get(sport, -1)
-            if seqno < m:
-                reordered += 1
-            else:
-                max_seq[sport] = seqno
-    drops += socket_drops(sock)
-    sock.close()
-    out_classes = {}
-    for (prio, mag, drop), c in sorted(classes.items()):
-        d = sorted(c["delays"])
-        out_classes[f"{prio}:{mag}:{drop}"] = {
-            "prio": prio, "mag": mag, "droppable": bool(drop), "count": c["count"],
-            "bytes": c["bytes"],
-            "delay_p50_us": _us(_pct(d, 50)), "delay_p99_us": _us(_pct(d, 99)),
-            "delay_max_us": _us(d[-1] if d else None),
-            "delay_mean_us": _us(sum(d) / len(d) if d else None)}
-    return {"received": total, "other": other, "reordered": reordered,
-            "socket_drops": drops, "stopped_by": stopped_by,
-            "span_s": round((last - first) / 1e9, 6) if total > 1 else 0.0,
-            "classes": out_classes, "flows": {str(k): v for k, v in sorted(flows.items())}}
-
-
-def _us(ns):
-    return None if ns is None else round(ns / 1000, 3)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m dlcp_emu.emu.trafficgen")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -375,6 +264,7 @@ def main(argv=None):
                    args.sample_every, args.cpu)
         out["classes"] = classes
     else:
+        from dlcp_emu.emu.trafficsink import receive
         out = receive(args.intf, args.duration, args.idle, args.expect, args.job, args.ready)
     print(json.dumps(out))
     return 0

@@ -28,15 +28,19 @@ SUMMARY_KEYS = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50
 
 def new_run_dir(root="results", name="run"):
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for i in range(1000):
-        run = root / f"{stamp}-{name}" if i == 0 else root / f"{stamp}-{name}-{i}"
-        try:
-            run.mkdir()
-            return run
-        except FileExistsError:
-            continue
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for i in range(1000):
+            run = root / f"{stamp}-{name}" if i == 0 else root / f"{stamp}-{name}-{i}"
+            try:
+                run.mkdir()
+                return run
+            except FileExistsError:
+                continue
+    except OSError as e:   # a file in the way, no permission, a read-only disk: say where
+        raise RuntimeError(f"cannot create a run folder under {root}: "
+                           f"{e.strerror or e}") from None
     raise RuntimeError(f"cannot create a run folder under {root}")
 
 

@@ -16,7 +16,7 @@ from workloads import PATTERNS
 from dlcp_emu.experiment import results
 from dlcp_emu.transport import TRANSPORTS
 from dlcp_emu.host.compression import CompressionSpec
-from dlcp_emu.experiment.spec import MAX_BACKGROUND_FLOWS
+from dlcp_emu.experiment.spec_checks import MAX_BACKGROUND_FLOWS
 
 
 # A scaled buffer holds at least this many full frames: packets are not scaled, only their

@@ -51,8 +51,14 @@
                                 # tcp (kernel TCP: emulation; the simulator approximates it)
 
 `load_spec(path)` and `parse_spec(dict)` check every field and report all problems at once,
-each naming the field and what is allowed; unknown fields are errors.
+each naming the field and what is allowed; unknown fields are errors, and so are NaN and
+infinity. They also check what the fields make together, naming the field to change: the
+slowest link after `byte_scale / time_dilation` must keep >= 1 bit/s, and the run's gradients
+(every rank holds its own: ranks x the model's bytes x byte_scale) must fit in this machine's
+memory. The workload's trace is read and checked here too, so a bad trace file is a spec
+error naming `workload.trace` and the file. Nothing else escapes them but SpecError.
 """
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,14 +68,18 @@ from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpe
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
-from topologies import builder_params, build as build_topology
+from dlcp_emu.experiment.spec_checks import (
+    _check_background, _check_scaled_rates, _check_topology, _check_workload_memory,
+)
+from topologies import build as build_topology
 from workloads import PATTERNS
 
 TRANSPORT_KINDS = (*TRANSPORTS, AUTO)
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
-MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
 PLACEMENTS = ("spread", "packed")
+MAX_WORKERS = 1024
+MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
 
 
 class SpecError(ValueError):
@@ -77,8 +87,11 @@ class SpecError(ValueError):
 
     def __init__(self, problems, source="spec"):
         self.problems = list(problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
-                         + "\n  ".join(self.problems))
+        if len(self.problems) == 1:
+            super().__init__(f"{source}: {self.problems[0]}")
+        else:
+            super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
+                             + "\n  ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -143,7 +156,8 @@ class _Checker:
     def take(self, table, prefix, fields):
         """fields: {name: (default or REQUIRED, check(value) -> bool, allowed text)}."""
         if not isinstance(table, dict):
-            self.problems.append(f"[{prefix}] must be a table")
+            self.problems.append(f"[{prefix}] must be a table" if prefix else
+                                 f"the spec must be a table of fields, got {type(table).__name__}")
             return {}
         out = {}
         for name in sorted(set(table) - set(fields)):
@@ -170,8 +184,9 @@ def _path(prefix, name):
 
 
 def _num(lo, hi=None, lo_open=False):
+    """A finite number in [lo, hi] ((lo, hi] with lo_open): NaN and infinity never pass."""
     def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             return False
         if v < lo or (lo_open and v == lo):
             return False
@@ -188,8 +203,9 @@ def _one_of(options):
 
 
 TOP_FIELDS = {
-    "name": ("experiment", lambda v: isinstance(v, str) and v.replace("-", "").replace("_", "").isalnum(),
-             "letters, digits, '-' and '_'"),
+    "name": ("experiment", lambda v: isinstance(v, str) and len(v) <= MAX_NAME and v.isascii()
+             and v.replace("-", "").replace("_", "").isalnum(),
+             f"at most {MAX_NAME} ASCII letters, digits, '-' and '_' (it names the run's folder)"),
     "seed": (1, _int(0), "an integer >= 0"),
     "time_dilation": (1.0, _num(1), "a number >= 1"),
     "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
@@ -212,7 +228,7 @@ def _workload_fields():
         "model": (None, _one_of(models), f"one of {', '.join(models)}"),
         "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
         "pattern": ("ring", _one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
-        "workers": (REQUIRED, _int(1, 1024), "an integer in 1..1024"),
+        "workers": (REQUIRED, _int(1, MAX_WORKERS), f"an integer in 1..{MAX_WORKERS}"),
         "iterations": (3, _int(1, 10_000), "an integer in 1..10000"),
         "ps": (1, _int(1, 64), "an integer in 1..64"),
         "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
@@ -257,7 +273,7 @@ def parse_spec(raw, source="spec"):
 
     if workload and (workload.get("model") is None) == (workload.get("trace") is None):
         c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
-    if workload.get("trace"):
+    if isinstance(workload.get("trace"), str) and workload["trace"]:
         path = Path(workload["trace"])
         if not path.is_absolute() and source != "spec":
             path = Path(source).parent / path
@@ -271,8 +287,12 @@ def parse_spec(raw, source="spec"):
 
     topology = top.get("topology") or {}
     topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
+    if topo is not None and not c.problems:
+        _check_scaled_rates(c, topo, top, raw)
     if topo is not None and background and not c.problems:
         _check_background(c, background, topo, top)
+    if not c.problems:
+        _check_workload_memory(c, workload, top)
     switch = top.get("switch") or {}
     try:
         PipelineSpec.parse(switch)
@@ -289,58 +309,22 @@ def parse_spec(raw, source="spec"):
                 background=background, compression=compression, source=source, raw=raw)
 
 
-def _check_topology(c, topology, workload):
-    kind = topology.get("kind")
-    try:
-        allowed = builder_params(kind) if isinstance(kind, str) else None
-    except ValueError as e:
-        c.problems.append(f"topology.kind: {e}")
-        return
-    if allowed is None:
-        c.problems.append("topology.kind: missing; must be one of star, dumbbell, leaf-spine, fat-tree")
-        return
-    params = {k: v for k, v in topology.items() if k != "kind"}
-    try:
-        topo = build_topology(kind, **params)
-    except ValueError as e:
-        c.problems.append(f"topology: {e}")
-        return
-    hosts = len(topo.hosts())
-    needed = workload.get("workers", 0) if isinstance(workload.get("workers"), int) else 0
-    pattern = PATTERNS.get(workload.get("pattern")) if isinstance(workload.get("pattern"), str) else None
-    uses_ps = pattern is not None and pattern.uses_ps
-    if uses_ps and isinstance(workload.get("ps"), int):
-        needed += workload["ps"]
-    if needed > hosts:
-        c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if uses_ps else ''}) "
-                          f"but topology {kind} has {hosts}")
-    return topo
-
-
-def _check_background(c, background, topo, top):
-    """Background flows are drawn for the whole time limit: their number must stay within
-    what a run holds (MAX_BACKGROUND_FLOWS)."""
-    from workloads import mean_flow_bytes
-    hosts = topo.hosts()
-    (port,) = topo.ports(hosts[0])
-    per_s = background["load"] * port.link.rate_bps * len(hosts) / top["time_dilation"] \
-        / (8 * mean_flow_bytes(background["distribution"]))
-    expected = per_s * top["time_limit_s"]
-    if expected > MAX_BACKGROUND_FLOWS:
-        c.problems.append(
-            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} "
-            f"means about {expected:,.0f} flows, above the {MAX_BACKGROUND_FLOWS:,} a run holds; "
-            f"lower background.load or time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.0f} s here)")
-
-
 def load_spec(path):
+    """Read and check a spec file; SpecError (naming the file) for anything wrong with it."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise SpecError([f"cannot read {path}: {e.strerror}"], str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError([f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                         "a spec is a TOML file"], str(path)) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([f"not valid TOML: {e}"], str(path)) from None
+    except RecursionError:
+        raise SpecError(["not valid TOML: arrays or tables nested too deeply"], str(path)) from None
     return parse_spec(raw, str(path))

@@ -32,11 +32,18 @@ from workloads import trace_of
 SLICE_EVENTS = 200_000
 
 
-def build(spec, pipeline, keep_results=False):
+def sim_transport(spec, pipeline):
+    """The transport a simulated run of this pipeline uses (ValueError for kernel TCP)."""
     transport = spec.transport_for(preset_name(pipeline))
-    if SIMULATION not in TRANSPORTS[transport].backends:
-        raise ValueError(f"transport.kind: {transport!r} runs in {' and '.join(TRANSPORTS[transport].backends)} "
-                         f"only; the simulator runs {', '.join(n for n, t in TRANSPORTS.items() if SIMULATION in t.backends)}")
+    backends = TRANSPORTS[transport].backends
+    if SIMULATION not in backends:
+        raise ValueError(f"transport.kind: {transport!r} runs in {' and '.join(backends)} only; the "
+                         f"simulator runs {', '.join(n for n, t in TRANSPORTS.items() if SIMULATION in t.backends)}")
+    return transport
+
+
+def build(spec, pipeline, keep_results=False):
+    transport = sim_transport(spec, pipeline)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
     trace = trace_of(spec.workload)

@@ -41,9 +41,41 @@ def variants(spec, presets, vary=()):
     specs = [("", spec)]
     for field, values in vary or ():
         leaf = field.rsplit(".", 1)[-1]
-        specs = [(f"{label},{leaf}={v}", s.with_field(field, v))
+        specs = [(f"{label},{leaf}={v}", _with_field(s, field, v))
                  for (label, s), v in itertools.product(specs, values)]
     return [(preset_name(p) + label, p, s) for p in presets for label, s in specs]
+
+
+def _with_field(spec, field, value):
+    """The spec with one --vary value set; its problems are named against the flag."""
+    from dlcp_emu.experiment.spec import SpecError
+    try:
+        return spec.with_field(field, value)
+    except SpecError as e:
+        raise SpecError(e.problems, f"--vary {field}={value!r}") from None
+
+
+def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
+    """What `compare` would run, every variant checked as far as a run's set-up goes (the
+    scaled topology, the plan from the trace, the transport the backend has), without
+    running: lines to print. Raises what the set-up would (ValueError, RuntimeError)."""
+    from dlcp_emu.experiment.runner import scaled_topology
+    from dlcp_emu.host.plan import make_plan
+    from dlcp_emu.sim.run import sim_transport
+    from workloads import trace_of
+    runs = variants(spec, presets, vary)
+    lines = [f"{spec.source}: {len(runs)} variant(s) x {seeds} seed(s) would run ({backend}):"]
+    for label, preset, v in runs:
+        transport = sim_transport(v, preset) if backend == "sim" else \
+            v.transport_for(preset_name(preset))
+        topo = scaled_topology(v)
+        w = v.workload
+        plan = make_plan(trace_of(w), v.scale, fusion_bytes=w["fusion_bytes"],
+                         fusion_cycle_ms=w["fusion_cycle_ms"])
+        lines.append(f"  {label}: {transport} transport, {w['workers']} workers ({w['pattern']}) "
+                     f"on {topo.name}, {len(plan.buckets)} buckets, "
+                     f"{plan.bytes_per_iteration:,} bytes an iteration")
+    return lines
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
@@ -61,7 +93,8 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
             per_seed = []
             for k in range(seeds):
                 s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
-                log(f"{label} (seed {s_spec.seed}, {v_spec.transport_for(preset)} transport, {backend}):")
+                transport = v_spec.transport_for(preset_name(preset))
+                log(f"{label} (seed {s_spec.seed}, {transport} transport, {backend}):")
                 per_seed.append(run_one(s_spec, preset, run_dir / label / f"seed-{s_spec.seed}", backend, log))
                 summary["presets"][label] = _combine(per_seed)
                 results.write_summary(run_dir, summary)

@@ -15,6 +15,7 @@ starts when it is ready and the previous one has ended. overhead = end of the la
 - end of backward; scaling factor = T_batch / (T_batch + overhead), T_batch the single-GPU
 batch time. The paper measured this by spinning real time; here it is computed exactly.
 """
+import math
 from dataclasses import asdict, dataclass
 
 from workloads import get_model, vec_add_seconds
@@ -67,10 +68,10 @@ def paper_fusion(trace, fusion_bytes=FUSION_BYTES, cycle_s=FUSION_CYCLE_S):
 def whatif(model, workers, bandwidth_gbps, compression=1.0, trace=None):
     if not (isinstance(workers, int) and workers >= 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    if not bandwidth_gbps > 0:
-        raise ValueError(f"bandwidth_gbps must be > 0, got {bandwidth_gbps!r}")
-    if not compression >= 1:
-        raise ValueError(f"compression must be >= 1 (a ratio), got {compression!r}")
+    if not (math.isfinite(bandwidth_gbps) and bandwidth_gbps > 0):
+        raise ValueError(f"bandwidth_gbps must be > 0 (and finite), got {bandwidth_gbps!r}")
+    if not (math.isfinite(compression) and compression >= 1):
+        raise ValueError(f"compression must be >= 1 (a finite ratio), got {compression!r}")
     trace = trace or get_model(model)
     n, bw = workers, bandwidth_gbps * 1e9
     buckets, backward_s = paper_fusion(trace)

@@ -31,34 +31,6 @@ FAST = 5_000_000            # "as fast as you can" offered rate
 NONLOCAL_IP = "10.0.0.200"  # h2 drops these at once in IP (no ICMP, no socket)
 
 
-def add_kind(kinds):
-    s = kinds.add_parser("switch", help="one switch between two hosts (root): pps, loss, "
-                                        "latency of dlcp vs pass-through vs Linux bridge")
-    s.add_argument("--trial-seconds", type=float, default=2.0, help="length of each trial")
-    s.add_argument("--skip-bridge", action="store_true")
-    s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.set_defaults(func=_bench_switch)
-    return s
-
-
-def _bench_switch(args):
-    if os.geteuid() != 0:
-        print("dlcp-emu bench switch: needs root (Mininet, namespaces, AF_PACKET)", file=sys.stderr)
-        return 1
-    if (os.cpu_count() or 1) < 2:
-        print("dlcp-emu bench switch: needs 2 CPUs (switch on one, generator on the other)",
-              file=sys.stderr)
-        return 1
-    result = run(trial_s=args.trial_seconds, bridge=not args.skip_bridge,
-                 log=None if args.json else lambda m: print(m, file=sys.stderr, flush=True))
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for k, v in result.items():
-            print(f"{k}: {v}")
-    return 0
-
-
 # -- one trial ------------------------------------------------------------------------------
 
 def _counter(intf, name="tx_packets"):

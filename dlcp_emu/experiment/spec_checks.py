@@ -1,0 +1,128 @@
+"""The checks of a spec that look past single fields: the topology it builds, the rates after
+scaling, the memory its gradients need, its background flows. Each adds its problems to the
+spec's checker, naming the field the user wrote."""
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+from topologies import build as build_topology, builder_params
+from workloads import PATTERNS
+
+MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
+MIN_RATE_BPS = 1   # what topologies.check_rate takes: an emulated link's rate after scaling
+
+
+def _check_topology(c, topology, workload):
+    kind = topology.get("kind")
+    try:
+        allowed = builder_params(kind) if isinstance(kind, str) else None
+    except ValueError as e:
+        c.problems.append(f"topology.kind: {e}")
+        return
+    if allowed is None:
+        c.problems.append("topology.kind: missing; must be one of star, dumbbell, leaf-spine, fat-tree")
+        return
+    params = {k: v for k, v in topology.items() if k != "kind"}
+    try:
+        topo = build_topology(kind, **params)
+    except ValueError as e:
+        c.problems.append(f"topology: {e}")
+        return
+    hosts = len(topo.hosts())
+    needed = workload.get("workers", 0) if isinstance(workload.get("workers"), int) else 0
+    pattern = PATTERNS.get(workload.get("pattern")) if isinstance(workload.get("pattern"), str) else None
+    uses_ps = pattern is not None and pattern.uses_ps
+    if uses_ps and isinstance(workload.get("ps"), int):
+        needed += workload["ps"]
+    if needed > hosts:
+        c.problems.append(f"workload: needs {needed} hosts (workers{' + ps' if uses_ps else ''}) "
+                          f"but topology {kind} has {hosts}")
+    return topo
+
+
+def _check_scaled_rates(c, topo, top, raw):
+    """Rates run at rate x byte_scale / time_dilation: the slowest link must keep
+    MIN_RATE_BPS. Named against the field the user wrote (time_dilation unless only
+    byte_scale was given), not against the scaled link."""
+    dilation, scale = top["time_dilation"], top["byte_scale"]
+    slowest = min(topo.links, key=lambda link: link.rate_bps)
+    scaled = slowest.rate_bps * scale / dilation
+    if scaled >= MIN_RATE_BPS:
+        return
+    link = (f"runs the slowest link ({slowest.a}-{slowest.b}, {slowest.rate_bps:g} bit/s) at "
+            f"{scaled:.3g} bit/s; an emulated link needs >= {MIN_RATE_BPS} bit/s")
+    if "time_dilation" in raw or "byte_scale" not in raw:
+        c.problems.append(f"time_dilation: {dilation:g} (with byte_scale {scale:g}) {link}: "
+                          f"at most {slowest.rate_bps * scale / MIN_RATE_BPS:.6g} here")
+    else:
+        c.problems.append(f"byte_scale: {scale:g} (with time_dilation {dilation:g}) {link}: "
+                          f"at least {MIN_RATE_BPS * dilation / slowest.rate_bps:.6g} here")
+
+
+def _check_workload_memory(c, workload, top):
+    """Read the workload's trace (a bad file is a problem of workload.trace) and check that
+    the run's gradients fit in memory before anything allocates them: every rank holds its
+    own, the model's bytes x byte_scale (as dlcp_emu.host.plan rounds them)."""
+    from workloads import TraceError
+    try:
+        sizes = _grad_bytes(workload)
+    except TraceError as e:   # its problems already name the file
+        c.problems += [f"workload.trace: {p}" for p in e.problems]
+        return
+    scale = top["byte_scale"]
+    scaled = int(np.maximum(4, (sizes * scale).astype(np.int64) // 4 * 4).sum())
+    ranks = workload["workers"] + (workload["ps"] if workload["pattern"] == "ps" else 0)
+    need, have = ranks * scaled, machine_memory_bytes()
+    if need > have:
+        max_scale = have / ranks / max(1, int(sizes.sum()))
+        c.problems.append(
+            f"byte_scale: {scale:g} x the model's {int(sizes.sum()):,} bytes of gradients x "
+            f"{ranks} ranks (each holds its own) = {need / 2**30:,.1f} GiB, more than this "
+            f"machine's {have / 2**30:,.1f} GiB of memory; lower byte_scale (at most "
+            f"{max_scale:.3g} here) or workload.workers")
+
+
+def _grad_bytes(workload):
+    """The gradient sizes of the workload's model or trace file (TraceError if the file is
+    bad). A file is read each time (it may change between parses); zoo models once."""
+    if workload.get("trace"):
+        from workloads import load_trace
+        return load_trace(workload["trace"]).layers["grad_bytes"].to_numpy(np.float64)
+    return _model_sizes(workload["model"])
+
+
+@functools.lru_cache(maxsize=None)
+def _model_sizes(model):
+    from workloads import get_model
+    sizes = get_model(model).layers["grad_bytes"].to_numpy(np.float64)
+    sizes.flags.writeable = False
+    return sizes
+
+
+def machine_memory_bytes():
+    """Physical memory, or the cgroup's limit when one is set and lower."""
+    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return have
+    return min(have, int(limit)) if limit.isdigit() else have
+
+
+def _check_background(c, background, topo, top):
+    """Background flows are drawn for the whole time limit: their number must stay within
+    what a run holds (MAX_BACKGROUND_FLOWS)."""
+    from workloads import mean_flow_bytes
+    hosts = topo.hosts()
+    (port,) = topo.ports(hosts[0])
+    per_s = background["load"] * port.link.rate_bps * len(hosts) / top["time_dilation"] \
+        / (8 * mean_flow_bytes(background["distribution"]))
+    expected = per_s * top["time_limit_s"]
+    if expected > MAX_BACKGROUND_FLOWS:
+        c.problems.append(
+            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} "
+            f"means about {expected:,.0f} flows, above the {MAX_BACKGROUND_FLOWS:,} a run holds; "
+            f"lower background.load or time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.0f} s here)")
