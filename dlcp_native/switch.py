@@ -95,8 +95,12 @@ class NativeSwitch:
                 raise ValueError(f"switch {name}: default route names ports {list(numbers)}; "
                                  f"ports are {sorted(self._port_index)}")
             core_default = [self._port_index[n] for n in numbers]
+        # run_batch's columns name ports by number, which the core writes if they are integers.
+        numeric = all(isinstance(n, int) and _INT64[0] <= n < _INT64[1] for n in self.port_numbers)
+        self._port_lut = _lookup(self.port_numbers) if numeric else None
         try:
-            self._core = _core.Switch(core_ports, core_routes, core_default, stages, bool(record_drops))
+            self._core = _core.Switch(core_ports, core_routes, core_default, stages, bool(record_drops),
+                                      list(self.port_numbers) if numeric else list(range(len(core_ports))))
         except _core.SpecError as error:
             raise SpecError(str(error)) from None
         self._held = []   # the caller's Packet by the core's slot
@@ -210,24 +214,20 @@ class NativeSwitch:
         _check_range(cols, "mag", 0, 7)
         _check_range(cols, "rewrite", 0, 255)
         _check_range(cols, "dst", -1, len(self._route_index) - 1)
-        ports = np.asarray(self.port_numbers)
-        if ports.dtype.kind not in "iu":
+        if self._port_lut is None:
             raise TypeError(f"run_batch needs integer port numbers; {self.name} has {list(self.port_numbers)}")
-        in_col = _column("in_port", in_port, n, np.int64)
-        index = np.searchsorted(ports, in_col)
-        bad = (index >= len(ports)) | (ports[np.minimum(index, len(ports) - 1)] != in_col)
-        if bad.any():
-            raise ValueError(f"in_port must be a port number of {self.name} ({list(self.port_numbers)}); "
-                             f"got {sorted(set(in_col[bad].tolist()))[:5]}")
+        index = self._port_lut(_column("in_port", in_port, n, np.int64))
+        if index is None:
+            raise ValueError(f"in_port must be a port number of {self.name} ({list(self.port_numbers)})")
         (d_uid, d_port, d_depart, d_cls, d_rewrite, d_size), (x_uid, x_port, x_reason, x_time) = \
             self._core.run_batch(cols["uid"], cols["size"], cols["dst"], cols["flow"], cols["prio"],
                                  cols["mag"], cols["layer"], cols["header_size"], cols["rewrite"],
-                                 index.astype(np.int64), cols["arrival"], cols["droppable"],
-                                 cols["dlcp"], cols["ect"], cols["ce"])
+                                 index, cols["arrival"], cols["droppable"], cols["dlcp"], cols["ect"],
+                                 cols["ce"])
         return BatchResult(
-            departures=dict(uid=d_uid, port=ports[d_port], depart=d_depart, cls=d_cls,
-                            rewrite=d_rewrite, size=d_size),
-            drops=dict(uid=x_uid, port=ports[x_port], reason=x_reason, time=x_time))
+            departures=dict(uid=d_uid, port=d_port, depart=d_depart, cls=d_cls, rewrite=d_rewrite,
+                            size=d_size),
+            drops=dict(uid=x_uid, port=x_port, reason=x_reason, time=x_time))
 
     # -- for tests -------------------------------------------------------------------------------
     def disable_idle_fast_path(self):
@@ -243,6 +243,26 @@ class NativeSwitch:
                 held[slot] = None
             if log is not None:
                 log.append((now, numbers[port], REASONS[reason], pkt))
+
+
+def _lookup(numbers):
+    """A function from an array of port numbers to port indices, or None if one is unknown."""
+    numbers = np.asarray(numbers, dtype=np.int64)
+    low, high = int(numbers.min()), int(numbers.max())
+    if high - low < 65536:   # a table: one gather, however many packets
+        table = np.full(high - low + 1, -1, dtype=np.int64)
+        table[numbers - low] = np.arange(len(numbers))
+
+        def index(column):
+            if len(column) and (column.min() < low or column.max() > high):
+                return None
+            found = table[column - low]
+            return None if len(found) and found.min() < 0 else found
+    else:
+        def index(column):
+            found = np.minimum(np.searchsorted(numbers, column), len(numbers) - 1)
+            return None if (numbers[found] != column).any() else found
+    return index
 
 
 def _native_stages(spec, seed):

@@ -46,21 +46,19 @@ Params to_params(const py::dict& d) {
 
 StageSpec to_stage(const py::tuple& t) { return {t[0].cast<std::string>(), to_params(t[1])}; }
 
-template <class T>
-py::array_t<T> column(const std::vector<T>& v) {
-  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
-  std::copy(v.begin(), v.end(), a.mutable_data());
-  return a;
-}
-
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using Bool = py::array_t<bool, py::array::c_style | py::array::forcecast>;
 
 class Core {
  public:
+  // port_numbers: what run_batch writes for each port index (the caller's port numbers).
   Core(const std::vector<py::tuple>& ports, const std::vector<std::vector<int>>& routes,
-       const std::vector<int>& default_route, const py::dict& stages, bool record_drops)
-      : sw_(port_configs(ports), routes, default_route, pipeline(stages), record_drops) {}
+       const std::vector<int>& default_route, const py::dict& stages, bool record_drops,
+       const std::vector<int64_t>& port_numbers)
+      : sw_(port_configs(ports), routes, default_route, pipeline(stages), record_drops),
+        port_numbers_(port_numbers) {
+    if (port_numbers_.size() != ports.size()) throw py::value_error("one port number per port");
+  }
 
   py::tuple receive(int dst, int in_port, int64_t now, int64_t uid, int64_t size, int64_t flow,
                     int prio, int mag, int64_t layer, bool droppable, bool dlcp, bool ect,
@@ -84,8 +82,9 @@ class Core {
     pkt.rewrite = static_cast<uint8_t>(rewrite);
     Slot slot;
     const int port = sw_.receive(pkt, in_port, now, &slot);
-    return py::make_tuple(port, slot == NO_SLOT ? -1 : static_cast<int64_t>(slot), pkt.cls,
-                          pkt.size, pkt.rewrite, pkt.ce, sw_.drop_log.records.size());
+    const Packet& left = slot == NO_SLOT ? pkt : sw_.held(slot);
+    return py::make_tuple(port, slot == NO_SLOT ? -1 : static_cast<int64_t>(slot), left.cls,
+                          left.size, left.rewrite, left.ce, sw_.drop_log.records.size());
   }
 
   // The drops recorded since the last call: (now, port index, reason code, slot or -1).
@@ -173,33 +172,23 @@ class Core {
     a.dlcp = dlcp.data();
     a.ect = ect.data();
     a.ce = ce.data();
-    std::vector<Departure> departures;
-    std::vector<DropRecord> drops;
+    // Columns for the worst case, written in place: pages never written are never touched.
+    const py::ssize_t n = static_cast<py::ssize_t>(a.n);
+    py::array_t<int64_t> d_uid(n), d_port(n), d_depart(n), d_cls(n), d_rewrite(n), d_size(n);
+    py::array_t<int64_t> x_uid(n), x_port(n), x_reason(n), x_time(n);
+    DepartureColumns departures{d_uid.mutable_data(), d_port.mutable_data(), d_depart.mutable_data(),
+                                d_cls.mutable_data(), d_rewrite.mutable_data(), d_size.mutable_data()};
+    DropColumns drops{x_uid.mutable_data(), x_port.mutable_data(), x_reason.mutable_data(),
+                      x_time.mutable_data()};
     {
       py::gil_scoped_release released;
-      departures.reserve(a.n);
-      run_arrivals(sw_, a, departures, drops);
+      run_arrivals(sw_, a, port_numbers_, departures, drops);
     }
-    std::vector<int64_t> d_uid, d_port, d_depart, d_cls, d_rewrite, d_size;
-    for (const Departure& d : departures) {
-      d_uid.push_back(d.pkt.uid);
-      d_port.push_back(d.port);
-      d_depart.push_back(d.pkt.depart);
-      d_cls.push_back(d.pkt.cls);
-      d_rewrite.push_back(d.pkt.rewrite);
-      d_size.push_back(d.pkt.size);
-    }
-    std::vector<int64_t> x_uid, x_port, x_reason, x_time;
-    for (const DropRecord& d : drops) {
-      x_uid.push_back(d.pkt.uid);
-      x_port.push_back(d.port);
-      x_reason.push_back(d.reason);
-      x_time.push_back(d.now);
-    }
+    const py::slice d(0, static_cast<py::ssize_t>(departures.rows), 1);
+    const py::slice x(0, static_cast<py::ssize_t>(drops.rows), 1);
     return py::make_tuple(
-        py::make_tuple(column(d_uid), column(d_port), column(d_depart), column(d_cls),
-                       column(d_rewrite), column(d_size)),
-        py::make_tuple(column(x_uid), column(x_port), column(x_reason), column(x_time)));
+        py::make_tuple(d_uid[d], d_port[d], d_depart[d], d_cls[d], d_rewrite[d], d_size[d]),
+        py::make_tuple(x_uid[x], x_port[x], x_reason[x], x_time[x]));
   }
 
  private:
@@ -217,6 +206,7 @@ class Core {
   }
 
   Switch sw_;
+  std::vector<int64_t> port_numbers_;
   std::vector<Departure> scratch_;
 };
 
@@ -238,7 +228,7 @@ PYBIND11_MODULE(_core, m) {
   });
   py::class_<Core>(m, "Switch")
       .def(py::init<const std::vector<py::tuple>&, const std::vector<std::vector<int>>&,
-                    const std::vector<int>&, const py::dict&, bool>())
+                    const std::vector<int>&, const py::dict&, bool, const std::vector<int64_t>&>())
       .def("receive", &Core::receive)
       .def("take_drops", &Core::take_drops)
       .def("poll", &Core::poll)

@@ -50,7 +50,7 @@ struct Ref {
 class PacketPool {
  public:
   Slot alloc(const Packet& pkt);
-  // The slot is free for the next alloc; its data stays readable until then (receive reads
+  // The slot is free for the next alloc; its data stays readable until then (a driver reads
   // the arrival's final fields after the queue manager may have dropped it).
   void release(Slot slot);
 

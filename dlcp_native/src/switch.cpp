@@ -44,38 +44,38 @@ const PortSet* Switch::port_set(const std::vector<int>& numbers,
   return port_sets_.back().get();
 }
 
-int Switch::receive(Packet& pkt, int in_port, int64_t now, Slot* slot_out) {
+int Switch::receive(const Packet& arriving, int in_port, int64_t now, Slot* slot_out) {
   if (in_port < 0 || in_port >= static_cast<int>(ports.size()))
     throw std::out_of_range("no input port index " + std::to_string(in_port));
-  if (pkt.prio > 7 || pkt.mag > 7)
-    throw std::invalid_argument("packet uid " + std::to_string(pkt.uid) +
+  if (arriving.prio > 7 || arriving.mag > 7)
+    throw std::invalid_argument("packet uid " + std::to_string(arriving.uid) +
                                 ": prio and mag must be in 0..7");
   if (slot_out) *slot_out = NO_SLOT;
   rx_packets[in_port] += 1;
-  rx_bytes[in_port] += pkt.size;
-  const PortSet* candidates = pkt.dst >= 0 && pkt.dst < static_cast<int>(routes_.size())
-                                  ? routes_[pkt.dst]
+  rx_bytes[in_port] += arriving.size;
+  const PortSet* candidates = arriving.dst >= 0 && arriving.dst < static_cast<int>(routes_.size())
+                                  ? routes_[arriving.dst]
                                   : default_;
   if (candidates == nullptr) {
     no_route += 1;
-    if (drop_log.on) drop_log.records.push_back({now, in_port, NO_ROUTE, NO_SLOT, pkt});
+    if (drop_log.on) drop_log.records.push_back({now, in_port, NO_ROUTE, NO_SLOT, arriving});
     return -1;
   }
   // The load balancer is asked only when there is a choice to make.
   EgressPort* port = candidates->ports.size() == 1 ? candidates->ports[0]
-                                                   : load_balancer_->choose(pkt, *candidates);
+                                                   : load_balancer_->choose(arriving, *candidates);
+  const Slot slot = pool_.alloc(arriving);
+  if (slot_out) *slot_out = slot;
+  Packet& pkt = pool_[slot];
   pkt.cls = static_cast<uint8_t>(classifier_->classify(pkt));
   pkt.arrival = now;
   if (!port->in_busy) {
     port->in_busy = true;
     busy_.push_back(port);
   }
-  const Slot slot = pool_.alloc(pkt);
-  if (slot_out) *slot_out = slot;
   if (port->busy_until <= now) {
     if (!port->mask && pkt.size <= port->idle_limit) {
       port->send_idle(slot, now);
-      pkt = pool_[slot];
       return port->number;
     }
     // Serialisations due before this arrival start first, among earlier arrivals only
@@ -83,15 +83,17 @@ int Switch::receive(Packet& pkt, int in_port, int64_t now, Slot* slot_out) {
     port->start(now);
   }
   port->qm->enqueue(*port, slot, now);
-  pkt = pool_[slot];  // a dropped packet's slot keeps its data until the next alloc
   return port->number;
 }
 
 void Switch::poll(int64_t now, std::vector<Departure>& out) {
   size_t kept = 0;
   for (EgressPort* port : busy_) {
-    port->start(now);
-    port->release(now, out);
+    // start() and release() are called only when they have something to do: a caller that
+    // polls at every arrival mostly finds nothing due.
+    if (port->mask && port->busy_until <= now) port->start(now);
+    if (!port->inflight.empty() && pool_[port->inflight.front()].depart <= now)
+      port->release(now, out);
     if (!port->mask && port->inflight.empty())
       port->in_busy = false;
     else
@@ -127,13 +129,42 @@ std::pair<int64_t, int64_t> Switch::conservation() const {
   return {taken, accounted};
 }
 
-void run_arrivals(Switch& sw, const Arrivals& a, std::vector<Departure>& departures,
-                  std::vector<DropRecord>& drops) {
-  // Every drop goes to `drops`; what the switch had recorded stays as it was.
+namespace {
+
+void write(const std::vector<Departure>& out, const std::vector<int64_t>& port_numbers,
+           DepartureColumns& c) {
+  for (const Departure& d : out) {
+    const size_t i = c.rows++;
+    c.uid[i] = d.pkt.uid;
+    c.port[i] = port_numbers[d.port];
+    c.depart[i] = d.pkt.depart;
+    c.cls[i] = d.pkt.cls;
+    c.rewrite[i] = d.pkt.rewrite;
+    c.size[i] = d.pkt.size;
+  }
+}
+
+void write(std::vector<DropRecord>& records, const std::vector<int64_t>& port_numbers,
+           DropColumns& c) {
+  for (const DropRecord& d : records) {
+    const size_t i = c.rows++;
+    c.uid[i] = d.pkt.uid;
+    c.port[i] = port_numbers[d.port];
+    c.reason[i] = d.reason;
+    c.time[i] = d.now;
+  }
+  records.clear();
+}
+
+}  // namespace
+
+void run_arrivals(Switch& sw, const Arrivals& a, const std::vector<int64_t>& port_numbers,
+                  DepartureColumns& departures, DropColumns& drops) {
+  // Every drop is recorded for the columns; what the switch had recorded stays as it was.
   DropLog saved;
   std::swap(saved, sw.drop_log);
   sw.drop_log.on = true;
-  sw.drop_log.records.swap(drops);
+  std::vector<Departure> out;  // one poll's departures
   try {
     for (size_t i = 0; i < a.n; ++i) {
       Packet pkt;
@@ -152,16 +183,20 @@ void run_arrivals(Switch& sw, const Arrivals& a, std::vector<Departure>& departu
       pkt.ce = a.ce[i];
       const int64_t t = a.time[i];
       sw.receive(pkt, static_cast<int>(a.in_port[i]), t);
-      sw.poll(t, departures);
+      if (!sw.drop_log.records.empty()) write(sw.drop_log.records, port_numbers, drops);
+      sw.poll(t, out);
+      write(out, port_numbers, departures);
+      out.clear();
     }
-    for (std::optional<int64_t> t = sw.next_event_time(); t; t = sw.next_event_time())
-      sw.poll(*t, departures);
+    for (std::optional<int64_t> t = sw.next_event_time(); t; t = sw.next_event_time()) {
+      sw.poll(*t, out);
+      write(out, port_numbers, departures);
+      out.clear();
+    }
   } catch (...) {
-    sw.drop_log.records.swap(drops);
     std::swap(saved, sw.drop_log);
     throw;
   }
-  sw.drop_log.records.swap(drops);
   std::swap(saved, sw.drop_log);
 }
 

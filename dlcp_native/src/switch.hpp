@@ -30,10 +30,12 @@ class Switch {
          const std::vector<int>& default_route, const PipelineSpec& spec, bool record_drops);
 
   // Take in one packet that arrived on `in_port` at `now`; returns the egress port it was
-  // handed to (admitted or not), or -1 without a route. `pkt` comes back as the switch left
-  // it (class, arrival, and a trimmed size or CE mark); `slot` is where it is held (NO_SLOT
-  // without a route), until a Departure or DropRecord names it.
-  int receive(Packet& pkt, int in_port, int64_t now, Slot* slot = nullptr);
+  // handed to (admitted or not), or -1 without a route. `slot` is where the switch holds it
+  // (NO_SLOT without a route) until a Departure or DropRecord names it.
+  int receive(const Packet& pkt, int in_port, int64_t now, Slot* slot = nullptr);
+  // The packet in `slot` as the switch left it (class, arrival, a trimmed size, a CE mark):
+  // readable until the next receive, even once dropped.
+  const Packet& held(Slot slot) const { return pool_[slot]; }
   // Packets that leave by `now`, in order of departure per port.
   void poll(int64_t now, std::vector<Departure>& out);
   // When `poll` next has something to do (possibly already past), or none if idle.
@@ -72,10 +74,22 @@ struct Arrivals {
   const bool *droppable, *dlcp, *ect, *ce;
 };
 
+// Where run_arrivals writes, one row per departure and per drop: columns the caller sized for
+// the worst case (every packet leaves, every packet is dropped); `rows` counts what was written.
+struct DepartureColumns {
+  int64_t *uid, *port, *depart, *cls, *rewrite, *size;
+  size_t rows = 0;
+};
+struct DropColumns {
+  int64_t *uid, *port, *reason, *time;
+  size_t rows = 0;
+};
+
 // Feed every arrival in order, polling at its time as a caller of receive and poll would,
-// then poll at each next event until the switch is idle. Departures and drops (every drop,
-// whether or not the switch records them) are appended to the two vectors.
-void run_arrivals(Switch& sw, const Arrivals& arrivals, std::vector<Departure>& departures,
-                  std::vector<DropRecord>& drops);
+// then poll at each next event until the switch is idle. Every departure and every drop
+// (whether or not the switch records drops) is written to the columns; ports are written as
+// port_numbers[index].
+void run_arrivals(Switch& sw, const Arrivals& arrivals, const std::vector<int64_t>& port_numbers,
+                  DepartureColumns& departures, DropColumns& drops);
 
 }  // namespace dlcp
