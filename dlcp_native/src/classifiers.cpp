@@ -5,6 +5,8 @@
 
 namespace dlcp {
 
+namespace classifiers {
+
 namespace {
 
 void check_classes(const std::string& kind, int64_t n) {
@@ -23,13 +25,13 @@ int other_class(const std::string& kind, std::optional<int64_t> other, int n_cla
 
 }  // namespace
 
-SingleClass::SingleClass(int64_t cls) {
+Single::Single(int64_t cls) {
   require(0 <= cls && cls <= 7, "single", "cls", "an integer in 0..7");
   cls_ = static_cast<int>(cls);
   n_classes = cls_ + 1;
 }
 
-int SingleClass::classify(const Packet&) { return cls_; }
+int Single::classify(const Packet&) { return cls_; }
 
 Dscp::Dscp(int64_t n) {
   check_classes("dscp", n);
@@ -65,7 +67,7 @@ int Layer::classify(const Packet& pkt) {
   return other_;
 }
 
-DlcpClassifier::DlcpClassifier(int64_t n, double w, std::optional<int64_t> other) {
+Dlcp::Dlcp(int64_t n, double w, std::optional<int64_t> other) {
   check_classes("dlcp", n);
   require(0 <= w && w <= 1, "dlcp", "layer_weight", "a number in [0, 1]");
   n_classes = static_cast<int>(n);
@@ -78,32 +80,34 @@ DlcpClassifier::DlcpClassifier(int64_t n, double w, std::optional<int64_t> other
           std::nearbyint((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1) / 7));
 }
 
-int DlcpClassifier::classify(const Packet& pkt) {
+int Dlcp::classify(const Packet& pkt) {
   if (pkt.dlcp) return table_[(pkt.prio << 3) | pkt.mag];
   return other_;
 }
+
+}  // namespace classifiers
 
 std::unique_ptr<Classifier> make_classifier(const StageSpec& spec) {
   const Params& p = spec.params;
   if (spec.name == "single") {
     p.expect("classifier 'single'", {"cls"});
-    return std::make_unique<SingleClass>(p.integer("cls"));
+    return std::make_unique<classifiers::Single>(p.integer("cls"));
   }
   if (spec.name == "dscp") {
     p.expect("classifier 'dscp'", {"n_classes"});
-    return std::make_unique<Dscp>(p.integer("n_classes"));
+    return std::make_unique<classifiers::Dscp>(p.integer("n_classes"));
   }
   if (spec.name == "pias") {
     p.expect("classifier 'pias'", {"thresholds"});
-    return std::make_unique<Pias>(p.list("thresholds"));
+    return std::make_unique<classifiers::Pias>(p.list("thresholds"));
   }
   if (spec.name == "layer") {
     p.expect("classifier 'layer'", {"n_classes", "other_class"});
-    return std::make_unique<Layer>(p.integer("n_classes"), p.optional_integer("other_class"));
+    return std::make_unique<classifiers::Layer>(p.integer("n_classes"), p.optional_integer("other_class"));
   }
   if (spec.name == "dlcp") {
     p.expect("classifier 'dlcp'", {"n_classes", "layer_weight", "other_class"});
-    return std::make_unique<DlcpClassifier>(p.integer("n_classes"), p.number("layer_weight"),
+    return std::make_unique<classifiers::Dlcp>(p.integer("n_classes"), p.number("layer_weight"),
                                             p.optional_integer("other_class"));
   }
   throw SpecError("classifier '" + spec.name + "' has no native implementation");

@@ -23,10 +23,12 @@ class Classifier {
   int n_classes = 1;
 };
 
+namespace classifiers {
+
 // Every packet in one class (`cls`); NDP uses cls=1 so trimmed headers can jump ahead.
-class SingleClass : public Classifier {
+class Single : public Classifier {
  public:
-  explicit SingleClass(int64_t cls);
+  explicit Single(int64_t cls);
   int classify(const Packet& pkt) override;
 
  private:
@@ -66,15 +68,17 @@ class Layer : public Classifier {
 
 // DLCP packet-level priority: layer priority and gradient magnitude class together onto
 // n classes, by a precomputed table. `layer_weight` 1 means layer only, 0 magnitude only.
-class DlcpClassifier : public Classifier {
+class Dlcp : public Classifier {
  public:
-  DlcpClassifier(int64_t n_classes, double layer_weight, std::optional<int64_t> other_class);
+  Dlcp(int64_t n_classes, double layer_weight, std::optional<int64_t> other_class);
   int classify(const Packet& pkt) override;
 
  private:
   int other_;
   std::array<uint8_t, 64> table_;
 };
+
+}  // namespace classifiers
 
 std::unique_ptr<Classifier> make_classifier(const StageSpec& spec);
 std::vector<std::string> classifier_names();

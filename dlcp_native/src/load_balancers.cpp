@@ -4,6 +4,8 @@
 
 namespace dlcp {
 
+namespace load_balancers {
+
 EgressPort* Single::choose(const Packet&, const PortSet& candidates) {
   return candidates.ports[0];
 }
@@ -122,24 +124,26 @@ EgressPort* LeastLoaded::choose(const Packet&, const PortSet& candidates) {
   return best;
 }
 
+}  // namespace load_balancers
+
 // -- by name ------------------------------------------------------------------------------
 std::unique_ptr<LoadBalancer> make_load_balancer(const StageSpec& spec) {
   const Params& p = spec.params;
   if (spec.name == "single") {
     p.expect("load balancer 'single'", {"seed"});
-    return std::make_unique<Single>();
+    return std::make_unique<load_balancers::Single>();
   }
   if (spec.name == "ecmp") {
     p.expect("load balancer 'ecmp'", {"seed"});
-    return std::make_unique<Ecmp>(p.integer("seed"));
+    return std::make_unique<load_balancers::Ecmp>(p.integer("seed"));
   }
   if (spec.name == "spray") {
     p.expect("load balancer 'spray'", {"mode", "seed"});
-    return std::make_unique<Spray>(p.text("mode"), p.integer("seed"));
+    return std::make_unique<load_balancers::Spray>(p.text("mode"), p.integer("seed"));
   }
   if (spec.name == "least-loaded") {
     p.expect("load balancer 'least-loaded'", {"seed"});
-    return std::make_unique<LeastLoaded>();
+    return std::make_unique<load_balancers::LeastLoaded>();
   }
   throw SpecError("load balancer '" + spec.name + "' has no native implementation");
 }

@@ -27,6 +27,8 @@ class LoadBalancer {
   virtual EgressPort* choose(const Packet& pkt, const PortSet& candidates) = 0;
 };
 
+namespace load_balancers {
+
 // Always the first candidate: one path, as a plain L2 switch would take.
 class Single : public LoadBalancer {
  public:
@@ -80,6 +82,8 @@ class LeastLoaded : public LoadBalancer {
  private:
   uint64_t turn_ = 0;
 };
+
+}  // namespace load_balancers
 
 std::unique_ptr<LoadBalancer> make_load_balancer(const StageSpec& spec);
 std::vector<std::string> load_balancer_names();

@@ -61,7 +61,6 @@ class PacketPool {
   // one of that switch's ports, so a flag and the generation say as much.
   bool live(Ref r) const { return entries_[r.slot].gen == r.gen && entries_[r.slot].queued; }
   void set_queued(Slot slot, bool queued) { entries_[slot].queued = queued; }
-  size_t in_use() const { return entries_.size() - free_.size(); }
 
  private:
   struct Entry {

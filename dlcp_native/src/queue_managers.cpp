@@ -29,6 +29,8 @@ bool QueueManager::fits(const EgressPort& port, int64_t size) const {
   return port.bytes + size <= limit_bytes_ && port.packets < limit_packets_;
 }
 
+namespace queue_managers {
+
 void DropTail::enqueue(EgressPort& port, Slot slot, int64_t now) {
   if (port.bytes + port.pool[slot].size <= limit_bytes_ && port.packets < limit_packets_)
     port.push(slot);
@@ -57,23 +59,23 @@ void Ecn::enqueue(EgressPort& port, Slot slot, int64_t now) {
   port.push(slot);
 }
 
-DlcpQueueManager::DlcpQueueManager(double threshold)
+Dlcp::Dlcp(double threshold)
     : threshold_(fraction("dlcp", "threshold", threshold)) {
   evicts_droppable = true;
 }
 
-void DlcpQueueManager::attach(const EgressPort& port) {
+void Dlcp::attach(const EgressPort& port) {
   QueueManager::attach(port);
   const double b = static_cast<double>(port.buffer_bytes), t = threshold_;
   for (int m = 0; m < 8; ++m) mag_limit_[m] = static_cast<int64_t>(b * (t + (1 - t) * m / 8));
 }
 
-int64_t DlcpQueueManager::idle_limit() const {
+int64_t Dlcp::idle_limit() const {
   const int64_t base = QueueManager::idle_limit();
   return base < mag_limit_[0] ? base : mag_limit_[0];
 }
 
-void DlcpQueueManager::enqueue(EgressPort& port, Slot slot, int64_t now) {
+void Dlcp::enqueue(EgressPort& port, Slot slot, int64_t now) {
   const Packet& pkt = port.pool[slot];
   const int64_t size = pkt.size;
   int below;
@@ -147,27 +149,29 @@ void Trim::enqueue(EgressPort& port, Slot slot, int64_t now) {
   }
 }
 
+}  // namespace queue_managers
+
 std::unique_ptr<QueueManager> make_queue_manager(const StageSpec& spec) {
   const Params& p = spec.params;
   if (spec.name == "droptail") {
     p.expect("queue manager 'droptail'", {});
-    return std::make_unique<DropTail>();
+    return std::make_unique<queue_managers::DropTail>();
   }
   if (spec.name == "ecn") {
     p.expect("queue manager 'ecn'", {"mark_fraction"});
-    return std::make_unique<Ecn>(p.number("mark_fraction"));
+    return std::make_unique<queue_managers::Ecn>(p.number("mark_fraction"));
   }
   if (spec.name == "dlcp") {
     p.expect("queue manager 'dlcp'", {"threshold"});
-    return std::make_unique<DlcpQueueManager>(p.number("threshold"));
+    return std::make_unique<queue_managers::Dlcp>(p.number("threshold"));
   }
   if (spec.name == "pfabric") {
     p.expect("queue manager 'pfabric'", {});
-    return std::make_unique<PFabric>();
+    return std::make_unique<queue_managers::PFabric>();
   }
   if (spec.name == "trim") {
     p.expect("queue manager 'trim'", {"trim_packets"});
-    return std::make_unique<Trim>(p.integer("trim_packets"));
+    return std::make_unique<queue_managers::Trim>(p.integer("trim_packets"));
   }
   throw SpecError("queue manager '" + spec.name + "' has no native implementation");
 }

@@ -50,6 +50,8 @@ class QueueManager {
   int64_t limit_packets_ = 0;
 };
 
+namespace queue_managers {
+
 // Admit while the buffer has room in bytes and packets, else drop the arrival.
 class DropTail : public QueueManager {
  public:
@@ -75,9 +77,9 @@ class Ecn : public QueueManager {
 // one just before the buffer is full. A packet that does not fit in the full buffer evicts
 // queued droppable packets of lower magnitude (any magnitude, for a non-droppable arrival);
 // a non-droppable packet is dropped only when no droppable one is left to evict.
-class DlcpQueueManager : public QueueManager {
+class Dlcp : public QueueManager {
  public:
-  explicit DlcpQueueManager(double threshold);
+  explicit Dlcp(double threshold);
   void attach(const EgressPort& port) override;
   int64_t idle_limit() const override;
   void enqueue(EgressPort& port, Slot slot, int64_t now) override;
@@ -107,6 +109,8 @@ class Trim : public QueueManager {
  private:
   int64_t trim_packets_;
 };
+
+}  // namespace queue_managers
 
 std::unique_ptr<QueueManager> make_queue_manager(const StageSpec& spec);
 std::vector<std::string> queue_manager_names();

@@ -4,6 +4,8 @@
 
 namespace dlcp {
 
+namespace schedulers {
+
 int Fifo::queues_for(int) { return 1; }
 
 int Fifo::pick(EgressPort&, uint32_t) { return 0; }
@@ -67,19 +69,21 @@ void Drr::advance(int n) {
   credited_ = false;
 }
 
+}  // namespace schedulers
+
 std::unique_ptr<Scheduler> make_scheduler(const StageSpec& spec) {
   const Params& p = spec.params;
   if (spec.name == "fifo") {
     p.expect("scheduler 'fifo'", {});
-    return std::make_unique<Fifo>();
+    return std::make_unique<schedulers::Fifo>();
   }
   if (spec.name == "strict") {
     p.expect("scheduler 'strict'", {});
-    return std::make_unique<Strict>();
+    return std::make_unique<schedulers::Strict>();
   }
   if (spec.name == "drr") {
     p.expect("scheduler 'drr'", {"quantum", "weights"});
-    return std::make_unique<Drr>(p.integer("quantum"), p.optional_list("weights"));
+    return std::make_unique<schedulers::Drr>(p.integer("quantum"), p.optional_list("weights"));
   }
   throw SpecError("scheduler '" + spec.name + "' has no native implementation");
 }

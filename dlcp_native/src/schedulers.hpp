@@ -23,6 +23,8 @@ class Scheduler {
   bool stateless = true;  // picks depend on nothing but the queues (a lone packet needs no pick)
 };
 
+namespace schedulers {
+
 // One queue in arrival order; classes still drive the queue manager's decisions.
 class Fifo : public Scheduler {
  public:
@@ -54,6 +56,8 @@ class Drr : public Scheduler {
   int turn_ = 0;
   bool credited_ = false;
 };
+
+}  // namespace schedulers
 
 std::unique_ptr<Scheduler> make_scheduler(const StageSpec& spec);
 std::vector<std::string> scheduler_names();
