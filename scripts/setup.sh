@@ -25,7 +25,8 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-stamp_want=$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+# The stamp covers the native core's sources too: a changed .cpp rebuilds it (pip install -e .).
+stamp_want=$(cat requirements.txt pyproject.toml setup.py dlcp_native/src/* | sha256sum | cut -c1-16)
 stamp_file=$VENV/.dlcp-emu-installed
 if [[ -x $VENV/bin/python && -f $stamp_file && $(cat "$stamp_file") == "$stamp_want" ]]; then
     exit 0
@@ -33,6 +34,8 @@ fi
 echo "setup: preparing $VENV (pinned packages from requirements.txt)"
 [[ -x $VENV/bin/python ]] || "$BASE_PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+# Builds dlcp_native's compiled core; a compiler error stops here (set -e), printed by pip.
+echo "setup: building the native core (dlcp_native/src) and installing the project"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --config-settings editable_mode=compat -e .
 echo "$stamp_want" > "$stamp_file"
 echo "setup: done"

@@ -1,11 +1,18 @@
-"""Property tests of the sans-I/O switch model on random packet streams and link rates."""
+"""Property tests of the sans-I/O switch model on random packet streams and link rates, run
+on both engines: the Python model and the native switch (dlcp_native). A property read
+through the Python model's internals runs on it alone; the differential tests
+(test_native_switch.py) carry it over to the native switch, decision for decision."""
 import random
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from dlcp_native import NativeSwitch
 from switch_models import Packet, PortConfig, Switch, preset_names
 
 SETTINGS = settings(max_examples=150, deadline=None)
+ENGINES = {"python": Switch, "native": NativeSwitch}
+engines = pytest.mark.parametrize("engine", ENGINES)
 SIZES = [64, 90, 200, 1000, 1500, 9000]
 
 arrival = st.tuples(
@@ -31,14 +38,18 @@ def burst(seed):
 
 
 bursts = st.integers(0, 2**32 - 1).map(burst)
-rates = st.sampled_from([1e8, 1e9, 1e10])
+rates = st.sampled_from([1e8, 1e9, 3e9, 1e10])   # 3e9: 8/3 ns a byte, where rounding shows
 buffers = st.sampled_from([3000, 20_000, 200_000])
 
 
-def build(pipeline, rate, buffer_bytes, egress=(3, 4), delay_ns=0, record=True):
+def build(pipeline, rate, buffer_bytes, egress=(3, 4), delay_ns=0, record=True, engine="python"):
     ports = {1: PortConfig(1e10), 2: PortConfig(1e10)}
     ports.update({p: PortConfig(rate, delay_ns=delay_ns, buffer_bytes=buffer_bytes) for p in egress})
-    return Switch("s", ports, {"far": egress, "near": (1, 2)}, pipeline, record_drops=record)
+    return ENGINES[engine]("s", ports, {"far": egress, "near": (1, 2)}, pipeline, record_drops=record)
+
+
+def port_counters(sw, port):
+    return sw.counters()["ports"][port]
 
 
 def packets(stream):
@@ -67,10 +78,11 @@ def run(sw, stream, poll_every=1):
     return out
 
 
+@engines
 @SETTINGS
 @given(streams, st.sampled_from(preset_names()), rates, buffers, st.integers(1, 20))
-def test_conservation_at_every_step(stream, preset, rate, buffer_bytes, poll_every):
-    sw = build(preset, rate, buffer_bytes)
+def test_conservation_at_every_step(engine, stream, preset, rate, buffer_bytes, poll_every):
+    sw = build(preset, rate, buffer_bytes, engine=engine)
     sent = 0
     for i, (t, in_port, pkt) in enumerate(packets(stream)):
         sw.receive(pkt, in_port, t)
@@ -81,16 +93,17 @@ def test_conservation_at_every_step(stream, preset, rate, buffer_bytes, poll_eve
     out = []
     drain(sw, out)
     sent += len(out)
-    drops = sum(sum(p.counters.drops.values()) for p in sw.ports.values())
+    drops = sum(sum(p["drops"].values()) for p in sw.counters()["ports"].values())
     assert sw.backlog() == 0
     assert sent + drops == len(stream)
     assert len(sw.drop_log) == drops
 
 
+@engines
 @SETTINGS
 @given(streams, rates, st.sampled_from([0, 5_000]), st.sampled_from(["fifo", "dlcp", "pias", "ndp"]))
-def test_departures_follow_serialisation_schedule(stream, rate, delay_ns, preset):
-    sw = build(preset, rate, 200_000, egress=(3,), delay_ns=delay_ns)
+def test_departures_follow_serialisation_schedule(engine, stream, rate, delay_ns, preset):
+    sw = build(preset, rate, 200_000, egress=(3,), delay_ns=delay_ns, engine=engine)
     out = run(sw, stream)
     end = 0
     for port, pkt in out:
@@ -104,25 +117,27 @@ def test_departures_follow_serialisation_schedule(stream, rate, delay_ns, preset
 EVERY_PIPELINE = preset_names() + [{"preset": "fifo", "queue_manager": "ecn"}]
 
 
+@engines
 @SETTINGS
 @given(streams, rates, buffers, st.integers(2, 40), st.sampled_from(EVERY_PIPELINE))
-def test_schedule_does_not_depend_on_when_the_caller_polls(stream, rate, buffer_bytes, poll_every,
+def test_schedule_does_not_depend_on_when_the_caller_polls(engine, stream, rate, buffer_bytes, poll_every,
                                                            pipeline):
     """Polling after every arrival or after every `poll_every`-th: the same packets leave by
     the same ports at the same times, trimmed, marked and classed alike, and the same are
     dropped, when and why."""
     def outcome(every):
-        sw = build(pipeline, rate, buffer_bytes)
+        sw = build(pipeline, rate, buffer_bytes, engine=engine)
         out = run(sw, stream, every)
         sent = {p.uid: (port, p.depart, p.size, p.rewrite, p.cls) for port, p in out}
         return sent, sorted((t, port, reason, p.uid) for t, port, reason, p in sw.drop_log)
     assert outcome(1) == outcome(poll_every)
 
 
+@engines
 @SETTINGS
 @given(streams, rates)
-def test_strict_priority_never_serves_lower_class_while_higher_waits(stream, rate):
-    sw = build("layer-prio", rate, 10**7, egress=(3,))
+def test_strict_priority_never_serves_lower_class_while_higher_waits(engine, stream, rate):
+    sw = build("layer-prio", rate, 10**7, egress=(3,), engine=engine)
     out = [p for _, p in run(sw, stream, poll_every=7)]
     start = {p.uid: p.depart - int((p.size + 24) * 8e9 / rate + 0.5) for p in out}
     for a in out:
@@ -133,16 +148,18 @@ def test_strict_priority_never_serves_lower_class_while_higher_waits(stream, rat
                 assert start[a.uid] < start[b.uid], (a, b)
 
 
+@engines
 @SETTINGS
 @given(streams, rates, buffers)
-def test_droptail_never_exceeds_its_limit(stream, rate, buffer_bytes):
-    sw = build("fifo", rate, buffer_bytes)
+def test_droptail_never_exceeds_its_limit(engine, stream, rate, buffer_bytes):
+    sw = build("fifo", rate, buffer_bytes, engine=engine)
     for t, in_port, pkt in packets(stream):
         sw.receive(pkt, in_port, t)
-        for port in (sw.ports[3], sw.ports[4]):
-            assert port.bytes <= buffer_bytes
-            assert port.packets <= port.buffer_packets
-    assert all(sw.ports[p].counters.max_bytes <= buffer_bytes for p in (3, 4))
+        for port in (3, 4):
+            c = port_counters(sw, port)
+            assert c["queued_bytes"] <= buffer_bytes
+            assert c["queued_packets"] <= buffer_bytes // 64   # the default buffer_packets
+    assert all(port_counters(sw, p)["max_bytes"] <= buffer_bytes for p in (3, 4))
 
 
 def queued_droppable(port):
@@ -163,12 +180,13 @@ def test_dlcp_never_drops_non_droppable_while_droppable_queued(stream, rate, buf
         sw.poll(t)
 
 
+@engines
 @SETTINGS
 @given(streams, rates, buffers)
-def test_dlcp_drops_lowest_magnitude_first(stream, rate, buffer_bytes):
+def test_dlcp_drops_lowest_magnitude_first(engine, stream, rate, buffer_bytes):
     """A droppable packet is evicted only for a more important one: a non-droppable packet,
     or a droppable one of a strictly higher magnitude class."""
-    sw = build("dlcp", rate, buffer_bytes, egress=(3,))
+    sw = build("dlcp", rate, buffer_bytes, egress=(3,), engine=engine)
     for t, in_port, pkt in packets(stream):
         before = len(sw.drop_log)
         sw.receive(pkt, in_port, t)
@@ -229,38 +247,44 @@ def test_dlcp_threshold_drops_exactly_past_the_class_limit(stream, rate, buffer_
             assert fate in ("admitted", "buffer_full")
 
 
+@engines
 @SETTINGS
 @given(st.integers(2, 8), st.integers(1, 300), st.integers(0, 1000))
-def test_spray_spreads_within_one_packet(n_ports, n_packets, flow):
+def test_spray_spreads_within_one_packet(engine, n_ports, n_packets, flow):
     egress = tuple(range(3, 3 + n_ports))
-    sw = build("dlcp", 1e10, 10**7, egress=egress)
+    sw = build("dlcp", 1e10, 10**7, egress=egress, engine=engine)
     for i in range(n_packets):
         sw.receive(Packet(1500, "far", flow=flow, dlcp=True, uid=i), 1, i)
-    counts = [sw.ports[p].counters.enqueued for p in egress]
+    counts = [port_counters(sw, p)["enqueued"] for p in egress]
     assert max(counts) - min(counts) <= 1
     assert sum(counts) == n_packets
 
 
+@engines
 @SETTINGS
 @given(streams, st.integers(2, 8))
-def test_ecmp_keeps_each_flow_on_one_port(stream, n_ports):
+def test_ecmp_keeps_each_flow_on_one_port(engine, stream, n_ports):
     egress = tuple(range(3, 3 + n_ports))
-    sw = build("fifo", 1e10, 10**7, egress=egress)
+    sw = build("fifo", 1e10, 10**7, egress=egress, engine=engine)
     out = run(sw, stream)
     port_of_flow = {}
     for port, pkt in out:
         assert port_of_flow.setdefault(pkt.flow, port) == port
 
 
+@engines
 @SETTINGS
 @given(streams, st.sampled_from(preset_names()), rates, buffers)
-def test_idle_port_fast_path_changes_nothing(stream, preset, rate, buffer_bytes):
+def test_idle_port_fast_path_changes_nothing(engine, stream, preset, rate, buffer_bytes):
     """A packet reaching an idle port starts at once (`EgressPort.send_idle`) instead of
     going through the queue manager and the scheduler: departures, fates and every counter
     must be the same as when the fast path is switched off."""
-    fast, slow = build(preset, rate, buffer_bytes), build(preset, rate, buffer_bytes)
-    for port in slow.ports.values():
-        port.idle_limit = 0
+    fast, slow = (build(preset, rate, buffer_bytes, engine=engine) for _ in range(2))
+    if engine == "native":
+        slow.disable_idle_fast_path()
+    else:
+        for port in slow.ports.values():
+            port.idle_limit = 0
     # Ports are polled in no set order: compare each port's departures.
     got = [sorted((n, p.depart, p.uid, p.cls, p.rewrite) for n, p in run(sw, stream)) for sw in (fast, slow)]
     assert got[0] == got[1]

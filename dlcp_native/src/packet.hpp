@@ -1,0 +1,75 @@
+// The packet as the switch model sees it (switch_models/packet.py): parsed metadata, never
+// bytes. The driver applies `rewrite` flags (trim, ECN CE) to its frame. Times are integer
+// nanoseconds on the caller's clock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dlcp {
+
+// Bits of Packet::rewrite: what the model changed that the driver must apply to the frame.
+constexpr uint8_t REWRITE_TRIM = 1;
+constexpr uint8_t REWRITE_CE = 2;
+
+struct Packet {
+  int64_t uid = 0;           // caller's id for per-packet records
+  int64_t flow = 0;          // flow hash (5-tuple); ECMP and PIAS key on it
+  int64_t size = 0;          // bytes on the wire (Ethernet frame without FCS)
+  int64_t header_size = 90;  // size after trimming the payload
+  int64_t layer = 0;         // tensor / layer id, 0 = first layer of the model
+  int32_t dst = -1;          // routing key as an index into the switch's routes; -1: none
+  uint8_t prio = 7;          // sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
+  uint8_t mag = 0;           // gradient magnitude class 0..7, 7 = largest (DLCP data only)
+  bool droppable = false;    // the sender allows this packet to be lost (bounded-loss transport)
+  bool dlcp = false;         // carries a DLCP header (only those can be trimmed)
+  bool ect = false;          // ECN-capable transport
+  bool ce = false;           // congestion experienced (already marked, or marked here)
+  // Filled in by the switch:
+  uint8_t cls = 0;           // class chosen by the classifier, 0 = most important
+  uint8_t rewrite = 0;       // REWRITE_* bits
+  int64_t arrival = 0;       // time the switch took it in
+  int64_t depart = 0;        // scheduled time it leaves the egress port
+};
+
+using Slot = uint32_t;
+constexpr Slot NO_SLOT = 0xFFFFFFFFu;
+
+// A queue's entry: a slot and the generation that slot had when the packet was queued.
+// The Python model evicts lazily: an evicted packet stays in its deque, marked not queued,
+// and is skipped at dequeue. There every packet is its own object; here slots are reused, so
+// an entry also names the generation, and one whose slot has moved on is as stale as one
+// whose packet was evicted.
+struct Ref {
+  Slot slot;
+  uint32_t gen;
+};
+
+// The packets a switch holds (queued or in flight), in reusable slots.
+class PacketPool {
+ public:
+  Slot alloc(const Packet& pkt);
+  // The slot is free for the next alloc; its data stays readable until then (a driver reads
+  // the arrival's final fields after the queue manager may have dropped it).
+  void release(Slot slot);
+
+  Packet& operator[](Slot slot) { return entries_[slot].pkt; }
+  const Packet& operator[](Slot slot) const { return entries_[slot].pkt; }
+  Ref ref(Slot slot) const { return {slot, entries_[slot].gen}; }
+  // Python's `pkt.queued is port`: a slot belongs to one switch, and its packet to at most
+  // one of that switch's ports, so a flag and the generation say as much.
+  bool live(Ref r) const { return entries_[r.slot].gen == r.gen && entries_[r.slot].queued; }
+  void set_queued(Slot slot, bool queued) { entries_[slot].queued = queued; }
+
+ private:
+  struct Entry {
+    Packet pkt;
+    uint32_t gen = 0;
+    bool queued = false;
+  };
+  std::vector<Entry> entries_;
+  std::vector<Slot> free_;
+};
+
+}  // namespace dlcp

@@ -1,0 +1,27 @@
+"""Builds dlcp_native's compiled core (C++17, pybind11); everything else is in pyproject.toml.
+
+`pip install -e .` (scripts/setup.sh) compiles it; a compiler error fails the install.
+-ffp-contract=off: the serialisation time is (size + overhead) * ns_per_byte + 0.5 in double,
+as in Python; a fused multiply-add would round differently. -flto: the stages live in files
+of their own, as in Python, and link-time optimisation inlines across them. No
+-march=native: the binary must run on every machine of the kind it was built for.
+"""
+from glob import glob
+
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from setuptools import setup
+
+ParallelCompile("DLCP_NATIVE_BUILD_JOBS", default=2).install()
+
+setup(
+    ext_modules=[
+        Pybind11Extension(
+            "dlcp_native._core",
+            sorted(glob("dlcp_native/src/*.cpp")),
+            cxx_std=17,
+            extra_compile_args=["-O3", "-flto", "-ffp-contract=off", "-Wall"],
+            extra_link_args=["-O3", "-flto=auto", "-ffp-contract=off"],
+        ),
+    ],
+    cmdclass={"build_ext": build_ext},
+)
