@@ -47,9 +47,11 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
     # Its own runtime records, so that whatever a failed try leaves is cleaned from them.
     env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(tmp_path / "runtime"))
     repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", str(spec), "--results",
-                             str(tmp_path / "results")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=repo, env=env)
+    # From a folder of the user's, with a relative results path, as `make emulate` runs: the
+    # run's processes start elsewhere and must still find their files.
+    proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", "spec.toml", "--results",
+                             "results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=tmp_path, env=env)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     seen, deadline = [], time.monotonic() + 60

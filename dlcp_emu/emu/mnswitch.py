@@ -22,6 +22,8 @@ from collections import deque
 
 from mininet.node import Switch
 
+from dlcp_emu.emu import PROJECT_ROOT
+
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 # Off on every veth a switch process touches: with checksum offload a veth hands over TCP
@@ -190,7 +192,7 @@ class DlcpSwitch(Switch):
         if self.stats_dir is None:
             self.stats_dir = tempfile.mkdtemp(prefix=f"dlcp-emu-{self.name}-")
         os.makedirs(self.stats_dir, exist_ok=True)
-        d = self.stats_dir
+        d = os.path.abspath(self.stats_dir)   # the process starts in the project root
         return {k: os.path.join(d, f"{self.name}.{k}") for k in
                 ("config.json", "stats.json", "ready", "stderr", "stdout")}
 
@@ -230,7 +232,7 @@ class DlcpSwitch(Switch):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=self._stderr, env=env,
-            start_new_session=True, cwd=_project_root())
+            start_new_session=True, cwd=PROJECT_ROOT)
         stdout.close()
         self.proc_start = _proc_start_time(self.proc.pid)
         self.final_stats = None
@@ -355,6 +357,3 @@ def switch_class(**opts):
             super().__init__(name, **{**opts, **params})
     return ConfiguredDlcpSwitch
 
-
-def _project_root():
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from dlcp_emu.emu import PROJECT_ROOT
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
@@ -39,7 +40,7 @@ SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are t
 
 def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     """Returns (summary dict, tables dict). Writes the run's tables under run_dir."""
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).resolve()   # the run's processes start elsewhere (PROJECT_ROOT)
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
@@ -75,7 +76,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
             cfg_path.write_text(json.dumps(cfg))
             outs[rank] = out
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
-                                    cwd=str(Path(__file__).resolve().parent.parent))
+                                    cwd=PROJECT_ROOT)
         bg_outs, bg_ready = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
             start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
@@ -227,7 +228,7 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         path.write_text(json.dumps(cfg))
         outs[h] = out
         run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
-                  cwd=str(Path(__file__).resolve().parent.parent))
+                  cwd=PROJECT_ROOT)
     return outs, ready
 
 

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from dlcp_emu.emu import PROJECT_ROOT
 
 SW_CPU = 1
 GEN_CPU = 0
@@ -44,7 +45,7 @@ class Bench:
         self.t = topology
         self.trial_s = trial_s
         self.log = log or (lambda m: None)
-        self.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.root = PROJECT_ROOT
 
     def _traffic(self, host, args):
         return self.run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.trafficgen", *map(str, args)],
