@@ -22,6 +22,7 @@ import numpy as np
 
 from switch_models import Packet, classifiers, load_balancers, queue_managers, schedulers
 from switch_models.pipeline import STAGES, PipelineSpec
+from switch_models.port import check_link
 from switch_models.registry import SpecError
 
 from . import _core
@@ -288,12 +289,7 @@ def _native_stages(spec, seed):
 def _port_tuple(number, cfg):
     """The port's settings for the core, checked as EgressPort checks them."""
     rate_bps, delay_ns, buffer_bytes = cfg.rate_bps, cfg.delay_ns, cfg.buffer_bytes
-    if not (isinstance(rate_bps, (int, float)) and rate_bps > 0):
-        raise ValueError(f"port {number}: rate_bps must be a positive number, got {rate_bps!r}")
-    if not (isinstance(delay_ns, int) and delay_ns >= 0):
-        raise ValueError(f"port {number}: delay_ns must be an integer >= 0, got {delay_ns!r}")
-    if not (isinstance(buffer_bytes, int) and buffer_bytes >= 1514):
-        raise ValueError(f"port {number}: buffer_bytes must be an integer >= 1514, got {buffer_bytes!r}")
+    check_link(f"port {number}", rate_bps, delay_ns, buffer_bytes)
     return (float(rate_bps), delay_ns, buffer_bytes, cfg.buffer_packets or buffer_bytes // 64,
             cfg.overhead_bytes)
 

@@ -6,7 +6,7 @@ the emulator's switch port facing a paced host replays the host's link with one 
 token bucket hands a frame over when its first bit would leave a real NIC, so the frame is
 whole at the switch one serialisation plus the delay later).
 """
-from switch_models.port import ETHERNET_OVERHEAD
+from switch_models.port import ETHERNET_OVERHEAD, check_link
 
 # A host's queue: deep enough for every window a transport keeps in flight; the emulated
 # host's pacing queue holds the same.
@@ -21,10 +21,7 @@ class HostNic:
 
     def __init__(self, rate_bps, delay_ns=0, buffer_bytes=HOST_BUFFER_BYTES,
                  overhead_bytes=ETHERNET_OVERHEAD):
-        if not (isinstance(rate_bps, (int, float)) and rate_bps > 0):
-            raise ValueError(f"nic: rate_bps must be a positive number, got {rate_bps!r}")
-        if not (isinstance(delay_ns, int) and delay_ns >= 0):
-            raise ValueError(f"nic: delay_ns must be an integer >= 0, got {delay_ns!r}")
+        check_link("nic", rate_bps, delay_ns)
         self.rate_bps = rate_bps
         self.delay_ns = delay_ns
         self.buffer_bytes = buffer_bytes

@@ -21,6 +21,16 @@ from collections import deque
 ETHERNET_OVERHEAD = 24
 
 
+def check_link(what, rate_bps, delay_ns, buffer_bytes=None):
+    """A link's settings as every model of one takes them (port, NIC, the native port)."""
+    if not (isinstance(rate_bps, (int, float)) and rate_bps > 0):
+        raise ValueError(f"{what}: rate_bps must be a positive number, got {rate_bps!r}")
+    if not (isinstance(delay_ns, int) and delay_ns >= 0):
+        raise ValueError(f"{what}: delay_ns must be an integer >= 0, got {delay_ns!r}")
+    if buffer_bytes is not None and not (isinstance(buffer_bytes, int) and buffer_bytes >= 1514):
+        raise ValueError(f"{what}: buffer_bytes must be an integer >= 1514, got {buffer_bytes!r}")
+
+
 class PortCounters:
     __slots__ = ("enqueued", "enqueued_bytes", "tx_packets", "tx_bytes", "trimmed", "marked",
                  "drops", "drop_bytes", "q_enqueued", "q_sent", "q_dropped", "q_max_bytes",
@@ -47,12 +57,7 @@ class EgressPort:
     def __init__(self, number, *, rate_bps, qm, scheduler, n_classes, delay_ns=0,
                  buffer_bytes=256 * 1024, buffer_packets=None, overhead_bytes=ETHERNET_OVERHEAD,
                  drop_log=None):
-        if not (isinstance(rate_bps, (int, float)) and rate_bps > 0):
-            raise ValueError(f"port {number}: rate_bps must be a positive number, got {rate_bps!r}")
-        if not (isinstance(delay_ns, int) and delay_ns >= 0):
-            raise ValueError(f"port {number}: delay_ns must be an integer >= 0, got {delay_ns!r}")
-        if not (isinstance(buffer_bytes, int) and buffer_bytes >= 1514):
-            raise ValueError(f"port {number}: buffer_bytes must be an integer >= 1514, got {buffer_bytes!r}")
+        check_link(f"port {number}", rate_bps, delay_ns, buffer_bytes)
         self.number = number
         self.rate_bps = rate_bps
         self.delay_ns = delay_ns
