@@ -44,6 +44,20 @@
     increase = 0.05             # dc2: additive step back towards 1 per bucket under the target
     decrease = 0.5              # dc2: largest multiplicative cut (scaled by the excess)
 
+    [training]                  # optional: train a real model; its gradients are the payloads
+    model = "mlp"               # a numpy multilayer perceptron (the only model)
+    hidden = [512, 512]         # hidden layer widths
+    dataset = "digits"          # scikit-learn's handwritten digits (shipped, no download)
+    batch_size = 32             # samples per worker and iteration
+    lr = 0.05                   # SGD learning rate
+    momentum = 0.9
+    compute_ms = 10.0           # real-world compute time of one iteration (forward + backward)
+    eval_every = 10             # held-out accuracy every N iterations and at the end
+    target_accuracy = 0.95      # the summary reports the first iteration reaching it
+    test_fraction = 0.2         # share of the data set held out
+                                # (with [training], [workload] names no model or trace, and
+                                # byte_scale is 1: the payloads are the model's real values)
+
     [background]                # optional
     load = 0.2                  # fraction of host link rate, Poisson arrivals
     distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
@@ -59,8 +73,11 @@ from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.host.learning import DATASETS, MODELS as TRAINING_MODELS
+from dlcp_emu.host.training import TrainingSpec
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
+from dlcp_emu.experiment.checks import REQUIRED, SpecError, Checker, integer, number, one_of
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
 from topologies import builder_params, build as build_topology
 from workloads import PATTERNS
@@ -70,15 +87,6 @@ DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
 PLACEMENTS = ("spread", "packed")
-
-
-class SpecError(ValueError):
-    """An experiment spec is wrong; the message lists every problem, one a line."""
-
-    def __init__(self, problems, source="spec"):
-        self.problems = list(problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
-                         + "\n  ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class Spec:
     switch: dict
     background: dict | None
     compression: dict
+    training: dict | None = None
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -134,67 +143,14 @@ class Spec:
         return build_topology(self.topology["kind"], **params)
 
 
-class _Checker:
-    """Collects problems instead of stopping at the first."""
-
-    def __init__(self):
-        self.problems = []
-
-    def take(self, table, prefix, fields):
-        """fields: {name: (default or REQUIRED, check(value) -> bool, allowed text)}."""
-        if not isinstance(table, dict):
-            self.problems.append(f"[{prefix}] must be a table")
-            return {}
-        out = {}
-        for name in sorted(set(table) - set(fields)):
-            self.problems.append(f"{_path(prefix, name)}: unknown field; allowed: {', '.join(fields)}")
-        for name, (default, check, allowed) in fields.items():
-            if name not in table:
-                if default is REQUIRED:
-                    self.problems.append(f"{_path(prefix, name)}: missing; must be {allowed}")
-                else:
-                    out[name] = default
-                continue
-            value = table[name]
-            if not check(value):
-                self.problems.append(f"{_path(prefix, name)}: {value!r} is not allowed; must be {allowed}")
-            out[name] = value
-        return out
-
-
-REQUIRED = object()
-
-
-def _path(prefix, name):
-    return f"{prefix}.{name}" if prefix else name
-
-
-def _num(lo, hi=None, lo_open=False):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return False
-        if v < lo or (lo_open and v == lo):
-            return False
-        return hi is None or v <= hi
-    return check
-
-
-def _int(lo, hi=None):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
-
-
-def _one_of(options):
-    return lambda v: v in options
-
-
 TOP_FIELDS = {
     "name": ("experiment", lambda v: isinstance(v, str) and v.replace("-", "").replace("_", "").isalnum(),
              "letters, digits, '-' and '_'"),
-    "seed": (1, _int(0), "an integer >= 0"),
-    "time_dilation": (1.0, _num(1), "a number >= 1"),
-    "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
-    "mtu": (1500, _int(576, 9000), "an integer in 576..9000"),
-    "time_limit_s": (300, _num(1, 86400), "a number of seconds in 1..86400"),
+    "seed": (1, integer(0), "an integer >= 0"),
+    "time_dilation": (1.0, number(1), "a number >= 1"),
+    "byte_scale": (1.0, number(0, 1, lo_open=True), "a number in (0, 1]"),
+    "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
+    "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
@@ -202,6 +158,7 @@ TOP_FIELDS = {
     "switch": ({"preset": "fifo"}, lambda v: isinstance(v, dict), "a table"),
     "background": (None, lambda v: isinstance(v, dict), "a table"),
     "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
+    "training": (None, lambda v: isinstance(v, dict), "a table"),
 }
 
 
@@ -209,44 +166,59 @@ def _workload_fields():
     from workloads import list_models
     models = list_models()
     return {
-        "model": (None, _one_of(models), f"one of {', '.join(models)}"),
+        "model": (None, one_of(models), f"one of {', '.join(models)}"),
         "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
-        "pattern": ("ring", _one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
-        "workers": (REQUIRED, _int(1, 1024), "an integer in 1..1024"),
-        "iterations": (3, _int(1, 10_000), "an integer in 1..10000"),
-        "ps": (1, _int(1, 64), "an integer in 1..64"),
-        "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
-        "fusion_bytes": (64 * 1024 * 1024, _int(0), "an integer >= 0 (0 disables fusion)"),
-        "fusion_cycle_ms": (5.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
-        "placement": ("spread", _one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
+        "pattern": ("ring", one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
+        "workers": (REQUIRED, integer(1, 1024), "an integer in 1..1024"),
+        "iterations": (3, integer(1, 10_000), "an integer in 1..10000"),
+        "ps": (1, integer(1, 64), "an integer in 1..64"),
+        "group_size": (2, integer(1, 1024), "an integer in 1..1024"),
+        "fusion_bytes": (64 * 1024 * 1024, integer(0), "an integer >= 0 (0 disables fusion)"),
+        "fusion_cycle_ms": (5.0, number(0, lo_open=True), "a number of milliseconds > 0"),
+        "placement": ("spread", one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
     }
 
 
 TRANSPORT_FIELDS = {
-    "kind": ("reliable", _one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
-    "loss_bound": (DEFAULT_LOSS_BOUND, _num(0, 0.5), "a fraction in 0..0.5"),
-    "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, _num(0, 1), "a fraction in 0..1"),
+    "kind": ("reliable", one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
+    "loss_bound": (DEFAULT_LOSS_BOUND, number(0, 0.5), "a fraction in 0..0.5"),
+    "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, number(0, 1), "a fraction in 0..1"),
 }
 
 _C = CompressionSpec()   # the defaults live there, once
 COMPRESSION_FIELDS = {
-    "mode": (_C.mode, _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
-    "ratio": (_C.ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "min_ratio": (_C.min_ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "target_delay_ms": (_C.target_delay_ns / 1e6, _num(0, lo_open=True), "a number of milliseconds > 0"),
-    "increase": (_C.increase, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
-    "decrease": (_C.decrease, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "mode": (_C.mode, one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
+    "ratio": (_C.ratio, number(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "min_ratio": (_C.min_ratio, number(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "target_delay_ms": (_C.target_delay_ns / 1e6, number(0, lo_open=True), "a number of milliseconds > 0"),
+    "increase": (_C.increase, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "decrease": (_C.decrease, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+}
+
+_T = TrainingSpec()
+TRAINING_FIELDS = {
+    "model": (_T.model, one_of(TRAINING_MODELS), f"one of {', '.join(TRAINING_MODELS)}"),
+    "hidden": (list(_T.hidden), lambda v: isinstance(v, list) and 1 <= len(v) <= 8
+               and all(integer(1, 4096)(x) for x in v), "a list of 1..8 layer widths in 1..4096"),
+    "dataset": (_T.dataset, one_of(DATASETS), f"one of {', '.join(DATASETS)}"),
+    "batch_size": (_T.batch_size, integer(1, 4096), "an integer in 1..4096"),
+    "lr": (_T.lr, number(0, 10, lo_open=True), "a number in (0, 10]"),
+    "momentum": (_T.momentum, number(0, 0.999), "a number in 0..0.999"),
+    "compute_ms": (_T.compute_ms, number(0, 60_000, lo_open=True), "a number of milliseconds in (0, 60000]"),
+    "eval_every": (_T.eval_every, integer(1), "an integer >= 1"),
+    "target_accuracy": (_T.target_accuracy, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "test_fraction": (_T.test_fraction, number(0.05, 0.5), "a fraction in 0.05..0.5"),
 }
 
 BACKGROUND_FIELDS = {
-    "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
-    "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
-    "transport": ("reliable", _one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
+    "load": (REQUIRED, number(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
+    "distribution": ("websearch", one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
+    "transport": ("reliable", one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
 }
 
 
 def parse_spec(raw, source="spec"):
-    c = _Checker()
+    c = Checker()
     top = c.take(raw, "", TOP_FIELDS)
     workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
     transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
@@ -254,8 +226,12 @@ def parse_spec(raw, source="spec"):
     background = None
     if top.get("background") is not None:
         background = c.take(top["background"], "background", BACKGROUND_FIELDS)
+    training = None
+    if top.get("training") is not None:
+        training = c.take(top["training"], "training", TRAINING_FIELDS)
+        _check_training(c, workload, top)
 
-    if workload and (workload.get("model") is None) == (workload.get("trace") is None):
+    if training is None and workload and (workload.get("model") is None) == (workload.get("trace") is None):
         c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
     if workload.get("trace"):
         path = Path(workload["trace"])
@@ -286,7 +262,19 @@ def parse_spec(raw, source="spec"):
                 time_limit_s=float(top["time_limit_s"]), packet_records=top["packet_records"],
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
-                background=background, compression=compression, source=source, raw=raw)
+                background=background, compression=compression, training=training,
+                source=source, raw=raw)
+
+
+def _check_training(c, workload, top):
+    """A trained model is its own workload: its layers are the trace, its values the payloads."""
+    for name in ("model", "trace"):
+        if workload.get(name) is not None:
+            c.problems.append(f"workload.{name}: not with [training] (the trained model's "
+                              "layers are the workload); remove it")
+    if top.get("byte_scale") != 1.0 and top.get("byte_scale") != 1:
+        c.problems.append(f"byte_scale: {top.get('byte_scale')!r} is not allowed with [training]; "
+                          "must be 1 (the payloads are the model's real gradients)")
 
 
 def _check_topology(c, topology, workload):

@@ -31,6 +31,7 @@ from dlcp_emu.host.compression import (
     wire_ns_per_byte,
 )
 from dlcp_emu.host.plan import gradient
+from dlcp_emu.host.training import Training
 
 
 def tensor_id(bucket, phase, step):
@@ -95,7 +96,7 @@ class _Collective:
 class Worker:
     def __init__(self, rank, n_workers, plan, trace, pattern="ring", iterations=3, seed=1,
                  ps_ranks=(), group_size=None, keep_results=False, compression=None,
-                 wire_ns_per_byte=0.0):
+                 wire_ns_per_byte=0.0, training=None):
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
         self.pattern, self.iterations, self.seed = PATTERNS[pattern], iterations, seed
         self.ps_ranks = tuple(ps_ranks)
@@ -109,6 +110,7 @@ class Worker:
         self.done = False
         self.queue, self.active = [], None
         self.iteration = -1
+        self.training = training     # host.training.Training: real gradients, or None
         # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
         self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
 
@@ -161,6 +163,9 @@ class Worker:
 
     def _backward(self, now):
         self.backward_start = now
+        if self.training is not None:
+            # Every update of the last iteration is in (forward waited for each layer's).
+            self.training.compute(self.iteration)
         self.next_bucket = 0
         self._release(now)
 
@@ -232,7 +237,10 @@ class Worker:
                                     data, c.bucket.priority, exact=packed is not None))
 
     def _begin(self, iteration, bucket, now):
-        buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
+        if self.training is not None:
+            buf = self.training.values(bucket.layer_ids)
+        else:
+            buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
         c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
         c.steps = self.pattern.steps(self.rank, bucket.nbytes, workers=self.n, ps_ranks=self.ps_ranks,
                                      iteration=iteration, group_size=self.group_size, seed=self.seed)
@@ -251,9 +259,14 @@ class Worker:
             rec.energy_kept = c.energy[0] / c.energy[1]
         if self.keep_results:
             self.results[(c.iteration, c.bucket.index)] = (c.buf, sorted(c.lost))
+        last_bucket = c.bucket.index == len(self.plan.buckets) - 1
+        if self.training is not None:
+            self.training.apply(c.bucket.layer_ids, c.buf)   # what arrived, zero-fills and all
+            if last_bucket and self.training.due(c.iteration):
+                self.training.evaluate(c.iteration, now)
         for lid in c.bucket.layer_ids:
             self.updated_through[lid] = c.iteration
-        if c.bucket.index == len(self.plan.buckets) - 1:
+        if last_bucket:
             self.iteration_records[c.iteration].comm_end_ns = now
             if c.iteration == self.iterations - 1:
                 self.done = True
@@ -262,13 +275,16 @@ class Worker:
 
 
 def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compression,
-                link_rate_bps, mtu, keep_results=False):
+                link_rate_bps, mtu, keep_results=False, training=None):
     """A worker as both backends build it: `spec_workload` the spec's [workload] fields,
-    compression a CompressionSpec, the link rate the host's (scaled)."""
+    compression a CompressionSpec, the link rate the host's (scaled), training a
+    TrainingSpec (real gradients of a real model) or None (the trace's synthetic ones)."""
     w = spec_workload
+    replica = None if training is None else Training(training, rank, workers, seed, w["iterations"])
     return Worker(rank, workers, plan, trace, w["pattern"], w["iterations"], seed=seed,
                   ps_ranks=ps_ranks, group_size=w.get("group_size"), keep_results=keep_results,
-                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu))
+                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu),
+                  training=replica)
 
 
 class ParameterServer:

@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 
 from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
-from workloads import trace_of
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
 from dlcp_emu.host.plan import make_plan
+from dlcp_emu.experiment.accuracy import accuracy_summary, accuracy_table, trace_for, training_of
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -39,7 +39,7 @@ def build(spec, pipeline, keep_results=False):
                          f"only; the simulator runs {', '.join(n for n, t in TRANSPORTS.items() if SIMULATION in t.backends)}")
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    trace = trace_of(spec.workload)
+    trace = trace_for(spec)
     w, t = spec.workload, spec.transport
     plan = make_plan(trace, spec.scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
@@ -55,7 +55,7 @@ def build(spec, pipeline, keep_results=False):
         else:
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
-                                keep_results=keep_results)
+                                keep_results=keep_results, training=training_of(spec))
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
@@ -122,6 +122,9 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"
+    if spec.training is not None:
+        frames_accuracy = accuracy_table(records, spec.scale)
+        s["accuracy"] = accuracy_summary(spec, frames_accuracy)
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     conservation = net.conservation()
@@ -136,6 +139,8 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                        if isinstance(st, PacketLog)], spec.scale,
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
                                                  if p.frame is not None))}
+    if spec.training is not None:
+        frames["accuracy"] = frames_accuracy
     finish(run_dir, s, frames, interrupted)
     if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
@@ -161,4 +166,6 @@ def _records(rank, stack):
     if isinstance(a, Worker):
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
+        if a.training is not None:
+            out["accuracy"] = a.training.evaluations
     return out
