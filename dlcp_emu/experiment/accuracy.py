@@ -25,6 +25,13 @@ def trace_for(spec):
     return trace_of(spec.workload) if t is None else trace_of_training(t)
 
 
+def add_accuracy(spec, records, scale, s, frames, t0_ns=0):
+    """What both backends add for a run that trains: the accuracy table and figures."""
+    if spec.training is not None:
+        frames["accuracy"] = accuracy_table(records, scale, t0_ns)
+        s["accuracy"] = accuracy_summary(spec, frames["accuracy"])
+
+
 def accuracy_table(records, scale, t0_ns=0):
     """records: the hosts' record dicts, with `accuracy` lists from training workers."""
     rows = [{"rank": rec["rank"], "iteration": e["iteration"],

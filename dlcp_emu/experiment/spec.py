@@ -32,6 +32,8 @@
                                 # dlcp* presets, else reliable)
     loss_bound = 0.01           # dlcp: fraction of a tensor's bytes that may be lost
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
+    drop_order = "magnitude"    # dlcp: magnitude (smallest first) | random (the magnitude-blind
+                                # ablation: as many bytes droppable, chunks and classes at random)
 
     [switch]                    # a preset and/or stages (see switch_models.pipeline)
     preset = "dlcp"
@@ -76,7 +78,7 @@ from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpe
 from dlcp_emu.host.learning import DATASETS, MODELS as TRAINING_MODELS
 from dlcp_emu.host.training import TrainingSpec
 from dlcp_emu.scale import Scale
-from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
+from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND, DROP_ORDERS
 from dlcp_emu.experiment.checks import REQUIRED, SpecError, Checker, integer, number, one_of
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
 from topologies import builder_params, build as build_topology
@@ -183,6 +185,7 @@ TRANSPORT_FIELDS = {
     "kind": ("reliable", one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
     "loss_bound": (DEFAULT_LOSS_BOUND, number(0, 0.5), "a fraction in 0..0.5"),
     "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, number(0, 1), "a fraction in 0..1"),
+    "drop_order": ("magnitude", one_of(DROP_ORDERS), f"one of {', '.join(DROP_ORDERS)}"),
 }
 
 _C = CompressionSpec()   # the defaults live there, once

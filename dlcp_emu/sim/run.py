@@ -9,7 +9,7 @@ from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
 from dlcp_emu.host.plan import make_plan
-from dlcp_emu.experiment.accuracy import accuracy_summary, accuracy_table, trace_for, training_of
+from dlcp_emu.experiment.accuracy import add_accuracy, trace_for, training_of
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -57,7 +57,8 @@ def build(spec, pipeline, keep_results=False):
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
                                 keep_results=keep_results, training=training_of(spec))
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
-                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
+                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
+                          drop_order=t["drop_order"], seed=spec.seed)
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     net = SimNetwork(topo, pipeline, seed=spec.seed)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
@@ -122,9 +123,6 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 virtual_s / spec.time_dilation, plan)
     s["backend"] = "simulation"
-    if spec.training is not None:
-        frames_accuracy = accuracy_table(records, spec.scale)
-        s["accuracy"] = accuracy_summary(spec, frames_accuracy)
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     conservation = net.conservation()
@@ -139,8 +137,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                        if isinstance(st, PacketLog)], spec.scale,
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
                                                  if p.frame is not None))}
-    if spec.training is not None:
-        frames["accuracy"] = frames_accuracy
+    add_accuracy(spec, records, spec.scale, s, frames)
     finish(run_dir, s, frames, interrupted)
     if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
