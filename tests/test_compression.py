@@ -10,6 +10,8 @@ from dlcp_emu.host.agent import ParameterServer, Worker
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,
+    qsgd_pack,
+    randomk_pack,
     sparse_pays,
     topk_pack,
     unpack_into,
@@ -184,3 +186,70 @@ def test_dc2_compresses_when_the_network_is_slow(latency_ns, low):
             assert last.ratio == 0.05 and last.sent_bytes < last.dense_bytes
         else:
             assert all(t.ratio == 1.0 and t.sent_bytes == t.dense_bytes for t in w.tensors)
+
+
+def test_randomk_keeps_k_values_where_they_were():
+    x = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    msg, kept, total = randomk_pack(x, 0.05, np.random.default_rng(7))
+    region = np.zeros_like(x)
+    unpack_into(region, msg, add=False)
+    nz = np.flatnonzero(region)
+    assert nz.size == 50 and np.array_equal(region[nz], x[nz])
+    assert kept == pytest.approx(float(np.dot(x[nz], x[nz])), rel=1e-5)
+    other, _, _ = randomk_pack(x, 0.05, np.random.default_rng(8))
+    assert not np.array_equal(other, msg)                      # another draw, other values
+    top, _, _ = topk_pack(x, 0.05)
+    assert kept < float(np.dot(top[51:], top[51:]))            # top-k keeps more energy
+
+
+def test_qsgd_is_unbiased_within_one_level_and_a_quarter_of_the_bytes():
+    x = (np.random.default_rng(2).standard_cauchy(4001) * 1e-3).astype(np.float32)
+    scale = float(np.abs(x).max())
+    draws = []
+    for seed in range(400):
+        msg, kept, total = qsgd_pack(x, np.random.default_rng(seed))
+        assert msg.size == 2 + 1001 and msg.nbytes < 0.26 * x.nbytes
+        region = np.zeros_like(x)
+        unpack_into(region, msg, add=False)
+        assert np.abs(region - x).max() <= scale / 127 * 1.0001   # rounded to a neighbouring level
+        assert 0.9 < kept / total <= 1.0
+        draws.append(region)
+    mean = np.mean(draws, axis=0)
+    # the mean of 400 draws is within a few standard errors (level / 2 / sqrt(400)) of x
+    assert np.abs(mean - x).max() < 4 * scale / 127 / 2 / 20
+    acc = np.ones_like(x)
+    unpack_into(acc, msg, add=True)
+    np.testing.assert_allclose(acc, 1.0 + region, rtol=1e-6)
+    with pytest.raises(ValueError, match="quantised message"):
+        unpack_into(np.zeros(4000, dtype=np.float32), msg, add=True)
+
+
+def test_error_feedback_sends_next_time_what_was_left_out():
+    """Ring of two with top-k and error feedback: each rank adds to a range what its last
+    message for that range left out (reduce-scatter sender and all-gather owner alike)."""
+    trace, plan = _plan()
+    spec = CompressionSpec("fixed", ratio=0.1, error_feedback=True)
+    workers = {r: Worker(r, 2, plan, trace, "ring", iterations=3, keep_results=True,
+                         compression=spec) for r in range(2)}
+    run(workers)
+    assert all(w.done for w in workers.values())
+    for b in plan.buckets:
+        half = b.nbytes // 8
+        # residuals: what rank r's reduce-scatter send (e) and all-gather send (E) left out
+        e = {0: np.zeros(half, np.float32), 1: np.zeros(b.nbytes // 4 - half, np.float32)}
+        E = {1: np.zeros(half, np.float32), 0: np.zeros(b.nbytes // 4 - half, np.float32)}
+        for it in range(3):
+            g = [gradient(trace, plan, b, r, it, 1) for r in range(2)]
+            parts = []
+            for sender, owner, rng in ((0, 1, slice(0, half)), (1, 0, slice(half, None))):
+                s = g[sender][rng] + e[sender]
+                sent = topk_dense(s, 0.1)
+                e[sender] = s - sent
+                v = g[owner][rng] + sent + E[owner]
+                out = topk_dense(v, 0.1)
+                E[owner] = v - out
+                parts.append(out)
+            expected = np.concatenate(parts)
+            for w in workers.values():
+                got, _ = w.results[(it, b.index)]
+                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-9)

@@ -90,7 +90,8 @@ def test_every_example_spec_is_valid(path):
 def test_compression_fields_are_checked():
     spec = parse_spec({**GOOD, "compression": {"mode": "dc2", "target_delay_ms": 5}})
     assert spec.compression == {"mode": "dc2", "ratio": 0.1, "min_ratio": 0.01,
-                                "target_delay_ms": 5, "increase": 0.05, "decrease": 0.5}
+                                "target_delay_ms": 5, "increase": 0.05, "decrease": 0.5,
+                                "method": "topk", "error_feedback": False}
     assert parse_spec(GOOD).compression["mode"] == "none"
     with pytest.raises(SpecError) as e:
         parse_spec({**GOOD, "compression": {"mode": "gzip", "ratio": 0, "speed": 1}})
@@ -98,6 +99,15 @@ def test_compression_fields_are_checked():
     assert "compression.mode: 'gzip' is not allowed; must be one of none, fixed, dc2" in text
     assert "compression.ratio: 0 is not allowed; must be a fraction of values kept in (0, 1]" in text
     assert "compression.speed: unknown field; allowed: mode, ratio, min_ratio" in text
+    with pytest.raises(SpecError) as e:
+        parse_spec({**GOOD, "compression": {"mode": "dc2", "method": "qsgd", "error_feedback": 1}})
+    text = str(e.value)
+    assert "compression.method: qsgd has no kept ratio for dc2 to steer" in text
+    assert "compression.error_feedback: 1 is not allowed; must be true or false" in text
+    with pytest.raises(SpecError, match="compression.method: 'powersgd' is not allowed; must be one of topk, randomk, qsgd"):
+        parse_spec({**GOOD, "compression": {"method": "powersgd"}})
+    with pytest.raises(SpecError, match="transport.drop_order: 'largest' is not allowed; must be one of magnitude, random"):
+        parse_spec({**GOOD, "transport": {"drop_order": "largest"}})
 
 
 def test_with_field_sets_one_field_and_checks_it():

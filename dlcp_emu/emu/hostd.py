@@ -97,7 +97,8 @@ def build_agent(cfg):
                      fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
     rank = cfg["rank"]
     if cfg["role"] == "ps":
-        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"])
+        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"],
+                                compression=CompressionSpec(**cfg.get("compression", {})), seed=cfg["seed"])
     else:
         agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
                             CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],

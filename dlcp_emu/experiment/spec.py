@@ -45,6 +45,8 @@
     target_delay_ms = 1.0       # dc2: real-world delay beyond serialisation it aims under
     increase = 0.05             # dc2: additive step back towards 1 per bucket under the target
     decrease = 0.5              # dc2: largest multiplicative cut (scaled by the excess)
+    method = "topk"             # topk | randomk (keep `ratio`, or DC2's) | qsgd (8-bit levels)
+    error_feedback = false      # add what compression left out to the next iteration's values
 
     [training]                  # optional: train a real model; its gradients are the payloads
     model = "mlp"               # a numpy multilayer perceptron (the only model)
@@ -74,7 +76,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
-from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.host.compression import METHODS as COMPRESSION_METHODS, MODES as COMPRESSION_MODES, CompressionSpec
 from dlcp_emu.host.learning import DATASETS, MODELS as TRAINING_MODELS
 from dlcp_emu.host.training import TrainingSpec
 from dlcp_emu.scale import Scale
@@ -196,6 +198,8 @@ COMPRESSION_FIELDS = {
     "target_delay_ms": (_C.target_delay_ns / 1e6, number(0, lo_open=True), "a number of milliseconds > 0"),
     "increase": (_C.increase, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
     "decrease": (_C.decrease, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "method": (_C.method, one_of(COMPRESSION_METHODS), f"one of {', '.join(COMPRESSION_METHODS)}"),
+    "error_feedback": (_C.error_feedback, lambda v: isinstance(v, bool), "true or false"),
 }
 
 _T = TrainingSpec()
@@ -229,6 +233,9 @@ def parse_spec(raw, source="spec"):
     background = None
     if top.get("background") is not None:
         background = c.take(top["background"], "background", BACKGROUND_FIELDS)
+    if compression.get("method") == "qsgd" and compression.get("mode") == "dc2":
+        c.problems.append("compression.method: qsgd has no kept ratio for dc2 to steer; "
+                          "use mode = \"fixed\" (or a sparsifier: topk, randomk)")
     training = None
     if top.get("training") is not None:
         training = c.take(top["training"], "training", TRAINING_FIELDS)

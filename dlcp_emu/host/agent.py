@@ -26,7 +26,8 @@ from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,
-    topk_pack,
+    pack,
+    sparse_ratio,
     unpack_into,
     wire_ns_per_byte,
 )
@@ -111,6 +112,8 @@ class Worker:
         self.queue, self.active = [], None
         self.iteration = -1
         self.training = training     # host.training.Training: real gradients, or None
+        self.compression = compression or CompressionSpec()
+        self.residuals = {}          # (bucket, phase) -> float32 values compression left out
         # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
         self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
 
@@ -224,10 +227,21 @@ class Worker:
     def _send(self, c, phase, step, t):
         data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32)
         packed = None
-        if c.ratio < 1.0:
-            packed, kept, total = topk_pack(data, c.ratio)
+        spec = self.compression
+        if spec.compresses(c.ratio):
+            values, residual = data, None
+            if spec.error_feedback:   # what was left out of this range last time goes now
+                residual = self._residual(c, phase)[t.start // 4:t.stop // 4]
+                values = data + residual
+            rng = np.random.default_rng([self.seed, self.rank, c.iteration, c.bucket.index, phase, step])
+            packed, kept, total = pack(spec.method, values, c.ratio, rng)
             c.energy[0] += kept
             c.energy[1] += total
+            if residual is not None:
+                sent = values.copy()
+                if packed is not None:
+                    unpack_into(sent, packed, add=False)
+                residual[:] = values - sent
         if packed is not None and phase == 1:
             unpack_into(data, packed, add=False)   # the owner keeps what the others get
         data = data.copy() if packed is None else packed
@@ -235,6 +249,13 @@ class Worker:
         c.dense_bytes += t.stop - t.start
         self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step),
                                     data, c.bucket.priority, exact=packed is not None))
+
+    def _residual(self, c, phase):
+        """Error feedback's memory of a bucket's sends of one phase, by byte range."""
+        key = (c.bucket.index, phase)
+        if key not in self.residuals:
+            self.residuals[key] = np.zeros(c.bucket.nbytes // 4, dtype=np.float32)
+        return self.residuals[key]
 
     def _begin(self, iteration, bucket, now):
         if self.training is not None:
@@ -290,8 +311,10 @@ def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compr
 class ParameterServer:
     """Sums the shard every worker pushes and sends the sum back to each worker."""
 
-    def __init__(self, rank, workers, ps_ranks, plan, iterations=3):
+    def __init__(self, rank, workers, ps_ranks, plan, iterations=3, compression=None, seed=1):
         self.rank, self.workers, self.plan = rank, tuple(workers), plan
+        self.method = (compression or CompressionSpec()).method
+        self.seed = seed
         self.k = list(ps_ranks).index(rank)
         self.shards = [split_ranges(b.nbytes, len(ps_ranks))[self.k] for b in plan.buckets]
         self.pending = {}        # (iteration, bucket) -> [sum, pushes seen]
@@ -316,19 +339,21 @@ class ParameterServer:
         key = (iteration, bucket)
         start, stop = self.shards[bucket]
         n = (stop - start) // 4
-        # [sum, pushes seen, smallest kept ratio pushed]
+        # [sum, pushes seen, smallest kept ratio pushed (None: quantised)]
         entry = self.pending.setdefault(key, [np.zeros(n, dtype=np.float32), 0, 1.0])
         unpack_into(entry[0], data, add=True)
         entry[1] += 1
         if data.size != n:
-            entry[2] = min(entry[2], (data.size - 1) / 2 / n)
+            r = sparse_ratio(data, n)
+            entry[2] = None if r is None or entry[2] is None else min(entry[2], r)
         self.lost.extend((iteration, bucket, start + a, start + b) for a, b in lost)
         if entry[1] == len(self.workers):
             del self.pending[key]
             priority = self.plan.buckets[bucket].priority
             out, exact = entry[0], False
-            if entry[2] < 1.0:
-                packed, _, _ = topk_pack(out, entry[2])
+            if entry[2] is None or entry[2] < 1.0:   # answer as the workers pushed
+                rng = np.random.default_rng([self.seed, self.rank, iteration, bucket])
+                packed, _, _ = pack(self.method, out, entry[2], rng)
                 if packed is not None:
                     out, exact = packed, True
             for w in self.workers:

@@ -51,7 +51,8 @@ def build(spec, pipeline, keep_results=False):
 
     for rank in placement.host_of_rank:
         if rank in placement.ps_ranks:
-            agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"])
+            agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"],
+                                    compression=compression, seed=spec.seed)
         else:
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
