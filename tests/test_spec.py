@@ -120,3 +120,21 @@ def test_with_field_sets_one_field_and_checks_it():
         spec.with_field("workload.wrokers", 2)
     with pytest.raises(SpecError, match="seed: is not a table"):
         parse_spec({**GOOD, "seed": 3}).with_field("seed.x", 1)
+
+
+def test_variants_lay_their_tables_over_the_spec_field_by_field():
+    spec = parse_spec({**GOOD, "transport": {"kind": "dlcp", "loss_bound": 0.02},
+                       "variants": {"fifo": {"switch": {"preset": "fifo"}, "transport": {"kind": "reliable"}},
+                                    "wide": {"transport": {"loss_bound": 0.1}, "seed": 7}}})
+    (n1, fifo), (n2, wide) = spec.variant_specs()
+    assert (n1, n2) == ("fifo", "wide")
+    assert fifo.switch == {"preset": "fifo"} and fifo.transport["kind"] == "reliable"
+    assert wide.transport == {**spec.transport, "loss_bound": 0.1}     # kind kept from the spec
+    assert wide.seed == 7 and wide.switch == spec.switch and not wide.variants
+    with pytest.raises(SpecError) as e:
+        parse_spec({**GOOD, "variants": {"bad one": {}, "x": {"transport": {"loss_bound": 2}},
+                                         "y": {"switch": {"preset": "nope"}}}})
+    text = str(e.value)
+    assert "variants.bad one: a name of letters, digits, '-' and '_' only" in text
+    assert "variants.x: transport.loss_bound: 2 is not allowed; must be a fraction in 0..0.5" in text
+    assert "variants.y: switch:" in text

@@ -24,8 +24,9 @@ def add_parser(sub):
 
     c = sub.add_parser("compare", help="run one spec under several presets and print a table")
     _common(c)
-    c.add_argument("--presets", default=DEFAULT_PRESETS,
-                   help=f"comma-separated presets (default {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
+    c.add_argument("--presets",
+                   help=f"comma-separated presets (default: the spec's [variants] if it has any, "
+                        f"else {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
     c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
                    help="emu: Mininet, real packets (root); sim: virtual time")
@@ -79,14 +80,16 @@ def _run(args):
     preset = args.preset or spec.switch.get("preset", "custom")
     if args.preset and _check_presets([preset]):
         return 2
-    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else None, 1)
+    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else [spec.switch], 1)
 
 
 def _compare(args):
     spec = _load(args.spec)
     if spec is None or _need_root(args.backend):
         return 2
-    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    if args.presets is None and spec.variants:
+        return _finish(args, spec, None, args.seeds, vary=args.vary)   # the spec's [variants]
+    presets = [p.strip() for p in (args.presets or DEFAULT_PRESETS).split(",") if p.strip()]
     if _check_presets(presets):
         return 2
     return _finish(args, spec, presets, args.seeds, vary=args.vary)
@@ -94,9 +97,8 @@ def _compare(args):
 
 def _finish(args, spec, presets, seeds, report=False, vary=None):
     from dlcp_emu.study import compare
-    pipelines = presets if presets is not None else [spec.switch]
     try:
-        run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
+        run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),
                                            vary=vary)
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what

@@ -44,13 +44,14 @@ def accuracy_table(records, scale, t0_ns=0):
 def accuracy_summary(spec, table):
     """Final accuracy (mean over the replicas that finished), the lossless baseline's, the
     difference, and when each first reached the target: iterations, and for the run its
-    real-world time."""
+    real-world time; the held-out cross-entropy of both, which moves before accuracy does."""
     t = training_of(spec)
     iterations = spec.workload["iterations"]
     _, ref = reference(t, spec.workload["workers"], spec.seed, iterations)
     base = ref[-1]["accuracy"] if ref else None
     ref_hit = _first(((e["iteration"], e["accuracy"]) for e in ref), t.target_accuracy)
     out = {"target": t.target_accuracy, "baseline": base,
+           "baseline_loss": ref[-1]["loss"] if ref else None, "final_loss": None,
            "baseline_iterations_to_target": None if ref_hit is None else ref_hit + 1,
            "final": None, "difference": None, "iterations_to_target": None,
            "time_to_target_s": None, "replica_spread": None}
@@ -62,6 +63,7 @@ def accuracy_summary(spec, table):
     last = table[table["iteration"] == iterations - 1]
     if len(last):
         out["final"] = float(last["accuracy"].mean())
+        out["final_loss"] = float(last["loss"].mean())
         out["difference"] = out["final"] - base
         out["replica_spread"] = float(last["accuracy"].max() - last["accuracy"].min())
     if hit is not None:

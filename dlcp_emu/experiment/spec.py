@@ -62,6 +62,10 @@
                                 # (with [training], [workload] names no model or trace, and
                                 # byte_scale is 1: the payloads are the model's real values)
 
+    [variants.dlcp-bound10]     # optional: named runs for `compare` (without --presets), each
+    switch = { preset = "dlcp" }#   these tables laid over the spec's own, field by field
+    transport = { loss_bound = 0.1 }
+
     [background]                # optional
     load = 0.2                  # fraction of host link rate, Poisson arrivals
     distribution = "websearch"  # websearch (DCTCP) | datamining (VL2)
@@ -109,6 +113,7 @@ class Spec:
     background: dict | None
     compression: dict
     training: dict | None = None
+    variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -137,6 +142,10 @@ class Spec:
         node[name] = value
         return parse_spec(raw, self.source)
 
+    def variant_specs(self):
+        """[(name, Spec)] of the spec's [variants], in file order."""
+        return [(name, _variant(self.raw, name, self.source)) for name in self.variants]
+
     def transport_for(self, preset):
         """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
         transport and every other preset with the reliable one (the fair baseline)."""
@@ -163,6 +172,8 @@ TOP_FIELDS = {
     "background": (None, lambda v: isinstance(v, dict), "a table"),
     "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
     "training": (None, lambda v: isinstance(v, dict), "a table"),
+    "variants": ({}, lambda v: isinstance(v, dict) and all(isinstance(t, dict) for t in v.values()),
+                 "a table of tables, one per named run"),
 }
 
 
@@ -265,6 +276,8 @@ def parse_spec(raw, source="spec"):
     except SwitchSpecError as e:
         c.problems.append(f"switch: {e}")
 
+    if not c.problems:
+        _check_variants(c, top["variants"], raw, source)
     if c.problems:
         raise SpecError(c.problems, source)
     return Spec(name=top["name"], seed=top["seed"], time_dilation=float(top["time_dilation"]),
@@ -273,7 +286,27 @@ def parse_spec(raw, source="spec"):
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, compression=compression, training=training,
-                source=source, raw=raw)
+                variants=dict(top["variants"]), source=source, raw=raw)
+
+
+def _variant(raw, name, source):
+    """The spec with variant `name`'s tables laid over its own (a field at a time)."""
+    merged = {k: v for k, v in raw.items() if k != "variants"}
+    for key, value in raw["variants"][name].items():
+        base = merged.get(key)
+        merged[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    return parse_spec(merged, source)
+
+
+def _check_variants(c, variants, raw, source):
+    for name in variants:
+        if not name.replace("-", "").replace("_", "").isalnum():
+            c.problems.append(f"variants.{name}: a name of letters, digits, '-' and '_' only")
+            continue
+        try:
+            _variant(raw, name, source)
+        except SpecError as e:
+            c.problems.extend(f"variants.{name}: {p}" for p in e.problems)
 
 
 def _check_training(c, workload, top):
