@@ -133,3 +133,37 @@ def test_a_heavy_loss_bound_costs_accuracy(tmp_path):
     assert a["random"]["difference"] <= -0.01
     print("\nheavy loss (held-out accuracy, points against lossless; cross-entropy):",
           {k: (round(v["difference"] * 100, 2), round(v["final_loss"], 4)) for k, v in a.items()})
+
+
+def test_compare_runs_the_spec_variants_and_reports_accuracy(tmp_path):
+    from dlcp_emu.study import compare, report
+    spec = spec_of(iterations=2, variants={
+        "fifo": {"switch": {"preset": "fifo"}},
+        "topk": {"compression": {"mode": "fixed", "ratio": 0.1, "error_feedback": True}}})
+    run_dir, summary = compare.compare(spec, None, backend="sim", root=tmp_path, log=lambda m: None)
+    assert list(summary["presets"]) == ["fifo", "topk"]
+    fifo, topk = summary["presets"]["fifo"]["accuracy"], summary["presets"]["topk"]["accuracy"]
+    assert fifo["difference"] == pytest.approx(0.0, abs=1e-9)
+    assert topk["final"] is not None and topk["baseline"] == fifo["baseline"]
+    assert summary["presets"]["topk"]["compression"]["wire_fraction"] < 0.3
+    text = compare.table(summary)
+    assert "accuracy" in text and "vs lossless" in text
+    pngs = [p.name for p in report.draw(run_dir)]
+    assert "accuracy.png" in pngs
+
+
+def test_emulated_hosts_build_the_same_training_worker():
+    """The emulator's host process gets [training] in its config and trains like the simulator."""
+    import json
+    from dlcp_emu.emu.hostd import build_agent
+    from dlcp_emu.experiment.runner import hostd_config, place, scaled_topology
+    spec = spec_of("ps")
+    topo = scaled_topology(spec)
+    placement = place(spec, topo)
+    cfg = json.loads(json.dumps(hostd_config(spec, placement, topo, 0, "dlcp")))
+    plan, worker = build_agent(cfg)
+    assert worker.training is not None and worker.training.spec == TrainingSpec(**spec.training)
+    assert plan.bytes_per_iteration == 4 * worker.training.model.n_params
+    cfg = json.loads(json.dumps(hostd_config(spec, placement, topo, 4, "dlcp")))
+    _, server = build_agent(cfg)
+    assert server.method == "topk" and not hasattr(server, "training")

@@ -14,6 +14,9 @@ With compression (`compression.CompressionSpec`) every message a rank sends is t
 what it holds for that range, at the kept ratio of the bucket's collective: fixed, or set by
 a DC2 controller from the delays of the rank's earlier buckets. A parameter server answers a
 bucket at the ratio its workers pushed.
+
+With a `training.Training` replica the payloads are the model's real gradients, computed at
+the start of backward, and each bucket's result is applied to the replica as it arrives.
 """
 from dataclasses import dataclass, field
 
