@@ -207,7 +207,8 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
     s["compression"] = results.compression_summary(spec.compression, tens)
     s.update({"preset": preset_name(pipeline), "pipeline": PipelineSpec.parse(pipeline).describe(),
               "transport": transport,
-              "model": spec.workload.get("model") or spec.workload.get("trace"),
+              "model": spec.workload.get("model") or spec.workload.get("trace")
+              or f"{spec.training['model']}-{spec.training['dataset']}",
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
               "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})
     return s
