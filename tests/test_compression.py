@@ -19,6 +19,7 @@ from dlcp_emu.host.compression import (
 )
 from dlcp_emu.host.plan import gradient, make_plan
 from test_agent import run, small_trace
+from workloads import split_ranges
 
 
 def topk_dense(x, ratio):
@@ -253,3 +254,21 @@ def test_error_feedback_sends_next_time_what_was_left_out():
             for w in workers.values():
                 got, _ = w.results[(it, b.index)]
                 np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+
+
+def test_error_feedback_is_kept_by_the_owner_of_a_range_not_by_its_forwarders():
+    """Ring of three, rank 1 keeping 5% where the others keep 10%: when it forwards another
+    rank's reduced range in all-gather it cuts it further, but that cut is not its to send
+    again later; its all-gather memory covers only the range it owns (chunk 2)."""
+    trace, plan = _plan()
+    specs = {r: CompressionSpec("fixed", ratio=0.05 if r == 1 else 0.1, error_feedback=True)
+             for r in range(3)}
+    workers = {r: Worker(r, 3, plan, trace, "ring", iterations=2, compression=specs[r])
+               for r in range(3)}
+    run(workers)
+    assert all(w.done for w in workers.values())
+    for b in plan.buckets:
+        start, stop = (x // 4 for x in split_ranges(b.nbytes, 3)[2])
+        memory = workers[1].residuals[(b.index, 1)]
+        assert np.any(memory[start:stop])
+        assert not np.any(memory[:start]) and not np.any(memory[stop:])

@@ -95,6 +95,7 @@ class _Collective:
     sent_bytes: int = 0
     dense_bytes: int = 0
     energy: list = field(default_factory=lambda: [0.0, 0.0])   # kept, total sum of squares
+    gathered: set = field(default_factory=set)   # ranges received in all-gather (forwarded on)
 
 
 class Worker:
@@ -224,6 +225,8 @@ class Worker:
                                        "sparse messages are sent exact")
                 unpack_into(region, data, add=phase == 0)   # reduce: add; distribute: replace
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
+                if phase == 1:
+                    c.gathered.add((recv.start, recv.stop))
             c.k += 1
             c.sent = False
 
@@ -233,7 +236,9 @@ class Worker:
         spec = self.compression
         if spec.compresses(c.ratio):
             values, residual = data, None
-            if spec.error_feedback:   # what was left out of this range last time goes now
+            # What was left out of this range last time goes now; not for a range this rank
+            # only forwards in all-gather (its owner keeps that memory).
+            if spec.error_feedback and (phase == 0 or (t.start, t.stop) not in c.gathered):
                 residual = self._residual(c, phase)[t.start // 4:t.stop // 4]
                 values = data + residual
             rng = np.random.default_rng([self.seed, self.rank, c.iteration, c.bucket.index, phase, step])
