@@ -102,7 +102,8 @@ def test_delay_is_beyond_serialisation_at_the_link_rate():
 
 
 def test_fixed_and_none_never_move():
-    for spec, ratio in ((CompressionSpec("fixed", ratio=0.2), 0.2), (CompressionSpec(), 1.0)):
+    for spec, ratio in ((CompressionSpec("fixed", ratio=0.2), 0.2), (CompressionSpec(), 1.0),
+                        (CompressionSpec("fixed", ratio=0.2, method="qsgd"), 1.0)):
         c = Dc2Controller(spec)
         for d in (0, 1e12, 5):
             c.on_sample(d, 0)

@@ -217,7 +217,8 @@ class Dc2Controller:
     def __init__(self, spec, line_ns_per_byte=0.0):
         self.spec = spec
         self.line_ns_per_byte = line_ns_per_byte   # serialisation at the host link rate
-        self.ratio = spec.ratio if spec.mode == "fixed" else 1.0
+        # QSGD keeps every value (at 8 bits): its kept ratio is 1.
+        self.ratio = spec.ratio if spec.mode == "fixed" and spec.method != "qsgd" else 1.0
 
     def on_sample(self, comm_ns, sent_bytes):
         """One bucket synchronised: it took comm_ns and this rank sent sent_bytes. Returns
