@@ -10,6 +10,8 @@ from dlcp_emu.host.agent import ParameterServer, Worker
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,
+    qsgd_pack,
+    randomk_pack,
     sparse_pays,
     topk_pack,
     unpack_into,
@@ -17,6 +19,7 @@ from dlcp_emu.host.compression import (
 )
 from dlcp_emu.host.plan import gradient, make_plan
 from test_agent import run, small_trace
+from workloads import split_ranges
 
 
 def topk_dense(x, ratio):
@@ -99,7 +102,8 @@ def test_delay_is_beyond_serialisation_at_the_link_rate():
 
 
 def test_fixed_and_none_never_move():
-    for spec, ratio in ((CompressionSpec("fixed", ratio=0.2), 0.2), (CompressionSpec(), 1.0)):
+    for spec, ratio in ((CompressionSpec("fixed", ratio=0.2), 0.2), (CompressionSpec(), 1.0),
+                        (CompressionSpec("fixed", ratio=0.2, method="qsgd"), 1.0)):
         c = Dc2Controller(spec)
         for d in (0, 1e12, 5):
             c.on_sample(d, 0)
@@ -184,3 +188,88 @@ def test_dc2_compresses_when_the_network_is_slow(latency_ns, low):
             assert last.ratio == 0.05 and last.sent_bytes < last.dense_bytes
         else:
             assert all(t.ratio == 1.0 and t.sent_bytes == t.dense_bytes for t in w.tensors)
+
+
+def test_randomk_keeps_k_values_where_they_were():
+    x = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    msg, kept, total = randomk_pack(x, 0.05, np.random.default_rng(7))
+    region = np.zeros_like(x)
+    unpack_into(region, msg, add=False)
+    nz = np.flatnonzero(region)
+    assert nz.size == 50 and np.array_equal(region[nz], x[nz])
+    assert kept == pytest.approx(float(np.dot(x[nz], x[nz])), rel=1e-5)
+    other, _, _ = randomk_pack(x, 0.05, np.random.default_rng(8))
+    assert not np.array_equal(other, msg)                      # another draw, other values
+    top, _, _ = topk_pack(x, 0.05)
+    assert kept < float(np.dot(top[51:], top[51:]))            # top-k keeps more energy
+
+
+def test_qsgd_is_unbiased_within_one_level_and_a_quarter_of_the_bytes():
+    x = (np.random.default_rng(2).standard_cauchy(4001) * 1e-3).astype(np.float32)
+    scale = float(np.abs(x).max())
+    draws = []
+    for seed in range(400):
+        msg, kept, total = qsgd_pack(x, np.random.default_rng(seed))
+        assert msg.size == 2 + 1001 and msg.nbytes < 0.26 * x.nbytes
+        region = np.zeros_like(x)
+        unpack_into(region, msg, add=False)
+        assert np.abs(region - x).max() <= scale / 127 * 1.0001   # rounded to a neighbouring level
+        assert 0.9 < kept / total <= 1.0
+        draws.append(region)
+    mean = np.mean(draws, axis=0)
+    # the mean of 400 draws is within a few standard errors (level / 2 / sqrt(400)) of x
+    assert np.abs(mean - x).max() < 4 * scale / 127 / 2 / 20
+    acc = np.ones_like(x)
+    unpack_into(acc, msg, add=True)
+    np.testing.assert_allclose(acc, 1.0 + region, rtol=1e-6)
+    with pytest.raises(ValueError, match="quantised message"):
+        unpack_into(np.zeros(4000, dtype=np.float32), msg, add=True)
+
+
+def test_error_feedback_sends_next_time_what_was_left_out():
+    """Ring of two with top-k and error feedback: each rank adds to a range what its last
+    message for that range left out (reduce-scatter sender and all-gather owner alike)."""
+    trace, plan = _plan()
+    spec = CompressionSpec("fixed", ratio=0.1, error_feedback=True)
+    workers = {r: Worker(r, 2, plan, trace, "ring", iterations=3, keep_results=True,
+                         compression=spec) for r in range(2)}
+    run(workers)
+    assert all(w.done for w in workers.values())
+    for b in plan.buckets:
+        half = b.nbytes // 8
+        # residuals: what rank r's reduce-scatter send (e) and all-gather send (E) left out
+        e = {0: np.zeros(half, np.float32), 1: np.zeros(b.nbytes // 4 - half, np.float32)}
+        E = {1: np.zeros(half, np.float32), 0: np.zeros(b.nbytes // 4 - half, np.float32)}
+        for it in range(3):
+            g = [gradient(trace, plan, b, r, it, 1) for r in range(2)]
+            parts = []
+            for sender, owner, rng in ((0, 1, slice(0, half)), (1, 0, slice(half, None))):
+                s = g[sender][rng] + e[sender]
+                sent = topk_dense(s, 0.1)
+                e[sender] = s - sent
+                v = g[owner][rng] + sent + E[owner]
+                out = topk_dense(v, 0.1)
+                E[owner] = v - out
+                parts.append(out)
+            expected = np.concatenate(parts)
+            for w in workers.values():
+                got, _ = w.results[(it, b.index)]
+                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+
+
+def test_error_feedback_is_kept_by_the_owner_of_a_range_not_by_its_forwarders():
+    """Ring of three, rank 1 keeping 5% where the others keep 10%: when it forwards another
+    rank's reduced range in all-gather it cuts it further, but that cut is not its to send
+    again later; its all-gather memory covers only the range it owns (chunk 2)."""
+    trace, plan = _plan()
+    specs = {r: CompressionSpec("fixed", ratio=0.05 if r == 1 else 0.1, error_feedback=True)
+             for r in range(3)}
+    workers = {r: Worker(r, 3, plan, trace, "ring", iterations=2, compression=specs[r])
+               for r in range(3)}
+    run(workers)
+    assert all(w.done for w in workers.values())
+    for b in plan.buckets:
+        start, stop = (x // 4 for x in split_ranges(b.nbytes, 3)[2])
+        memory = workers[1].residuals[(b.index, 1)]
+        assert np.any(memory[start:stop])
+        assert not np.any(memory[:start]) and not np.any(memory[stop:])

@@ -298,7 +298,7 @@ def spec_number_fields():
               ("background", S.BACKGROUND_FIELDS), ("topology", builder_params("star"))]
     return [(t, f) for t, fields in tables for f in fields
             if not (t == "" and f in ("topology", "workload", "transport", "switch",
-                                      "background", "compression"))]
+                                      "background", "compression", "training", "variants"))]
 
 
 def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
@@ -307,7 +307,7 @@ def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
             "compression": {"mode": "dc2"}, "background": {"load": 0.1}}
     parse_spec(good)
     fields = spec_number_fields()
-    assert len(fields) == 33
+    assert len(fields) == 36
     for table, name in fields:
         for value in (float("nan"), float("inf"), float("-inf")):
             raw = {k: dict(v) for k, v in good.items()}

@@ -90,7 +90,8 @@ def test_every_example_spec_is_valid(path):
 def test_compression_fields_are_checked():
     spec = parse_spec({**GOOD, "compression": {"mode": "dc2", "target_delay_ms": 5}})
     assert spec.compression == {"mode": "dc2", "ratio": 0.1, "min_ratio": 0.01,
-                                "target_delay_ms": 5, "increase": 0.05, "decrease": 0.5}
+                                "target_delay_ms": 5, "increase": 0.05, "decrease": 0.5,
+                                "method": "topk", "error_feedback": False}
     assert parse_spec(GOOD).compression["mode"] == "none"
     with pytest.raises(SpecError) as e:
         parse_spec({**GOOD, "compression": {"mode": "gzip", "ratio": 0, "speed": 1}})
@@ -98,6 +99,15 @@ def test_compression_fields_are_checked():
     assert "compression.mode: 'gzip' is not allowed; must be one of none, fixed, dc2" in text
     assert "compression.ratio: 0 is not allowed; must be a fraction of values kept in (0, 1]" in text
     assert "compression.speed: unknown field; allowed: mode, ratio, min_ratio" in text
+    with pytest.raises(SpecError) as e:
+        parse_spec({**GOOD, "compression": {"mode": "dc2", "method": "qsgd", "error_feedback": 1}})
+    text = str(e.value)
+    assert "compression.method: qsgd has no kept ratio for dc2 to steer" in text
+    assert "compression.error_feedback: 1 is not allowed; must be true or false" in text
+    with pytest.raises(SpecError, match="compression.method: 'powersgd' is not allowed; must be one of topk, randomk, qsgd"):
+        parse_spec({**GOOD, "compression": {"method": "powersgd"}})
+    with pytest.raises(SpecError, match="transport.drop_order: 'largest' is not allowed; must be one of magnitude, random"):
+        parse_spec({**GOOD, "transport": {"drop_order": "largest"}})
 
 
 def test_with_field_sets_one_field_and_checks_it():
@@ -110,3 +120,21 @@ def test_with_field_sets_one_field_and_checks_it():
         spec.with_field("workload.wrokers", 2)
     with pytest.raises(SpecError, match="seed: is not a table"):
         parse_spec({**GOOD, "seed": 3}).with_field("seed.x", 1)
+
+
+def test_variants_lay_their_tables_over_the_spec_field_by_field():
+    spec = parse_spec({**GOOD, "transport": {"kind": "dlcp", "loss_bound": 0.02},
+                       "variants": {"fifo": {"switch": {"preset": "fifo"}, "transport": {"kind": "reliable"}},
+                                    "wide": {"transport": {"loss_bound": 0.1}, "seed": 7}}})
+    (n1, fifo), (n2, wide) = spec.variant_specs()
+    assert (n1, n2) == ("fifo", "wide")
+    assert fifo.switch == {"preset": "fifo"} and fifo.transport["kind"] == "reliable"
+    assert wide.transport == {**spec.transport, "loss_bound": 0.1}     # kind kept from the spec
+    assert wide.seed == 7 and wide.switch == spec.switch and not wide.variants
+    with pytest.raises(SpecError) as e:
+        parse_spec({**GOOD, "variants": {"bad one": {}, "x": {"transport": {"loss_bound": 2}},
+                                         "y": {"switch": {"preset": "nope"}}}})
+    text = str(e.value)
+    assert "variants.bad one: a name of letters, digits, '-' and '_' only" in text
+    assert "variants.x: transport.loss_bound: 2 is not allowed; must be a fraction in 0..0.5" in text
+    assert "variants.y: switch:" in text

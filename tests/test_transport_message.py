@@ -68,6 +68,28 @@ def test_policy_defaults_mark_the_smallest_one_percent():
     assert plan.droppable == bytes(MagnitudePolicy().plan(mags, 1000 * 1424, 1424).droppable)
 
 
+def test_random_drop_order_gives_up_as_many_bytes_blind_to_magnitude():
+    """The ablation: the same droppable bytes and class histogram, chunks and classes at
+    random; the same message always gets the same shuffle, another message another."""
+    mags = np.arange(1000, dtype=float)[::-1]
+    blind = MagnitudePolicy(loss_bound=0.1, drop_order="random", seed=4)
+    aware = MagnitudePolicy(loss_bound=0.1)
+    a = aware.plan(mags, 1000 * 1424, 1424, salt=(0, 1, 2))
+    b = blind.plan(mags, 1000 * 1424, 1424, salt=(0, 1, 2))
+    drop_a = np.frombuffer(a.droppable, np.uint8).astype(bool)
+    drop_b = np.frombuffer(b.droppable, np.uint8).astype(bool)
+    assert drop_a.sum() == drop_b.sum() == 100
+    assert mags[drop_a].max() < 100            # magnitude-aware: the 100 smallest
+    assert mags[drop_b].mean() > 300           # blind: about the mean of all (499.5)
+    cls_b = np.frombuffer(b.mag_class, np.uint8)
+    assert np.bincount(cls_b).tolist() == [125] * 8
+    assert abs(np.corrcoef(cls_b, mags)[0, 1]) < 0.2
+    assert b == blind.plan(mags, 1000 * 1424, 1424, salt=(0, 1, 2))
+    assert b.droppable != blind.plan(mags, 1000 * 1424, 1424, salt=(0, 1, 3)).droppable
+    with pytest.raises(ValueError, match="drop_order must be one of magnitude, random"):
+        MagnitudePolicy(drop_order="largest")
+
+
 def test_absolute_class_edges():
     pol = MagnitudePolicy(class_edges=[1, 2, 3, 4, 5, 6, 7])
     assert list(pol.classes(np.array([0.5, 1.5, 3.0, 100]))) == [0, 1, 2, 7]

@@ -24,8 +24,9 @@ def add_parser(sub):
 
     c = sub.add_parser("compare", help="run one spec under several presets and print a table")
     _common(c)
-    c.add_argument("--presets", type=name_list, default=DEFAULT_PRESETS,
-                   help=f"comma-separated presets (default {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
+    c.add_argument("--presets", type=name_list,
+                   help=f"comma-separated presets (default: the spec's [variants] if it has any, "
+                        f"else {DEFAULT_PRESETS}; known: {', '.join(preset_names())})")
     c.add_argument("--seeds", type=positive_int, default=1, help="runs per preset with seeds seed..seed+N-1")
     c.add_argument("--backend", choices=("emu", "sim"), default="emu",
                    help="emu: Mininet, real packets (root); sim: virtual time")
@@ -82,14 +83,16 @@ def _run(args):
     preset = args.preset or spec.switch.get("preset", "custom")
     if args.preset and _check_presets([preset]):
         return 2
-    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else None, 1)
+    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else [spec.switch], 1)
 
 
 def _compare(args):
     spec = _load(args.spec)
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
-    presets = args.presets
+    if args.presets is None and spec.variants:
+        return _finish(args, spec, None, args.seeds, vary=args.vary)   # the spec's [variants]
+    presets = args.presets if args.presets is not None else name_list(DEFAULT_PRESETS)
     if _check_presets(presets):
         return 2
     return _finish(args, spec, presets, args.seeds, vary=args.vary)
@@ -97,17 +100,16 @@ def _compare(args):
 
 def _finish(args, spec, presets, seeds, report=False, vary=None):
     from dlcp_emu.study import compare
-    pipelines = presets if presets is not None else [spec.switch]
     if getattr(args, "dry_run", False):
         try:
-            lines = compare.dry_run(spec, pipelines, seeds, args.backend, vary)
+            lines = compare.dry_run(spec, presets, seeds, args.backend, vary)
         except (RuntimeError, ValueError) as e:
             print(f"dlcp-emu: {e}", file=sys.stderr)
             return 2
         print("\n".join(lines))
         return 0
     try:
-        run_dir, summary = compare.compare(spec, pipelines, seeds=seeds, backend=args.backend,
+        run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),
                                            vary=vary)
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what

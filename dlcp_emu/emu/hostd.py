@@ -11,7 +11,8 @@ SIGTERM, so a run that is stopped keeps what was measured.
 
 Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
-"transport", "mtu", "loss_bound", "droppable_fraction", "scale",
+"transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "scale", "training"
+([training] fields or null),
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
 "ready_file", "start_file", "deadline_s", "out_path", "results_path"}
 """
@@ -27,6 +28,7 @@ import numpy as np
 from dlcp_emu.host.agent import ParameterServer, make_worker
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
+from dlcp_emu.host.training import TrainingSpec, trace_of_training
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
@@ -81,22 +83,26 @@ def tcp_records(cfg, m, started):
     if cfg["role"] == "worker":
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
+        if a.training is not None:
+            out["accuracy"] = a.training.evaluations
     else:
         out["lost"] = []
     return out
 
 
 def build_agent(cfg):
-    trace = trace_of(cfg)
+    training = TrainingSpec(**cfg["training"]) if cfg.get("training") else None
+    trace = trace_of(cfg) if training is None else trace_of_training(training)
     plan = make_plan(trace, Scale(**cfg["scale"]),
                      fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
     rank = cfg["rank"]
     if cfg["role"] == "ps":
-        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"])
+        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"],
+                                compression=CompressionSpec(**cfg.get("compression", {})), seed=cfg["seed"])
     else:
         agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
                             CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],
-                            cfg["mtu"], keep_results=bool(cfg.get("results_path")))
+                            cfg["mtu"], keep_results=bool(cfg.get("results_path")), training=training)
     return plan, agent
 
 
@@ -143,6 +149,8 @@ def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
     if cfg["role"] == "worker":
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
+        if a.training is not None:
+            out["accuracy"] = a.training.evaluations
     else:
         out["lost"] = a.lost
     return out
@@ -154,7 +162,8 @@ def main(argv=None):
     if transport(cfg["transport"]).kernel:
         return run_kernel_tcp(cfg, agent, stopping)
     stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
-                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"])
+                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"],
+                      drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"])
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))

@@ -12,6 +12,7 @@ from pathlib import Path
 from dlcp_emu.emu import PROJECT_ROOT
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.net import EmulationRun
+from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
 from dlcp_emu.experiment.runner import (
     active_seconds,
@@ -44,8 +45,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    from workloads import trace_of
-    plan = make_plan(trace_of(spec.workload), spec.scale, fusion_bytes=spec.workload["fusion_bytes"],
+    plan = make_plan(trace_for(spec), spec.scale, fusion_bytes=spec.workload["fusion_bytes"],
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
     preset = preset_name(pipeline)
     transport = spec.transport_for(preset)
@@ -127,6 +127,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": _background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}
+    add_accuracy(spec, records, spec.scale, s, frames, t0)
     finish(run_dir, s, frames, interrupted)
     for st in run.stats.values():   # the samples are in queues.parquet
         if st:

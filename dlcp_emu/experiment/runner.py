@@ -123,7 +123,8 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "model": w.get("model"), "trace": w.get("trace"), "pattern": w["pattern"],
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
         "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
-        "droppable_fraction": t["droppable_fraction"], "scale": spec.scale.as_config(),
+        "droppable_fraction": t["droppable_fraction"], "drop_order": t["drop_order"],
+        "scale": spec.scale.as_config(), "training": spec.training,
         "fusion_bytes": w["fusion_bytes"],
         "fusion_cycle_ms": w["fusion_cycle_ms"],
         "peers": {r: [topology.host_ip(h), 9796] for r, h in placement.host_of_rank.items()},
@@ -206,7 +207,8 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
     s["compression"] = results.compression_summary(spec.compression, tens)
     s.update({"preset": preset_name(pipeline), "pipeline": PipelineSpec.parse(pipeline).describe(),
               "transport": transport,
-              "model": spec.workload.get("model") or spec.workload.get("trace"),
+              "model": spec.workload.get("model") or spec.workload.get("trace")
+              or f"{spec.training['model']}-{spec.training['dataset']}",
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
               "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})
     return s

@@ -32,6 +32,8 @@
                                 # dlcp* presets, else reliable)
     loss_bound = 0.01           # dlcp: fraction of a tensor's bytes that may be lost
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
+    drop_order = "magnitude"    # dlcp: magnitude (smallest first) | random (the magnitude-blind
+                                # ablation: as many bytes droppable, chunks and classes at random)
 
     [switch]                    # a preset and/or stages (see switch_models.pipeline)
     preset = "dlcp"
@@ -43,6 +45,26 @@
     target_delay_ms = 1.0       # dc2: real-world delay beyond serialisation it aims under
     increase = 0.05             # dc2: additive step back towards 1 per bucket under the target
     decrease = 0.5              # dc2: largest multiplicative cut (scaled by the excess)
+    method = "topk"             # topk | randomk (keep `ratio`, or DC2's) | qsgd (8-bit levels)
+    error_feedback = false      # add what compression left out to the next iteration's values
+
+    [training]                  # optional: train a real model; its gradients are the payloads
+    model = "mlp"               # a numpy multilayer perceptron (the only model)
+    hidden = [512, 512]         # hidden layer widths
+    dataset = "digits"          # scikit-learn's handwritten digits (shipped, no download)
+    batch_size = 32             # samples per worker and iteration
+    lr = 0.05                   # SGD learning rate
+    momentum = 0.9
+    compute_ms = 10.0           # real-world compute time of one iteration (forward + backward)
+    eval_every = 10             # held-out accuracy every N iterations and at the end
+    target_accuracy = 0.95      # the summary reports the first iteration reaching it
+    test_fraction = 0.2         # share of the data set held out
+                                # (with [training], [workload] names no model or trace, and
+                                # byte_scale is 1: the payloads are the model's real values)
+
+    [variants.dlcp-bound10]     # optional: named runs for `compare` (without --presets), each
+    switch = { preset = "dlcp" }#   these tables laid over the spec's own, field by field
+    transport = { loss_bound = 0.1 }
 
     [background]                # optional
     load = 0.2                  # fraction of host link rate, Poisson arrivals
@@ -58,15 +80,17 @@ slowest link after `byte_scale / time_dilation` must keep >= 1 bit/s, and the ru
 memory. The workload's trace is read and checked here too, so a bad trace file is a spec
 error naming `workload.trace` and the file. Nothing else escapes them but SpecError.
 """
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
-from dlcp_emu.host.compression import MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.host.compression import METHODS as COMPRESSION_METHODS, MODES as COMPRESSION_MODES, CompressionSpec
+from dlcp_emu.host.learning import DATASETS, MODELS as TRAINING_MODELS
+from dlcp_emu.host.training import TrainingSpec
 from dlcp_emu.scale import Scale
-from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
+from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND, DROP_ORDERS
+from dlcp_emu.experiment.checks import REQUIRED, Checker, SpecError, integer, number, one_of
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
 from dlcp_emu.experiment.spec_checks import (
     _check_background, _check_scaled_rates, _check_topology, _check_workload_memory,
@@ -80,18 +104,6 @@ BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
-
-
-class SpecError(ValueError):
-    """An experiment spec is wrong; the message lists every problem, one a line."""
-
-    def __init__(self, problems, source="spec"):
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            super().__init__(f"{source}: {self.problems[0]}")
-        else:
-            super().__init__(f"{source}: {len(self.problems)} problem(s):\n  "
-                             + "\n  ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,8 @@ class Spec:
     switch: dict
     background: dict | None
     compression: dict
+    training: dict | None = None
+    variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -137,6 +151,10 @@ class Spec:
         node[name] = value
         return parse_spec(raw, self.source)
 
+    def variant_specs(self):
+        """[(name, Spec)] of the spec's [variants], in file order."""
+        return [(name, _variant(self.raw, name, self.source)) for name in self.variants]
+
     def transport_for(self, preset):
         """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
         transport and every other preset with the reliable one (the fair baseline)."""
@@ -147,70 +165,15 @@ class Spec:
         return build_topology(self.topology["kind"], **params)
 
 
-class _Checker:
-    """Collects problems instead of stopping at the first."""
-
-    def __init__(self):
-        self.problems = []
-
-    def take(self, table, prefix, fields):
-        """fields: {name: (default or REQUIRED, check(value) -> bool, allowed text)}."""
-        if not isinstance(table, dict):
-            self.problems.append(f"[{prefix}] must be a table" if prefix else
-                                 f"the spec must be a table of fields, got {type(table).__name__}")
-            return {}
-        out = {}
-        for name in sorted(set(table) - set(fields)):
-            self.problems.append(f"{_path(prefix, name)}: unknown field; allowed: {', '.join(fields)}")
-        for name, (default, check, allowed) in fields.items():
-            if name not in table:
-                if default is REQUIRED:
-                    self.problems.append(f"{_path(prefix, name)}: missing; must be {allowed}")
-                else:
-                    out[name] = default
-                continue
-            value = table[name]
-            if not check(value):
-                self.problems.append(f"{_path(prefix, name)}: {value!r} is not allowed; must be {allowed}")
-            out[name] = value
-        return out
-
-
-REQUIRED = object()
-
-
-def _path(prefix, name):
-    return f"{prefix}.{name}" if prefix else name
-
-
-def _num(lo, hi=None, lo_open=False):
-    """A finite number in [lo, hi] ((lo, hi] with lo_open): NaN and infinity never pass."""
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            return False
-        if v < lo or (lo_open and v == lo):
-            return False
-        return hi is None or v <= hi
-    return check
-
-
-def _int(lo, hi=None):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
-
-
-def _one_of(options):
-    return lambda v: v in options
-
-
 TOP_FIELDS = {
     "name": ("experiment", lambda v: isinstance(v, str) and len(v) <= MAX_NAME and v.isascii()
              and v.replace("-", "").replace("_", "").isalnum(),
              f"at most {MAX_NAME} ASCII letters, digits, '-' and '_' (it names the run's folder)"),
-    "seed": (1, _int(0), "an integer >= 0"),
-    "time_dilation": (1.0, _num(1), "a number >= 1"),
-    "byte_scale": (1.0, _num(0, 1, lo_open=True), "a number in (0, 1]"),
-    "mtu": (1500, _int(576, 9000), "an integer in 576..9000"),
-    "time_limit_s": (300, _num(1, 86400), "a number of seconds in 1..86400"),
+    "seed": (1, integer(0), "an integer >= 0"),
+    "time_dilation": (1.0, number(1), "a number >= 1"),
+    "byte_scale": (1.0, number(0, 1, lo_open=True), "a number in (0, 1]"),
+    "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
+    "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
@@ -218,6 +181,9 @@ TOP_FIELDS = {
     "switch": ({"preset": "fifo"}, lambda v: isinstance(v, dict), "a table"),
     "background": (None, lambda v: isinstance(v, dict), "a table"),
     "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
+    "training": (None, lambda v: isinstance(v, dict), "a table"),
+    "variants": ({}, lambda v: isinstance(v, dict) and all(isinstance(t, dict) for t in v.values()),
+                 "a table of tables, one per named run"),
 }
 
 
@@ -225,44 +191,62 @@ def _workload_fields():
     from workloads import list_models
     models = list_models()
     return {
-        "model": (None, _one_of(models), f"one of {', '.join(models)}"),
+        "model": (None, one_of(models), f"one of {', '.join(models)}"),
         "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
-        "pattern": ("ring", _one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
-        "workers": (REQUIRED, _int(1, MAX_WORKERS), f"an integer in 1..{MAX_WORKERS}"),
-        "iterations": (3, _int(1, 10_000), "an integer in 1..10000"),
-        "ps": (1, _int(1, 64), "an integer in 1..64"),
-        "group_size": (2, _int(1, 1024), "an integer in 1..1024"),
-        "fusion_bytes": (64 * 1024 * 1024, _int(0), "an integer >= 0 (0 disables fusion)"),
-        "fusion_cycle_ms": (5.0, _num(0, lo_open=True), "a number of milliseconds > 0"),
-        "placement": ("spread", _one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
+        "pattern": ("ring", one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
+        "workers": (REQUIRED, integer(1, MAX_WORKERS), f"an integer in 1..{MAX_WORKERS}"),
+        "iterations": (3, integer(1, 10_000), "an integer in 1..10000"),
+        "ps": (1, integer(1, 64), "an integer in 1..64"),
+        "group_size": (2, integer(1, 1024), "an integer in 1..1024"),
+        "fusion_bytes": (64 * 1024 * 1024, integer(0), "an integer >= 0 (0 disables fusion)"),
+        "fusion_cycle_ms": (5.0, number(0, lo_open=True), "a number of milliseconds > 0"),
+        "placement": ("spread", one_of(PLACEMENTS), f"one of {', '.join(PLACEMENTS)}"),
     }
 
 
 TRANSPORT_FIELDS = {
-    "kind": ("reliable", _one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
-    "loss_bound": (DEFAULT_LOSS_BOUND, _num(0, 0.5), "a fraction in 0..0.5"),
-    "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, _num(0, 1), "a fraction in 0..1"),
+    "kind": ("reliable", one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
+    "loss_bound": (DEFAULT_LOSS_BOUND, number(0, 0.5), "a fraction in 0..0.5"),
+    "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, number(0, 1), "a fraction in 0..1"),
+    "drop_order": ("magnitude", one_of(DROP_ORDERS), f"one of {', '.join(DROP_ORDERS)}"),
 }
 
 _C = CompressionSpec()   # the defaults live there, once
 COMPRESSION_FIELDS = {
-    "mode": (_C.mode, _one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
-    "ratio": (_C.ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "min_ratio": (_C.min_ratio, _num(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
-    "target_delay_ms": (_C.target_delay_ns / 1e6, _num(0, lo_open=True), "a number of milliseconds > 0"),
-    "increase": (_C.increase, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
-    "decrease": (_C.decrease, _num(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "mode": (_C.mode, one_of(COMPRESSION_MODES), f"one of {', '.join(COMPRESSION_MODES)}"),
+    "ratio": (_C.ratio, number(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "min_ratio": (_C.min_ratio, number(0, 1, lo_open=True), "a fraction of values kept in (0, 1]"),
+    "target_delay_ms": (_C.target_delay_ns / 1e6, number(0, lo_open=True), "a number of milliseconds > 0"),
+    "increase": (_C.increase, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "decrease": (_C.decrease, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "method": (_C.method, one_of(COMPRESSION_METHODS), f"one of {', '.join(COMPRESSION_METHODS)}"),
+    "error_feedback": (_C.error_feedback, lambda v: isinstance(v, bool), "true or false"),
+}
+
+_T = TrainingSpec()
+TRAINING_FIELDS = {
+    "model": (_T.model, one_of(TRAINING_MODELS), f"one of {', '.join(TRAINING_MODELS)}"),
+    "hidden": (list(_T.hidden), lambda v: isinstance(v, list) and 1 <= len(v) <= 8
+               and all(integer(1, 4096)(x) for x in v), "a list of 1..8 layer widths in 1..4096"),
+    "dataset": (_T.dataset, one_of(DATASETS), f"one of {', '.join(DATASETS)}"),
+    "batch_size": (_T.batch_size, integer(1, 4096), "an integer in 1..4096"),
+    "lr": (_T.lr, number(0, 10, lo_open=True), "a number in (0, 10]"),
+    "momentum": (_T.momentum, number(0, 0.999), "a number in 0..0.999"),
+    "compute_ms": (_T.compute_ms, number(0, 60_000, lo_open=True), "a number of milliseconds in (0, 60000]"),
+    "eval_every": (_T.eval_every, integer(1), "an integer >= 1"),
+    "target_accuracy": (_T.target_accuracy, number(0, 1, lo_open=True), "a fraction in (0, 1]"),
+    "test_fraction": (_T.test_fraction, number(0.05, 0.5), "a fraction in 0.05..0.5"),
 }
 
 BACKGROUND_FIELDS = {
-    "load": (REQUIRED, _num(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
-    "distribution": ("websearch", _one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
-    "transport": ("reliable", _one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
+    "load": (REQUIRED, number(0, 0.95, lo_open=True), "a fraction of the host link rate in (0, 0.95]"),
+    "distribution": ("websearch", one_of(DISTRIBUTIONS), f"one of {', '.join(DISTRIBUTIONS)}"),
+    "transport": ("reliable", one_of(BACKGROUND_TRANSPORTS), f"one of {', '.join(BACKGROUND_TRANSPORTS)}"),
 }
 
 
 def parse_spec(raw, source="spec"):
-    c = _Checker()
+    c = Checker()
     top = c.take(raw, "", TOP_FIELDS)
     workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
     transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
@@ -270,8 +254,15 @@ def parse_spec(raw, source="spec"):
     background = None
     if top.get("background") is not None:
         background = c.take(top["background"], "background", BACKGROUND_FIELDS)
+    if compression.get("method") == "qsgd" and compression.get("mode") == "dc2":
+        c.problems.append("compression.method: qsgd has no kept ratio for dc2 to steer; "
+                          "use mode = \"fixed\" (or a sparsifier: topk, randomk)")
+    training = None
+    if top.get("training") is not None:
+        training = c.take(top["training"], "training", TRAINING_FIELDS)
+        _check_training(c, workload, top)
 
-    if workload and (workload.get("model") is None) == (workload.get("trace") is None):
+    if training is None and workload and (workload.get("model") is None) == (workload.get("trace") is None):
         c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
     if isinstance(workload.get("trace"), str) and workload["trace"]:
         path = Path(workload["trace"])
@@ -299,6 +290,8 @@ def parse_spec(raw, source="spec"):
     except SwitchSpecError as e:
         c.problems.append(f"switch: {e}")
 
+    if not c.problems:
+        _check_variants(c, top["variants"], raw, source)
     if c.problems:
         raise SpecError(c.problems, source)
     return Spec(name=top["name"], seed=top["seed"], time_dilation=float(top["time_dilation"]),
@@ -306,7 +299,39 @@ def parse_spec(raw, source="spec"):
                 time_limit_s=float(top["time_limit_s"]), packet_records=top["packet_records"],
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
-                background=background, compression=compression, source=source, raw=raw)
+                background=background, compression=compression, training=training,
+                variants=dict(top["variants"]), source=source, raw=raw)
+
+
+def _variant(raw, name, source):
+    """The spec with variant `name`'s tables laid over its own (a field at a time)."""
+    merged = {k: v for k, v in raw.items() if k != "variants"}
+    for key, value in raw["variants"][name].items():
+        base = merged.get(key)
+        merged[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    return parse_spec(merged, source)
+
+
+def _check_variants(c, variants, raw, source):
+    for name in variants:
+        if not name.replace("-", "").replace("_", "").isalnum():
+            c.problems.append(f"variants.{name}: a name of letters, digits, '-' and '_' only")
+            continue
+        try:
+            _variant(raw, name, source)
+        except SpecError as e:
+            c.problems.extend(f"variants.{name}: {p}" for p in e.problems)
+
+
+def _check_training(c, workload, top):
+    """A trained model is its own workload: its layers are the trace, its values the payloads."""
+    for name in ("model", "trace"):
+        if workload.get(name) is not None:
+            c.problems.append(f"workload.{name}: not with [training] (the trained model's "
+                              "layers are the workload); remove it")
+    if top.get("byte_scale") != 1.0 and top.get("byte_scale") != 1:
+        c.problems.append(f"byte_scale: {top.get('byte_scale')!r} is not allowed with [training]; "
+                          "must be 1 (the payloads are the model's real gradients)")
 
 
 def load_spec(path):

@@ -67,6 +67,8 @@ def _check_workload_memory(c, workload, top):
     the run's gradients fit in memory before anything allocates them: every rank holds its
     own, the model's bytes x byte_scale (as dlcp_emu.host.plan rounds them)."""
     from workloads import TraceError
+    if not workload.get("trace") and not workload.get("model"):
+        return   # a live training workload: its model is the [training] table's, and small
     try:
         sizes = _grad_bytes(workload)
     except TraceError as e:   # its problems already name the file
@@ -74,7 +76,7 @@ def _check_workload_memory(c, workload, top):
         return
     scale = top["byte_scale"]
     scaled = int(np.maximum(4, (sizes * scale).astype(np.int64) // 4 * 4).sum())
-    ranks = workload["workers"] + (workload["ps"] if workload["pattern"] == "ps" else 0)
+    ranks = workload["workers"] + (workload["ps"] if PATTERNS[workload["pattern"]].uses_ps else 0)
     need, have = ranks * scaled, machine_memory_bytes()
     if need > have:
         max_scale = have / ranks / max(1, int(sizes.sum()))

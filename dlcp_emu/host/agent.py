@@ -14,6 +14,9 @@ With compression (`compression.CompressionSpec`) every message a rank sends is t
 what it holds for that range, at the kept ratio of the bucket's collective: fixed, or set by
 a DC2 controller from the delays of the rank's earlier buckets. A parameter server answers a
 bucket at the ratio its workers pushed.
+
+With a `training.Training` replica the payloads are the model's real gradients, computed at
+the start of backward, and each bucket's result is applied to the replica as it arrives.
 """
 from dataclasses import dataclass, field
 
@@ -26,11 +29,13 @@ from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,
-    topk_pack,
+    pack,
+    sparse_ratio,
     unpack_into,
     wire_ns_per_byte,
 )
 from dlcp_emu.host.plan import gradient
+from dlcp_emu.host.training import Training
 
 
 def tensor_id(bucket, phase, step):
@@ -90,12 +95,13 @@ class _Collective:
     sent_bytes: int = 0
     dense_bytes: int = 0
     energy: list = field(default_factory=lambda: [0.0, 0.0])   # kept, total sum of squares
+    gathered: set = field(default_factory=set)   # ranges received in all-gather (forwarded on)
 
 
 class Worker:
     def __init__(self, rank, n_workers, plan, trace, pattern="ring", iterations=3, seed=1,
                  ps_ranks=(), group_size=None, keep_results=False, compression=None,
-                 wire_ns_per_byte=0.0):
+                 wire_ns_per_byte=0.0, training=None):
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
         self.pattern, self.iterations, self.seed = PATTERNS[pattern], iterations, seed
         self.ps_ranks = tuple(ps_ranks)
@@ -109,6 +115,9 @@ class Worker:
         self.done = False
         self.queue, self.active = [], None
         self.iteration = -1
+        self.training = training     # host.training.Training: real gradients, or None
+        self.compression = compression or CompressionSpec()
+        self.residuals = {}          # (bucket, phase) -> float32 values compression left out
         # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
         self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
 
@@ -161,6 +170,9 @@ class Worker:
 
     def _backward(self, now):
         self.backward_start = now
+        if self.training is not None:
+            # Every update of the last iteration is in (forward waited for each layer's).
+            self.training.compute(self.iteration)
         self.next_bucket = 0
         self._release(now)
 
@@ -213,16 +225,31 @@ class Worker:
                                        "sparse messages are sent exact")
                 unpack_into(region, data, add=phase == 0)   # reduce: add; distribute: replace
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
+                if phase == 1:
+                    c.gathered.add((recv.start, recv.stop))
             c.k += 1
             c.sent = False
 
     def _send(self, c, phase, step, t):
         data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32)
         packed = None
-        if c.ratio < 1.0:
-            packed, kept, total = topk_pack(data, c.ratio)
+        spec = self.compression
+        if spec.compresses(c.ratio):
+            values, residual = data, None
+            # What was left out of this range last time goes now; not for a range this rank
+            # only forwards in all-gather (its owner keeps that memory).
+            if spec.error_feedback and (phase == 0 or (t.start, t.stop) not in c.gathered):
+                residual = self._residual(c, phase)[t.start // 4:t.stop // 4]
+                values = data + residual
+            rng = np.random.default_rng([self.seed, self.rank, c.iteration, c.bucket.index, phase, step])
+            packed, kept, total = pack(spec.method, values, c.ratio, rng)
             c.energy[0] += kept
             c.energy[1] += total
+            if residual is not None:
+                sent = values.copy()
+                if packed is not None:
+                    unpack_into(sent, packed, add=False)
+                residual[:] = values - sent
         if packed is not None and phase == 1:
             unpack_into(data, packed, add=False)   # the owner keeps what the others get
         data = data.copy() if packed is None else packed
@@ -231,8 +258,18 @@ class Worker:
         self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step),
                                     data, c.bucket.priority, exact=packed is not None))
 
+    def _residual(self, c, phase):
+        """Error feedback's memory of a bucket's sends of one phase, by byte range."""
+        key = (c.bucket.index, phase)
+        if key not in self.residuals:
+            self.residuals[key] = np.zeros(c.bucket.nbytes // 4, dtype=np.float32)
+        return self.residuals[key]
+
     def _begin(self, iteration, bucket, now):
-        buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
+        if self.training is not None:
+            buf = self.training.values(bucket.layer_ids)
+        else:
+            buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
         c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
         c.steps = self.pattern.steps(self.rank, bucket.nbytes, workers=self.n, ps_ranks=self.ps_ranks,
                                      iteration=iteration, group_size=self.group_size, seed=self.seed)
@@ -251,9 +288,14 @@ class Worker:
             rec.energy_kept = c.energy[0] / c.energy[1]
         if self.keep_results:
             self.results[(c.iteration, c.bucket.index)] = (c.buf, sorted(c.lost))
+        last_bucket = c.bucket.index == len(self.plan.buckets) - 1
+        if self.training is not None:
+            self.training.apply(c.bucket.layer_ids, c.buf)   # what arrived, zero-fills and all
+            if last_bucket and self.training.due(c.iteration):
+                self.training.evaluate(c.iteration, now)
         for lid in c.bucket.layer_ids:
             self.updated_through[lid] = c.iteration
-        if c.bucket.index == len(self.plan.buckets) - 1:
+        if last_bucket:
             self.iteration_records[c.iteration].comm_end_ns = now
             if c.iteration == self.iterations - 1:
                 self.done = True
@@ -262,20 +304,25 @@ class Worker:
 
 
 def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compression,
-                link_rate_bps, mtu, keep_results=False):
+                link_rate_bps, mtu, keep_results=False, training=None):
     """A worker as both backends build it: `spec_workload` the spec's [workload] fields,
-    compression a CompressionSpec, the link rate the host's (scaled)."""
+    compression a CompressionSpec, the link rate the host's (scaled), training a
+    TrainingSpec (real gradients of a real model) or None (the trace's synthetic ones)."""
     w = spec_workload
+    replica = None if training is None else Training(training, rank, workers, seed, w["iterations"])
     return Worker(rank, workers, plan, trace, w["pattern"], w["iterations"], seed=seed,
                   ps_ranks=ps_ranks, group_size=w.get("group_size"), keep_results=keep_results,
-                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu))
+                  compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu),
+                  training=replica)
 
 
 class ParameterServer:
     """Sums the shard every worker pushes and sends the sum back to each worker."""
 
-    def __init__(self, rank, workers, ps_ranks, plan, iterations=3):
+    def __init__(self, rank, workers, ps_ranks, plan, iterations=3, compression=None, seed=1):
         self.rank, self.workers, self.plan = rank, tuple(workers), plan
+        self.method = (compression or CompressionSpec()).method
+        self.seed = seed
         self.k = list(ps_ranks).index(rank)
         self.shards = [split_ranges(b.nbytes, len(ps_ranks))[self.k] for b in plan.buckets]
         self.pending = {}        # (iteration, bucket) -> [sum, pushes seen]
@@ -300,19 +347,21 @@ class ParameterServer:
         key = (iteration, bucket)
         start, stop = self.shards[bucket]
         n = (stop - start) // 4
-        # [sum, pushes seen, smallest kept ratio pushed]
+        # [sum, pushes seen, smallest kept ratio pushed (None: quantised)]
         entry = self.pending.setdefault(key, [np.zeros(n, dtype=np.float32), 0, 1.0])
         unpack_into(entry[0], data, add=True)
         entry[1] += 1
         if data.size != n:
-            entry[2] = min(entry[2], (data.size - 1) / 2 / n)
+            r = sparse_ratio(data, n)
+            entry[2] = None if r is None or entry[2] is None else min(entry[2], r)
         self.lost.extend((iteration, bucket, start + a, start + b) for a, b in lost)
         if entry[1] == len(self.workers):
             del self.pending[key]
             priority = self.plan.buckets[bucket].priority
             out, exact = entry[0], False
-            if entry[2] < 1.0:
-                packed, _, _ = topk_pack(out, entry[2])
+            if entry[2] is None or entry[2] < 1.0:   # answer as the workers pushed
+                rng = np.random.default_rng([self.seed, self.rank, iteration, bucket])
+                packed, _, _ = pack(self.method, out, entry[2], rng)
                 if packed is not None:
                     out, exact = packed, True
             for w in self.workers:

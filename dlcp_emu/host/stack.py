@@ -19,16 +19,18 @@ TOP_CLASS = 7          # the largest-magnitude class
 class HostStack:
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
                  loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
-                 link_rate_bps=None):
+                 link_rate_bps=None, drop_order="magnitude", seed=0):
         """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
-        retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults."""
+        retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults.
+        drop_order, seed: which chunks bounded loss may give up (`MagnitudePolicy`)."""
         t = find_transport(transport)
         if t.kernel:
             raise ValueError(f"transport {t.name!r} is the kernel's: it has no packet endpoints to stack")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
         self.link_rate_bps = link_rate_bps
         self.sender_cls, receiver_cls = t.sender, t.receiver
-        self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound)
+        self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound,
+                                      drop_order=drop_order, seed=seed)
         self.receiver = receiver_cls(rank, mtu=mtu)
         self.senders = {}
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,

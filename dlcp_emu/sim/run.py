@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlcp_emu.experiment.accuracy import add_accuracy, trace_for, training_of
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -27,7 +28,6 @@ from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim import SimNetwork
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
-from workloads import trace_of
 
 SLICE_EVENTS = 200_000
 
@@ -46,7 +46,7 @@ def build(spec, pipeline, keep_results=False):
     transport = sim_transport(spec, pipeline)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    trace = trace_of(spec.workload)
+    trace = trace_for(spec)
     w, t = spec.workload, spec.transport
     plan = make_plan(trace, spec.scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
@@ -58,13 +58,15 @@ def build(spec, pipeline, keep_results=False):
 
     for rank in placement.host_of_rank:
         if rank in placement.ps_ranks:
-            agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"])
+            agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"],
+                                    compression=compression, seed=spec.seed)
         else:
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
-                                keep_results=keep_results)
+                                keep_results=keep_results, training=training_of(spec))
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
-                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank))
+                          droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
+                          drop_order=t["drop_order"], seed=spec.seed)
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     # Drops are recorded with the packets, to say where each lost one went.
     net = SimNetwork(topo, pipeline, seed=spec.seed, record_drops=spec.packet_records)
@@ -144,6 +146,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                       in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
                                                  if p.frame is not None),
                                       dropped=_training_drops(net))}
+    add_accuracy(spec, records, spec.scale, s, frames)
     finish(run_dir, s, frames, interrupted)
     if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
@@ -176,4 +179,6 @@ def _records(rank, stack):
     if isinstance(a, Worker):
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
+        if a.training is not None:
+            out["accuracy"] = a.training.evaluations
     return out

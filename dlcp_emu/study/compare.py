@@ -37,13 +37,21 @@ def run_one(spec, preset, run_dir, backend, log):
 
 
 def variants(spec, presets, vary=()):
-    """[(label, preset, spec)] to run, every spec checked before anything runs."""
-    specs = [("", spec)]
-    for field, values in vary or ():
-        leaf = field.rsplit(".", 1)[-1]
-        specs = [(f"{label},{leaf}={v}", _with_field(s, field, v))
-                 for (label, s), v in itertools.product(specs, values)]
-    return [(preset_name(p) + label, p, s) for p in presets for label, s in specs]
+    """[(label, preset, spec)] to run, every spec checked before anything runs. presets None:
+    the spec's own [variants], each named by its name and run with its [switch]."""
+    if presets is None:
+        bases = [(name, v.switch, v) for name, v in spec.variant_specs()]
+    else:
+        bases = [(preset_name(p), p, spec) for p in presets]
+    out = []
+    for name, preset, base in bases:
+        specs = [("", base)]
+        for field, values in vary or ():
+            leaf = field.rsplit(".", 1)[-1]
+            specs = [(f"{label},{leaf}={v}", _with_field(s, field, v))
+                     for (label, s), v in itertools.product(specs, values)]
+        out += [(name + label, preset, s) for label, s in specs]
+    return out
 
 
 def _with_field(spec, field, value):
@@ -115,6 +123,13 @@ def _combine(per_seed):
         values = [s[key] for s in per_seed if s.get(key) is not None]
         out[key] = float(np.mean(values)) if values else None
     out["compression"] = _mean_numbers([s.get("compression", {}) for s in per_seed])
+    if "accuracy" in out:
+        acc = [s["accuracy"] for s in per_seed]
+        out["accuracy"] = _mean_numbers(acc)
+        # A mean over the seeds that reached the target alone would flatter: say how many did.
+        out["accuracy"]["seeds_reaching_target"] = sum(a["iterations_to_target"] is not None for a in acc)
+        if out["accuracy"]["seeds_reaching_target"] < len(acc):
+            out["accuracy"]["iterations_to_target"] = out["accuracy"]["time_to_target_s"] = None
     out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
@@ -145,8 +160,10 @@ def table(summary):
     """A plain-text table of the presets' figures, times in milliseconds."""
     compressed = any(s.get("compression", {}).get("mode", "none") != "none"
                      for s in summary["presets"].values())
+    trained = any("accuracy" in s for s in summary["presets"].values())
     head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
-            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []), "fidelity"]
+            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []),
+            *(["accuracy", "vs lossless", "to target"] if trained else []), "fidelity"]
     rows = []
     for preset, s in summary["presets"].items():
         fid = s["fidelity"]
@@ -169,6 +186,7 @@ def table(summary):
                      "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
                      "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
                      *(_compression_cells(s.get("compression", {})) if compressed else []),
+                     *(_accuracy_cells(s.get("accuracy", {})) if trained else []),
                      fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
@@ -176,12 +194,23 @@ def table(summary):
     return "\n".join(lines) + (
         "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
             "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
-            "\n sum of squares the compressed messages kept)" if compressed else "") +
+            "\n sum of squares the compressed messages kept)" if compressed else "") + (
+            "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
+            "\n same training in one process, points; to target: iterations and real-world seconds"
+            "\n to reach the target accuracy)" if trained else "") +
         "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
         "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute;"
         "\n CPU time the hypervisor took, when 1% or more. 'behind!': switches late (p99 above 1 ms"
         "\n or one stall above 20 ms). 'hosts late!': a wait above 10% of a frame time or compute"
         "\n stretched above 5%, so the hosts slowed the run: raise time_dilation)")
+
+
+def _accuracy_cells(a):
+    if a.get("final") is None:
+        return ["-", "-", "-"]
+    reach = "-" if a.get("iterations_to_target") is None else \
+        f"{a['iterations_to_target']:.0f} it, {a['time_to_target_s']:.2f} s"
+    return [f"{a['final'] * 100:.2f}%", f"{a['difference'] * 100:+.2f}", reach]
 
 
 def _compression_cells(c):

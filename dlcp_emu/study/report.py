@@ -6,7 +6,9 @@
   most) of each preset;
 - loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset;
 - compression.png (runs that compressed): each bucket's kept ratio over time and the delay
-  DC2 steers by.
+  DC2 steers by;
+- accuracy.png (runs that trained): held-out accuracy against real-world time and against
+  iterations, mean of the replicas and seeds, with the lossless one-process baseline.
 """
 import json
 from pathlib import Path
@@ -120,7 +122,34 @@ def draw(run_dir):
     compressed = [p for p in presets if "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
     if compressed:
         pngs.append(_compression_plot(plt, tensors, compressed, colors, title, run_dir))
+    accuracy = _frames(run_dir, "accuracy")
+    if accuracy:
+        pngs.append(_accuracy_plot(plt, accuracy, summary, presets, colors, title, run_dir))
     return pngs
+
+
+def _accuracy_plot(plt, accuracy, summary, presets, colors, title, run_dir):
+    """What the network cost in accuracy and what it saved in time: one curve per preset."""
+    fig, (by_time, by_iter) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for p in [p for p in presets if p in accuracy]:
+        curve = accuracy[p].groupby("iteration").agg(acc=("accuracy", "mean"), t=("t_s", "mean"))
+        a = summary["presets"][p].get("accuracy", {})
+        final = "" if a.get("final") is None else f"  ({a['final'] * 100:.1f}%)"
+        by_time.plot(curve["t"], curve["acc"] * 100, color=colors[p], marker=".", lw=1, label=p + final)
+        by_iter.plot(curve.index + 1, curve["acc"] * 100, color=colors[p], marker=".", lw=1)
+    base = next((summary["presets"][p]["accuracy"].get("baseline") for p in presets
+                 if summary["presets"][p].get("accuracy")), None)
+    for ax in (by_time, by_iter):
+        if base is not None:
+            ax.axhline(base * 100, color="grey", ls="--", lw=0.8)
+        ax.grid(alpha=0.3)
+    by_time.set_xlabel("time (s, real-world)")
+    by_iter.set_xlabel("iterations")
+    by_time.set_ylabel("held-out accuracy (%)")
+    by_time.legend(fontsize=8, loc="lower right")
+    by_iter.set_title("dashed: lossless baseline (one process, same batches), final", fontsize=8)
+    fig.suptitle(f"Accuracy against time: {title}", fontsize=10)
+    return _save(fig, run_dir / "accuracy.png")
 
 
 def _compression_plot(plt, tensors, names, colors, title, run_dir):

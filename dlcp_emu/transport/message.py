@@ -21,6 +21,7 @@ FLOAT = np.dtype("<f4")  # gradients travel little-endian, whatever the host ord
 MAX_CHUNKS = 1 << 29     # probes pack (class << 29 | chunk) into 32 bits
 DEFAULT_LOSS_BOUND = 0.01
 DEFAULT_DROPPABLE_FRACTION = 0.5
+DROP_ORDERS = ("magnitude", "random")   # which chunks a bounded-loss sender may give up
 
 
 def chunk_payload_size(mtu: int = DEFAULT_MTU) -> int:
@@ -111,11 +112,18 @@ class MagnitudePolicy:
     floor(loss_bound * message bytes). The loss bound therefore holds by construction: with
     the defaults (half the chunks candidates, 1% bound) the smallest-magnitude 1% of the bytes
     may be lost.
+
+    `drop_order = "random"` is the magnitude-blind ablation: the same rule over the chunks'
+    magnitudes shuffled (from a generator seeded by `seed` and the message), so as many bytes
+    are droppable but they are any chunks, and the classes the switches drop by no longer
+    follow the values either.
     """
 
     droppable_fraction: float = DEFAULT_DROPPABLE_FRACTION
     loss_bound: float = DEFAULT_LOSS_BOUND
     class_edges: tuple[float, ...] | None = None
+    drop_order: str = "magnitude"
+    seed: int = 0
 
     def __post_init__(self):
         for name in ("droppable_fraction", "loss_bound"):
@@ -127,6 +135,8 @@ class MagnitudePolicy:
             if len(e) != 7 or list(e) != sorted(e):
                 raise ValueError(f"class_edges must be 7 increasing thresholds, got {self.class_edges!r}")
             object.__setattr__(self, "class_edges", e)
+        if self.drop_order not in DROP_ORDERS:
+            raise ValueError(f"drop_order must be one of {', '.join(DROP_ORDERS)}, got {self.drop_order!r}")
 
     def bound_bytes(self, total_bytes: int) -> int:
         return math.floor(self.loss_bound * total_bytes)
@@ -139,12 +149,15 @@ class MagnitudePolicy:
         return np.searchsorted(np.asarray(edges), m, side="left").astype(np.uint8)
 
     def plan(self, magnitudes: np.ndarray, total_bytes: int, chunk_size: int,
-             droppable_allowed: bool = True) -> ChunkPlan:
+             droppable_allowed: bool = True, salt: tuple = ()) -> ChunkPlan:
+        """salt: integers naming the message (random drop order: its own shuffle)."""
         m = np.asarray(magnitudes, dtype=np.float64)
         n = -(-total_bytes // chunk_size)
         if m.shape != (n,):
             raise ValueError(f"need one magnitude per chunk ({n} chunks of {chunk_size} bytes), "
                              f"got shape {m.shape}")
+        if self.drop_order == "random":
+            m = np.random.default_rng([self.seed, *salt]).permutation(m)
         drop = np.zeros(n, dtype=np.uint8)
         bound = self.bound_bytes(total_bytes)
         k = math.floor(self.droppable_fraction * n)

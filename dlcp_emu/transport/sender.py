@@ -189,7 +189,8 @@ class Sender(LossDetection):
             mags = msg.chunk_magnitudes
             if mags is None:
                 mags = chunk_magnitudes(data, self.payload_size)
-            plan = self.policy.plan(mags, total, self.payload_size, droppable_allowed=self.bounded_loss)
+            plan = self.policy.plan(mags, total, self.payload_size, droppable_allowed=self.bounded_loss,
+                                    salt=(msg.job, msg.src_rank, msg.dst_rank, msg.iteration, msg.tensor_id))
             mag, drop = plan.mag_class, plan.droppable
         if msg.mag_class is not None:
             mag = _per_chunk(msg.mag_class, count, "mag_class", np.uint8)
