@@ -76,18 +76,24 @@ def run_kernel_tcp(cfg, agent, stopping):
     return 0
 
 
-def tcp_records(cfg, m, started):
-    a = m.agent
-    out = {"rank": cfg["rank"], "role": cfg["role"], "started_ns": started, "done": m.done,
-           "deliveries": m.deliveries, "sends": []}
+def _with_agent_records(out, cfg, a, lost):
+    """A worker's iterations, tensors and accuracy; a parameter server's lost ranges (its
+    own, unless `lost` is given)."""
     if cfg["role"] == "worker":
         out["iterations"] = [r.__dict__ for r in a.iteration_records]
         out["tensors"] = [r.__dict__ for r in a.tensors]
         if a.training is not None:
             out["accuracy"] = a.training.evaluations
     else:
-        out["lost"] = []
+        out["lost"] = a.lost if lost is None else lost
     return out
+
+
+def tcp_records(cfg, m, started):
+    a = m.agent
+    out = {"rank": cfg["rank"], "role": cfg["role"], "started_ns": started, "done": m.done,
+           "deliveries": m.deliveries, "sends": []}
+    return _with_agent_records(out, cfg, a, lost=[])
 
 
 def build_agent(cfg):
@@ -146,14 +152,7 @@ def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
            "deliveries": stack.deliveries,
            "sends": [r.__dict__ for r in stack.completions],
            "stalls": stalls.summary() if stalls else {}}
-    if cfg["role"] == "worker":
-        out["iterations"] = [r.__dict__ for r in a.iteration_records]
-        out["tensors"] = [r.__dict__ for r in a.tensors]
-        if a.training is not None:
-            out["accuracy"] = a.training.evaluations
-    else:
-        out["lost"] = a.lost
-    return out
+    return _with_agent_records(out, cfg, a, lost=None)
 
 
 def main(argv=None):
