@@ -121,6 +121,7 @@ def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
     assert set(packets["fate"]) <= {"delivered", "in_flight"}
 
 
+@pytest.mark.slow
 def test_compare_sweeps_compression_and_dc2_trades_bytes_for_time(tmp_path, capsys):
     """`compare --vary compression.mode=...` on the tiny spec (2:1 uplinks, background): every
     mode runs, the table grows its compression columns, and compressing sends fewer bytes,

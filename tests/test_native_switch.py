@@ -217,12 +217,14 @@ def run_both(topology, pipeline, stream, seed, counters_every=1):
 
 
 # -- the differential tests ----------------------------------------------------------------
+@pytest.mark.slow
 @SETTINGS
 @given(topologies(), st.sampled_from(preset_names()), streams, seeds)
 def test_every_preset_matches_the_python_model(topology, preset, stream, seed):
     run_both(topology, preset, stream, seed)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(topologies(), custom_pipelines(), streams, seeds)
 def test_custom_pipelines_match_the_python_model(topology, pipeline, stream, seed):
@@ -259,6 +261,7 @@ ecn_pipelines = st.builds(lambda preset, f: {"preset": preset, "queue_manager": 
                           st.sampled_from(preset_names()), st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5]))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(aligned_topologies(), custom_pipelines() | st.sampled_from(preset_names()) | ecn_pipelines,
        aligned_streams, seeds)
@@ -275,6 +278,7 @@ def test_ecn_marks_at_the_same_occupancy(pipeline, buffer_bytes, stream):
     run_both((ports, {"a": (2,)}, (2,)), pipeline, stream, seed=0)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(topologies(), custom_pipelines() | st.sampled_from(preset_names()), streams, seeds)
 def test_batch_matches_receive_and_poll(topology, pipeline, stream, seed):

@@ -1,8 +1,8 @@
 """The `dlcp` bounded-loss transport over a seeded lossy channel in virtual time."""
-
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +52,7 @@ def check_delivery(d, msg, droppable, cs):
     assert -1 not in d.lost_bytes_by_class  # every lost chunk's class is known
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**31), loss=st.floats(0, 0.2), dup=st.floats(0, 0.2),
        reorder=st.floats(0, 0.3), trim=st.sampled_from([0, 0, 0.05, 0.2]),

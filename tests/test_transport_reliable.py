@@ -29,6 +29,7 @@ def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=200_000, **kw):
                         msgs, fwd, back, max_events)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**31), loss=st.floats(0, 0.2), dup=st.floats(0, 0.2),
        reorder=st.floats(0, 0.3), trim=st.sampled_from([0, 0, 0.05]), ecn=st.sampled_from([0, 0.05]),

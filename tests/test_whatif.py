@@ -88,6 +88,7 @@ def test_cli_sweep_writes_table_and_plot(tmp_path, capsys):
     assert "resnet101: scaling factor" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_packet_level_answer_beside_the_closed_form(tmp_path):
     from dlcp_emu.study.whatif_sim import whatif_sim
     slow = whatif_sim("resnet50", 4, 10, tmp_path / "slow")
