@@ -33,33 +33,18 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
 from dlcp_emu.emu.datapath.config import build_switch, flood_table, load_config, mac_bytes
 from dlcp_emu.emu.datapath.forward import run_forward
-from dlcp_emu.emu.datapath.frames import copy_for, make_parser
+from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.emu.datapath.pcap import PcapWriter
 from dlcp_emu.emu.datapath.sendahead import send_due
 from dlcp_emu.emu.datapath.sockets import (
-    PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
+    PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
     open_port_socket, send_functions, socket_drops,
 )
 from dlcp_emu.emu.datapath.stats import datapath_stats
+from dlcp_emu.emu.lifeline import follow_parent
 
-
-
-
-# -- config ------------------------------------------------------------------------------
-
-
-# -- lateness ------------------------------------------------------------------------------
-
-
-# -- pcap ------------------------------------------------------------------------------------
-
-
-# -- sockets -----------------------------------------------------------------------------------
-
-
-# -- the switch process ------------------------------------------------------------------
 
 class Datapath:
     def __init__(self, cfg):
@@ -89,14 +74,15 @@ class Datapath:
         self.socks = {}
         self.pcaps = []
         zero = dict.fromkeys(self.numbers, 0)
-        self.rx_frames = dict(zero)          # forward mode (model mode derives it)
-        self.tx_frames = dict(zero)
+        self.rx_frames = dict(zero)          # frames read from each port
+        self.tx_frames = dict(zero)          # forward mode (model mode derives it)
         self.tx_errors = dict(zero)
         self.rx_errors = dict(zero)
         self.socket_drops = dict(zero)
         self.flood_frames = dict(zero)       # flooded frames given to the model
         self.flood_copies = dict(zero)       # the copies they became
         self.not_flooded = dict(zero)        # broadcast frames with no tree port to go to
+        self.refused = {MALFORMED: 0, INVALID_DLCP: 0}   # frames the parser refused, by reason
         self.no_route = 0                    # forward mode
         self.rewrite_errors = 0
         self.started_ns = None
@@ -107,9 +93,7 @@ class Datapath:
     def open(self):
         cfg = self.cfg
         if cfg["parent_pid"]:
-            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != cfg["parent_pid"]:
-                raise SystemExit(f"{self.name}: parent {cfg['parent_pid']} is gone")
+            follow_parent(cfg["parent_pid"], self.name)
         _prctl(PR_SET_TIMERSLACK, 1)
         if cfg["cpu"] is not None:
             os.sched_setaffinity(0, {int(cfg["cpu"])})
@@ -241,6 +225,7 @@ class Datapath:
         for n, f in self._senders().items():
             sends[n] = f
         arrivals, take, send_due = self.ingress.arrivals, self._take, self._send_due
+        rx_frames = self.rx_frames
         waits_append = waits.append
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
@@ -285,6 +270,7 @@ class Datapath:
                 port, drain = entry
                 frames, stamps = drain(batch)
                 if frames:
+                    rx_frames[port] += len(frames)
                     got.append((port, frames, stamps))
             if got or arriving:
                 due = arrivals(got, clock(), floor, self.clock_offset, waits_append)
@@ -311,6 +297,9 @@ class Datapath:
         flood = self.flood
         for t, port, frame in due:
             pkt = parse(frame)
+            if pkt.__class__ is str:    # refused: MALFORMED or INVALID_DLCP
+                self.refused[pkt] += 1
+                continue
             if frame[0] & 1:            # group bit of the destination MAC
                 outs = flood[port]
                 if not outs:
