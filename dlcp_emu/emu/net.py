@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 
-from dlcp_emu.emu import cleanup, reaper
+from dlcp_emu.emu import cleanup, links, reaper
 from dlcp_emu.emu.lifeline import PARENT_ENV
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
 from switch_models import ETHERNET_OVERHEAD, HOST_BUFFER_BYTES
@@ -28,6 +28,7 @@ from switch_models import ETHERNET_OVERHEAD, HOST_BUFFER_BYTES
 from dlcp_emu.wire.layout import ETH_LEN
 
 HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
+DRAIN_TIMEOUT_S = 10.0  # the longest a stop waits for the network to go quiet (links.drain)
 
 
 class RunTerminated(BaseException):
@@ -75,6 +76,9 @@ class EmulationRun:
         self.stats = {}
         self.procs = []
         self.stale_runs = []     # earlier runs' leftovers this start removed (cleanup.clean)
+        self.links = None        # links.link_balance at stop: every link's frames accounted
+        self.drained = None      # whether the network went quiet before the switches stopped
+        self._host_base = None   # the hosts' interface counters once the switches were ready
         self._reaper = None
         self._reaper_pipe = None
         self._old_handler = None
@@ -166,6 +170,8 @@ class EmulationRun:
             self._pace_hosts()
         self.net.start()
         state.confirm_interfaces()      # a kernel bridge's interface exists from its start
+        if self._checks_links():
+            self._host_base = links.hosts_counters(self.net, self.topology)
         return self
 
     def _start_reaper(self):
@@ -255,15 +261,28 @@ class EmulationRun:
         return drops
 
     # -- teardown ---------------------------------------------------------------------------
+    def _checks_links(self):
+        return self.switch_override is None and self.mode == "model"
+
     def stop_switches(self):
-        """Stop every switch process (in parallel) and keep its final stats."""
+        """Stop every switch process and keep its final stats. Once the hosts have stopped
+        (`stop` ends them first) the switches go on until the network is quiet
+        (`links.drain`), so that no frame is on its way when they stop; then every link's
+        balance is taken (`self.links`)."""
         if self.net is None:
             return self.stats
         switches = [s for s in self.net.switches if isinstance(s, DlcpSwitch)]
+        if self._checks_links() and switches and all(s._alive() for s in switches):
+            self.drained = links.drain(self.net, self.topology, switches, self._host_base,
+                                       DRAIN_TIMEOUT_S, paced=self.paced)
         for s in switches:
             s._signal(signal.SIGTERM)
         for s in switches:
             self.stats[s.name] = s.stop_process()
+        if self._checks_links() and self._host_base is not None:
+            self.links = links.link_balance(self.topology, dict(self.stats),
+                                            links.hosts_counters(self.net, self.topology),
+                                            self._host_base)
         return self.stats
 
     def stop(self):

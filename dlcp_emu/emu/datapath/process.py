@@ -18,7 +18,8 @@ The config is described in `config.py`.
 On SIGTERM/SIGINT the loop stops taking frames in, lets what the model holds leave on
 schedule (at most drain_s), writes the final stats to `stats_path` and the process
 exits 0. Stats are also written every `stats_interval_s` (by a thread), so a crash keeps
-what was measured. The switch says it fell behind when its sockets dropped frames, its p99
+what was measured, and at once on SIGUSR1 (`snapshot` counts them: how a run draining its
+network polls the switches' counters, see `emu/links.py`). The switch says it fell behind when its sockets dropped frames, its p99
 lateness exceeds late_threshold_ns, or one packet left more than stall_limit_ns late (a p99
 hides a single stall, which holds every packet the switch has).
 """
@@ -69,6 +70,8 @@ class Datapath:
         self.housekeeping_max_ns = 0    # the longest the loop spent on its stats, once a second
         self.send_ahead = 0         # ns before a departure the loop wakes (see _send_due)
         self.stopping = False
+        self.report_now = False     # SIGUSR1: write the stats at once (a drain's poll)
+        self.snapshots = 0          # stats written so far: tells a reader a fresh one
         # Stats while running, written off the forwarding loop (no thread without a file).
         self.checkpoints = CheckpointWriter() if cfg["stats_path"] else None
         self.socks = {}
@@ -121,6 +124,7 @@ class Datapath:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGUSR1, self._on_report)
 
     def attach(self, socks, mtu=1500):
         """Take the port sockets ({port number: socket}, any datagram socket will do: unit
@@ -161,6 +165,9 @@ class Datapath:
     def _on_signal(self, signum, frame):
         # The wakeup fd already made select return; the loop sees the flag next round.
         self.stopping = True
+
+    def _on_report(self, signum, frame):
+        self.report_now = True
 
     def request_stop(self):
         """Stop the loop from another thread (tests): set the flag, wake the select."""
@@ -243,7 +250,8 @@ class Datapath:
             if arriving and (t is None or arriving[0][0] < t):
                 t = arriving[0][0]
             now = clock()
-            if now >= housekeeping or len(lat) > lat_limit or len(waits) > lat_limit:
+            if (now >= housekeeping or self.report_now or len(lat) > lat_limit
+                    or len(waits) > lat_limit):
                 self.loops = loops
                 self.housekeeping()
                 housekeeping = self._housekeeping_due()
@@ -354,6 +362,8 @@ class Datapath:
 
     # -- stats ----------------------------------------------------------------------------
     def housekeeping(self, final=False):
+        self.report_now = False
+        self.snapshots += 1
         self.lateness.fold()
         self.rx_wait.fold()
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # follows a clock step

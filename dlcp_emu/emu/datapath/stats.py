@@ -16,6 +16,7 @@ def datapath_stats(dp, final=False):
         "elapsed_s": round((time.monotonic_ns() - dp.started_ns) / 1e9, 3)
         if dp.started_ns else 0.0,
         "loops": dp.loops,
+        "snapshot": dp.snapshots,
         "ports": {n: dp.intf[n] for n in dp.numbers},
         "rx_socket_drops": dict(dp.socket_drops),
         "rx_errors": dict(dp.rx_errors), "tx_errors": dict(dp.tx_errors),
