@@ -18,7 +18,9 @@ from dlcp_emu.emu.datapath.config import ConfigError, build_switch, flood_table,
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.emu.datapath.pcap import PcapWriter
 from dlcp_emu.emu.datapath.process import Datapath
-from dlcp_emu.emu.datapath.frames import apply_rewrite, copy_for, make_parser, parse
+from dlcp_emu.emu.datapath.frames import (
+    INVALID_DLCP, MALFORMED, apply_rewrite, copy_for, make_parser, parse,
+)
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -57,10 +59,47 @@ def test_dlcp_needs_the_port_magic_and_sane_fields():
     assert not p.dlcp and p.prio == 7 - (other_port[15] >> 5)
     bad_magic = bytearray(dlcp())
     bad_magic[42] ^= 0xFF
-    assert not parse(bytes(bad_magic)).dlcp
+    assert not parse(bytes(bad_magic)).dlcp                # not DLCP: plain UDP
     bad_prio = bytearray(dlcp())
     bad_prio[47] = 9                                       # would index past the tables
-    assert not parse(bytes(bad_prio)).dlcp
+    assert parse(bytes(bad_prio)) == INVALID_DLCP
+
+
+@pytest.mark.parametrize("offset, value, why", [
+    (44, 2, "version"), (45, 9, "type"), (46, 0x10, "flag bit"), (46, 0x80, "flag bit"),
+    (47, 8, "priority"), (48, 8, "magnitude class"), (49, 1, "reserved"), (78, 1, "reserved2"),
+    (81, 0x80, "reserved2"),
+])
+def test_a_dlcp_header_the_codec_refuses_is_invalid_not_plain(offset, value, why):
+    """The magic says DLCP; any field the codec would refuse makes the frame INVALID_DLCP
+    (the header's bytes are 42..89 of the frame)."""
+    f = bytearray(dlcp())
+    f[offset] = value
+    assert parse(bytes(f)) == INVALID_DLCP, why
+    assert parse(dlcp()).dlcp                               # the untouched frame is fine
+
+
+def test_a_cut_dlcp_header_is_invalid_and_broken_ipv4_is_malformed():
+    f = dlcp(payload=0)
+    cut = f[:60]
+    # The IP total length still claims the whole datagram: malformed before anything else.
+    assert parse(cut) == MALFORMED
+    fixed = bytearray(cut)
+    struct.pack_into("!H", fixed, 16, len(cut) - 14)        # a consistent IPv4 total length
+    assert parse(bytes(fixed)) == INVALID_DLCP
+    assert parse(b"\x00" * 13) == MALFORMED                  # no Ethernet header
+    short_ip = bytearray(ipv4(17))
+    short_ip[14] = 0x44                                     # IHL 4: 16 bytes, below 20
+    assert parse(bytes(short_ip)) == MALFORMED
+    long_total = bytearray(ipv4(17))
+    struct.pack_into("!H", long_total, 16, 100)             # 100 bytes claimed, 46 there
+    assert parse(bytes(long_total)) == MALFORMED
+    options_cut = bytearray(ipv4(6))
+    options_cut[14] = 0x4F                                  # a 60-byte header in 46 bytes
+    assert parse(bytes(options_cut)) == MALFORMED
+    padded = bytearray(ipv4(17))                            # bytes past the total: padding
+    struct.pack_into("!H", padded, 16, 28)
+    assert parse(bytes(padded)).prio == 7
 
 
 def test_ipv4_priority_and_ecn_from_tos():
@@ -89,9 +128,10 @@ def test_arp_runts_and_padding():
     arp = mac_bytes("ff:ff:ff:ff:ff:ff") + mac_bytes(H1) + b"\x08\x06" + bytes(28)
     p = parse(arp)
     assert (p.prio, p.dlcp, p.size, p.dst[0] & 1) == (7, False, 60, 1)   # padded to 60
-    runt = mac_bytes(H2) + mac_bytes(H1) + b"\x08\x00"
+    runt = mac_bytes(H2) + mac_bytes(H1) + b"\x08\x06"
     p = parse(runt)
     assert p.dst == mac_bytes(H2) and p.prio == 7
+    assert parse(mac_bytes(H2) + mac_bytes(H1) + b"\x08\x00") == MALFORMED   # IPv4, no header
     assert parse(dlcp(payload=1400)).size == 1400 + 90
 
 

@@ -34,7 +34,7 @@ class Rig:
     """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
 
     def __init__(self, tmp_path, rate=8e6, nports=3, mode="model", pipeline="fifo", paced=(),
-                 buffer_bytes=256 * 1024, **kw):
+                 buffer_bytes=256 * 1024, mtu=1500, **kw):
         cfg = {"name": "s1", "mode": mode, "pipeline": pipeline,
                "ports": [{"number": n, "intf": f"p{n}", "rate_bps": rate,
                           "buffer_bytes": buffer_bytes,
@@ -51,7 +51,7 @@ class Rig:
             a.setblocking(False)
             b.settimeout(2)
             near[n], self.far[n] = a, b
-        self.dp.attach(near)
+        self.dp.attach(near, mtu)
         self.thread = threading.Thread(target=self.dp.run, daemon=True)
         self.thread.start()
 
@@ -155,6 +155,44 @@ def test_unknown_destination_is_counted_not_lost(tmp_path):
     assert len(rig.recv(2, 1)) == 1
     stats = rig.stop()
     assert stats["conservation"]["dropped"] == {"no_route": 1} and stats["conservation"]["ok"]
+
+
+def test_a_send_the_kernel_refuses_is_a_drop_not_sent(tmp_path):
+    """A frame larger than the out port's socket takes (EMSGSIZE here; a 9000-byte frame on a
+    1500-MTU veth is the same refusal) is dropped as tx_refused: 'sent' is what the kernel
+    took."""
+    rig = Rig(tmp_path, rate=1e9, mtu=9000)
+    rig.dp.socks[2].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2048)
+    big, small = frame(payload=8000), frame(payload=100)
+    rig.far[1].send(big)
+    rig.far[1].send(small)
+    assert [g[1] for g in rig.recv(2, 1)] == [small]
+    stats = rig.stop()
+    c = stats["conservation"]
+    assert stats["tx_errors"][2] == 1 and stats["tx_frames"][2] == 1
+    assert c["frames_in"] == 2 and c["sent"] == 1 and c["dropped"] == {"tx_refused": 1}
+    assert c["ok"], c
+
+
+def test_malformed_and_invalid_dlcp_frames_are_dropped_and_counted(tmp_path):
+    """A frame with the DLCP magic and an unknown flag bit, and one too short for an
+    Ethernet header, never reach the model: each is dropped under its reason, and counted
+    in."""
+    rig = Rig(tmp_path, rate=1e9)
+    bad_flags = bytearray(frame())
+    bad_flags[46] |= 0x40
+    rig.far[1].send(bytes(bad_flags))
+    rig.far[1].send(b"\x00" * 10)
+    rig.far[1].send(frame())
+    assert len(rig.recv(2, 1)) == 1
+    rig.far[2].settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        rig.far[2].recv(100)                            # the invalid one was not forwarded
+    stats = rig.stop()
+    c = stats["conservation"]
+    assert stats["rx_frames"][1] == 3 and c["frames_in"] == 3 and c["packets_in"] == 1
+    assert c["dropped"] == {"invalid_dlcp": 1, "malformed": 1} and c["sent"] == 1
+    assert c["ok"], c
 
 
 def test_trimming_is_applied_to_the_frame(tmp_path):

@@ -21,6 +21,7 @@ def test_background_flows_complete_beside_training(tmp_path, transport):
     spec = parse_spec({**SPEC, "background": {"load": 0.3, "transport": transport}})
     s, frames = run_emulation(spec, "fifo", tmp_path, log=lambda m: None)
     assert s["completed"] and s["switch_conservation_ok"]
+    assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
     bg = frames["background"]
     done = bg[bg["state"] == "done"]
     # Hosts without a worker (2 of 6) source and sink flows too; most flows that started

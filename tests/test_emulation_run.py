@@ -79,6 +79,7 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
     assert s["completed"] is False and "interrupted" in s["stopped_because"]
     assert s["iterations_measured"] >= 4     # 4 workers, at least one non-warm-up iteration each
     assert s["switch_conservation_ok"]
+    assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
     assert links() == before                  # every interface of the run is gone
     assert not [p for p in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True)
                 .stdout.splitlines() if str(tmp_path) in p]

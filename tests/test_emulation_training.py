@@ -36,6 +36,7 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, m
     summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
     assert summary["completed"], summary
     assert summary["switch_conservation_ok"]
+    assert summary["links_ok"] and summary["network_drained"], summary["links_unbalanced"]
     assert summary["loss_within_bound"]
 
     its = tables["iterations"]

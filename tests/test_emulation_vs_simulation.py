@@ -61,6 +61,7 @@ def assert_same_work(emu, emu_frames, sim, sim_frames):
     reached its receiver."""
     assert emu["completed"] and sim["completed"]
     assert emu["switch_conservation_ok"] and sim["switch_conservation_ok"]
+    assert emu["links_ok"] and emu["network_drained"], emu["links_unbalanced"]
     assert synchronised(emu_frames) == synchronised(sim_frames)
     assert first_transmissions(emu_frames["packets"]) == first_transmissions(sim_frames["packets"])
     assert sum(emu["host_queue_drops"].values()) == 0, emu["host_queue_drops"]

@@ -2,10 +2,13 @@
 import json
 import os
 import sys
+from pathlib import Path
 
 from switch_models import preset_names
 
-from dlcp_emu.commands.argtypes import fat_tree_k, number_at_least, output_file, positive_int
+from dlcp_emu.commands.argtypes import (
+    fat_tree_k, name, number_at_least, output_dir, output_file, positive_int,
+)
 
 
 def add_parser(sub):
@@ -19,6 +22,7 @@ def add_parser(sub):
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_bench_model)
     _add_switch(kinds)
+    _add_soak(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
     sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
@@ -108,3 +112,53 @@ def _bench_switch(args):
         for k, v in result.items():
             print(f"{k}: {v}")
     return 0
+
+
+def _add_soak(kinds):
+    s = kinds.add_parser("soak", help="one emulation at steady load for minutes (root): memory "
+                                      "of every process, switch lateness, fidelity, conservation")
+    s.add_argument("--minutes", type=number_at_least(0, lo_open=True), default=30.0,
+                   help="how long the emulation runs (default 30)")
+    s.add_argument("--spec", type=Path, default=None,
+                   help="experiment spec (default examples/soak.toml); its time limit becomes --minutes")
+    s.add_argument("--preset", type=name, default=None, help="switch preset (default: the spec's)")
+    s.add_argument("--sample-seconds", type=number_at_least(0.5), default=10.0,
+                   help="how often memory and lateness are sampled (default 10)")
+    s.add_argument("--warmup-minutes", type=number_at_least(0), default=None,
+                   help="growth is measured after this (default a third of the run, at least 5 "
+                        "minutes, at most half)")
+    s.add_argument("--results", type=output_dir, default=Path("results"),
+                   help="results root (default results/)")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_bench_soak)
+    return s
+
+
+def _bench_soak(args):
+    if os.geteuid() != 0:
+        print("dlcp-emu bench soak: needs root (Mininet, namespaces, AF_PACKET)", file=sys.stderr)
+        return 1
+    from dlcp_emu.experiment.spec import SpecError
+    from dlcp_emu.tools import bench_soak
+    if args.warmup_minutes is not None and args.warmup_minutes >= args.minutes:
+        print(f"dlcp-emu bench soak: --warmup-minutes ({args.warmup_minutes:g}) must be below "
+              f"--minutes ({args.minutes:g})", file=sys.stderr)
+        return 2
+    if args.preset is not None and args.preset not in preset_names():
+        print(f"dlcp-emu bench soak: unknown preset {args.preset!r}; known: "
+              f"{', '.join(preset_names())}", file=sys.stderr)
+        return 2
+    try:
+        result = bench_soak.run(args.minutes, spec_path=args.spec, preset=args.preset,
+                                sample_s=args.sample_seconds, warmup_min=args.warmup_minutes,
+                                out_dir=args.results,
+                                log=(lambda m: print(m, file=sys.stderr, flush=True))
+                                if args.json else print)
+    except SpecError as e:
+        print(f"dlcp-emu bench soak: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("\n".join(bench_soak.report(result)))
+    return 0 if result["memory_ok"] and result["links_ok"] else 1

@@ -101,11 +101,17 @@ class RunState:
                 self.data["interfaces"].append({"name": n, "ifindex": None})
         self.save()
 
-    def note_ifindexes(self):
-        """After creation: the ifindex of each, so clean never deletes a later namesake."""
+    def confirm_interfaces(self, names=None):
+        """Once created (all recorded ones by default): the ifindex of each that exists and
+        has none yet. Only a confirmed interface is ever deleted by `clean`: a namesake made
+        by someone else, or later, has another ifindex."""
+        changed = False
         for i in self.data["interfaces"]:
-            i["ifindex"] = ifindex(i["name"])
-        self.save()
+            if i["ifindex"] is None and (names is None or i["name"] in names):
+                i["ifindex"] = ifindex(i["name"])
+                changed = changed or i["ifindex"] is not None
+        if changed:
+            self.save()
 
     def add_process(self, kind, name, pid, start=None, netns=None):
         self.data["processes"].append({
@@ -176,8 +182,10 @@ def kill_recorded(processes, wait_s=KILL_WAIT_S):
 
 
 def delete_interfaces(interfaces, protected=(), run=None):
-    """`ip link del` each recorded interface that still exists with the recorded ifindex
-    (or any, if none was recorded) and that no live run claims. Returns the names deleted."""
+    """`ip link del` each recorded interface that still exists with the recorded ifindex and
+    that no live run claims. One recorded without an ifindex (the run died between naming it
+    and creating it) is left: an interface of that name may be anyone's. Returns the names
+    deleted."""
     run = run or (lambda cmd: subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                              text=True))
     deleted = []
@@ -186,9 +194,7 @@ def delete_interfaces(interfaces, protected=(), run=None):
         if name in protected:
             continue
         idx = ifindex(name)
-        if idx is None:
-            continue
-        if i.get("ifindex") is not None and i["ifindex"] != idx:
+        if idx is None or i.get("ifindex") != idx:
             continue
         r = run(["ip", "link", "del", name])
         if getattr(r, "returncode", 1) == 0:

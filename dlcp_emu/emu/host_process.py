@@ -1,6 +1,7 @@
 """What every per-host process of an emulation (`hostd`, `background_udp`, `background_tcp`) starts
 with: its JSON config from `--config FILE`, a stop flag that SIGTERM and SIGINT raise, so the
-loop ends in order and writes what it measured, and the common start.
+loop ends in order and writes what it measured (the runner's death raises SIGTERM too), and
+the common start.
 
 The common start is a barrier, not a fixed time: each process says it is ready once its
 sockets are bound (`ready_file`), and the runner, once every process is, writes the start
@@ -14,9 +15,13 @@ import os
 import signal
 import time
 
+from dlcp_emu.emu.lifeline import follow_parent_from_env
+
 
 def config_and_stop_flag(prog, argv=None):
-    """(config dict, stopping): `stopping` is a list, non-empty once asked to stop."""
+    """(config dict, stopping): `stopping` is a list, non-empty once asked to stop. The
+    process ends with the runner that started it (`lifeline`)."""
+    follow_parent_from_env(prog)
     p = argparse.ArgumentParser(prog=prog)
     p.add_argument("--config", required=True)
     with open(p.parse_args(argv).config) as f:

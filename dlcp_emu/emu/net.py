@@ -6,9 +6,13 @@
         srv = run.popen("h2", ["iperf3", "-s", "-1"])      # recorded, ended at exit
     run.stats["l1"]                                        # final stats of each switch
 
-Every exit path (normal, exception, KeyboardInterrupt, SIGTERM) stops the switch processes
-and keeps their stats, ends the processes started with `popen`, stops the net, and removes
-the state file; what is recorded there is what `dlcp-emu clean` would remove after a crash.
+Every exit path (normal, exception, KeyboardInterrupt, SIGTERM) ends the processes started
+with `popen`, then stops the switch processes and keeps their stats, stops the net, and
+removes the state file; what is recorded there is what `dlcp-emu clean` would remove after a
+crash. A runner that dies without doing so (SIGKILL, a crash of the interpreter) is cleaned
+up after all the same: every program it started follows its death (`lifeline`), and the
+run's reaper (`reaper`) removes the rest by the state file. A start first cleans up after
+earlier runs whose owner is dead (`cleanup.clean`), should their reaper have died too.
 """
 import os
 import signal
@@ -16,13 +20,15 @@ import subprocess
 import tempfile
 import threading
 
-from dlcp_emu.emu import cleanup
+from dlcp_emu.emu import cleanup, links, reaper
+from dlcp_emu.emu.lifeline import PARENT_ENV
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
 from switch_models import ETHERNET_OVERHEAD, HOST_BUFFER_BYTES
 
 from dlcp_emu.wire.layout import ETH_LEN
 
 HOST_BURST_FRAMES = 3   # frames a host's token bucket lets out back to back (see _pace_hosts)
+DRAIN_TIMEOUT_S = 10.0  # the longest a stop waits for the network to go quiet (links.drain)
 
 
 class RunTerminated(BaseException):
@@ -41,11 +47,14 @@ class EmulationRun:
     def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, static_arp=False,
                  mode="model", run_dir=None, runtime_dir=None, switch_opts=None,
                  switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500,
-                 pace_hosts=False):
+                 pace_hosts=True):
         """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
         switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
         DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
-        configs, stats and pcaps go (a new temporary directory by default)."""
+        configs, stats and pcaps go (a new temporary directory by default); pace_hosts: each
+        host's uplink serialises at its rate and has its delay, as in the simulator (False
+        hands a host's frames to its switch as fast as the host makes them: for raw
+        line-rate senders that test a switch alone)."""
         self.topology = topology
         self.pipeline = pipeline
         self.seed = seed
@@ -66,6 +75,12 @@ class EmulationRun:
         self.state = None
         self.stats = {}
         self.procs = []
+        self.stale_runs = []     # earlier runs' leftovers this start removed (cleanup.clean)
+        self.links = None        # links.link_balance at stop: every link's frames accounted
+        self.drained = None      # whether the network went quiet before the switches stopped
+        self._host_base = None   # the hosts' interface counters once the switches were ready
+        self._reaper = None
+        self._reaper_pipe = None
         self._old_handler = None
         self._stopped = False
 
@@ -86,6 +101,7 @@ class EmulationRun:
         raise RunTerminated(f"SIGTERM during emulation run {self.state.run_id if self.state else ''}")
 
     def start(self):
+        from mininet.link import Link
         from mininet.net import Mininet
         from mininet.node import Host
 
@@ -94,9 +110,13 @@ class EmulationRun:
         os.makedirs(self.run_dir, exist_ok=True)
         if threading.current_thread() is threading.main_thread():
             self._old_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        # What dead runs left (their reaper should have removed it, unless it died too).
+        self.stale_runs = [r for r in cleanup.clean(self.runtime_dir)
+                           if r.get("killed") or r.get("deleted")]
         self.state = cleanup.RunState(directory=self.runtime_dir, run_dir=self.run_dir,
                                       topology=self.topology.name)
         state = self.state
+        self._start_reaper()
         names = root_interfaces(self.topology)
         taken = [n for n in names if os.path.exists(f"/sys/class/net/{n}")]
         if taken:
@@ -108,6 +128,14 @@ class EmulationRun:
             # Kernel bridges (LinuxBridge) are interfaces named after their switch.
             names += self.topology.switches()
         state.add_interfaces(names)
+
+        class RecordedLink(Link):
+            def __init__(self, node1, node2, **params):
+                super().__init__(node1, node2, **params)
+                # Each root-namespace end by its ifindex, as soon as it exists: `clean`
+                # deletes only an interface whose name and ifindex are both this run's.
+                state.confirm_interfaces([i.name for i in (self.intf1, self.intf2)
+                                          if not i.node.inNamespace])
 
         class RecordedHost(Host):
             def startShell(self, *a, **kw):
@@ -129,8 +157,8 @@ class EmulationRun:
         state.data["info"]["switch"] = sw_name
         state.save()
         self.net = Mininet(self.topology.to_mininet_topo(), switch=cls, host=RecordedHost,
-                           controller=None, autoSetMacs=False, build=True)
-        state.note_ifindexes()
+                           link=RecordedLink, controller=None, autoSetMacs=False, build=True)
+        state.confirm_interfaces()
         if self.configure_hosts:
             for h in self.net.hosts:
                 configure_host(h)
@@ -141,7 +169,25 @@ class EmulationRun:
         if self.pace_hosts:
             self._pace_hosts()
         self.net.start()
+        state.confirm_interfaces()      # a kernel bridge's interface exists from its start
+        if self._checks_links():
+            self._host_base = links.hosts_counters(self.net, self.topology)
         return self
+
+    def _start_reaper(self):
+        self._reaper, self._reaper_pipe = reaper.start(self.state.path)
+
+    def _end_reaper(self):
+        """After the state file is gone: the reaper reads EOF, finds nothing to do, exits."""
+        if self._reaper_pipe is not None:
+            os.close(self._reaper_pipe)
+            self._reaper_pipe = None
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self._reaper = None
 
     def _pace_hosts(self):
         """A host's NIC serialises at its link rate. Two parts emulate it: a token bucket on the
@@ -188,6 +234,9 @@ class EmulationRun:
         """host.popen(cmd) in the host's namespace, recorded so that it is ended at exit and
         by `dlcp-emu clean` after a crash."""
         node = self.host(host) if isinstance(host, str) else host
+        # Our programs follow this process's death (`lifeline`); Popen forks from this
+        # thread, whose end the kernel takes for the parent's.
+        kwargs["env"] = {**(kwargs.get("env") or os.environ), PARENT_ENV: str(os.getpid())}
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.PIPE)
         p = node.popen(cmd, **kwargs)
@@ -212,15 +261,28 @@ class EmulationRun:
         return drops
 
     # -- teardown ---------------------------------------------------------------------------
+    def _checks_links(self):
+        return self.switch_override is None and self.mode == "model"
+
     def stop_switches(self):
-        """Stop every switch process (in parallel) and keep its final stats."""
+        """Stop every switch process and keep its final stats. Once the hosts have stopped
+        (`stop` ends them first) the switches go on until the network is quiet
+        (`links.drain`), so that no frame is on its way when they stop; then every link's
+        balance is taken (`self.links`)."""
         if self.net is None:
             return self.stats
         switches = [s for s in self.net.switches if isinstance(s, DlcpSwitch)]
+        if self._checks_links() and switches and all(s._alive() for s in switches):
+            self.drained = links.drain(self.net, self.topology, switches, self._host_base,
+                                       DRAIN_TIMEOUT_S, paced=self.paced)
         for s in switches:
             s._signal(signal.SIGTERM)
         for s in switches:
             self.stats[s.name] = s.stop_process()
+        if self._checks_links() and self._host_base is not None:
+            self.links = links.link_balance(self.topology, dict(self.stats),
+                                            links.hosts_counters(self.net, self.topology),
+                                            self._host_base)
         return self.stats
 
     def stop(self):
@@ -232,19 +294,13 @@ class EmulationRun:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
             try:
+                # The hosts first, so that no frame enters the network while it drains.
+                self.stop_programs()
                 if self.paced and self.net is not None:
                     self.host_drops = self.host_queue_drops()
                 self.stop_switches()
             finally:
-                for p in self.procs:
-                    if p.poll() is None:
-                        p.terminate()
-                for p in self.procs:
-                    try:
-                        p.wait(timeout=3)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
-                        p.wait(timeout=3)
+                self.stop_programs()
                 if self.net is not None:
                     try:
                         self.net.stop()
@@ -255,7 +311,20 @@ class EmulationRun:
                 # Whatever net.stop did not remove (or a failed start left): by the record.
                 cleanup.clean_state(self.state.data, wait_s=2.0)
                 self.state.remove()
+            self._end_reaper()
             if self._old_handler is not None:
                 signal.signal(signal.SIGTERM, self._old_handler)
                 self._old_handler = None
         return self.stats
+
+    def stop_programs(self):
+        """End what `popen` started: SIGTERM, a bounded wait, SIGKILL."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=3)

@@ -124,6 +124,12 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
                                       for st in run.stats.values() if st)
     # Packets the hosts' own egress queues dropped: lost before any switch saw them.
     s["host_queue_drops"] = run.host_drops
+    # Every link, both ways: sent at one end = received at the other + lost with a reason.
+    checked = run.links or {}
+    s["links_ok"] = checked.get("ok")
+    s["link_frames"] = checked.get("frames")
+    s["links_unbalanced"] = checked.get("unbalanced")
+    s["network_drained"] = run.drained
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": _background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}
@@ -133,6 +139,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         if st:
             st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
+    (run_dir / "links.json").write_text(json.dumps(run.links, indent=1))
     return s, frames
 
 

@@ -42,6 +42,7 @@ from dlcp_emu.emu.datapath.sockets import (
     SOL_PACKET,
     _prctl,
 )
+from dlcp_emu.emu.lifeline import follow_parent_from_env
 
 SO_ATTACH_FILTER = 26
 _U32 = struct.Struct("!I")
@@ -244,6 +245,7 @@ def main(argv=None):
     r.add_argument("--job", type=int, default=None)
     r.add_argument("--ready", default=None, help="file to create once listening")
     args = ap.parse_args(argv)
+    follow_parent_from_env("trafficgen")
     if args.cmd == "send":
         classes = args.classes or [parse_class("7:0:0:18:1")]
         if args.udp_size is not None:

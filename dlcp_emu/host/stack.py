@@ -5,6 +5,8 @@ It has the surface of a transport endpoint (`receive(h, payload, now, ce)`, `pol
 `next_timeout()`), so the same drivers run it: `transport.udp_driver` on real sockets in a
 Mininet host, the simulator's network in virtual time.
 """
+from collections import deque
+
 import numpy as np
 
 from dlcp_emu.transport import MagnitudePolicy, Message, RttEstimator
@@ -14,6 +16,7 @@ from dlcp_emu.wire import PacketType
 
 FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
 TOP_CLASS = 7          # the largest-magnitude class
+TIMER_SAMPLES = 10_000  # compute-timer lateness samples a host keeps (its records carry them)
 
 
 class HostStack:
@@ -36,7 +39,10 @@ class HostStack:
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
                                   #  {magnitude class: lost bytes})
         self.completions = []     # SendResults
-        self.timer_lateness = []  # ns each compute timer fired after its planned time
+        # ns each compute timer fired after its planned time: the latest TIMER_SAMPLES, and
+        # the sum of all (a list of every one grew without bound over a long run).
+        self.timer_lateness = deque(maxlen=TIMER_SAMPLES)
+        self.timer_lateness_sum = 0
 
     # -- endpoint surface ---------------------------------------------------------------
     def start(self, now):
@@ -58,6 +64,7 @@ class HostStack:
         if t is not None and t <= now:
             # How late compute ended against the plan: the host side of fidelity.
             self.timer_lateness.append(now - t)
+            self.timer_lateness_sum += now - t
             self.agent.on_timer(now)
             self._pump(now)
         out = self.receiver.poll(now)

@@ -23,7 +23,7 @@ def run_forward(dp):
     loops = 0
     while not dp.stopping:
         loops += 1
-        if clock() >= housekeeping:
+        if clock() >= housekeeping or dp.report_now:
             dp.loops = loops
             dp.housekeeping()
             housekeeping = dp._housekeeping_due()

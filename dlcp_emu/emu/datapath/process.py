@@ -18,7 +18,8 @@ The config is described in `config.py`.
 On SIGTERM/SIGINT the loop stops taking frames in, lets what the model holds leave on
 schedule (at most drain_s), writes the final stats to `stats_path` and the process
 exits 0. Stats are also written every `stats_interval_s` (by a thread), so a crash keeps
-what was measured. The switch says it fell behind when its sockets dropped frames, its p99
+what was measured, and at once on SIGUSR1 (`snapshot` counts them: how a run draining its
+network polls the switches' counters, see `emu/links.py`). The switch says it fell behind when its sockets dropped frames, its p99
 lateness exceeds late_threshold_ns, or one packet left more than stall_limit_ns late (a p99
 hides a single stall, which holds every packet the switch has).
 """
@@ -33,33 +34,18 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
 from dlcp_emu.emu.datapath.config import build_switch, flood_table, load_config, mac_bytes
 from dlcp_emu.emu.datapath.forward import run_forward
-from dlcp_emu.emu.datapath.frames import copy_for, make_parser
+from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.emu.datapath.pcap import PcapWriter
 from dlcp_emu.emu.datapath.sendahead import send_due
 from dlcp_emu.emu.datapath.sockets import (
-    PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
+    PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
     open_port_socket, send_functions, socket_drops,
 )
 from dlcp_emu.emu.datapath.stats import datapath_stats
+from dlcp_emu.emu.lifeline import follow_parent
 
-
-
-
-# -- config ------------------------------------------------------------------------------
-
-
-# -- lateness ------------------------------------------------------------------------------
-
-
-# -- pcap ------------------------------------------------------------------------------------
-
-
-# -- sockets -----------------------------------------------------------------------------------
-
-
-# -- the switch process ------------------------------------------------------------------
 
 class Datapath:
     def __init__(self, cfg):
@@ -84,19 +70,22 @@ class Datapath:
         self.housekeeping_max_ns = 0    # the longest the loop spent on its stats, once a second
         self.send_ahead = 0         # ns before a departure the loop wakes (see _send_due)
         self.stopping = False
+        self.report_now = False     # SIGUSR1: write the stats at once (a drain's poll)
+        self.snapshots = 0          # stats written so far: tells a reader a fresh one
         # Stats while running, written off the forwarding loop (no thread without a file).
         self.checkpoints = CheckpointWriter() if cfg["stats_path"] else None
         self.socks = {}
         self.pcaps = []
         zero = dict.fromkeys(self.numbers, 0)
-        self.rx_frames = dict(zero)          # forward mode (model mode derives it)
-        self.tx_frames = dict(zero)
+        self.rx_frames = dict(zero)          # frames read from each port
+        self.tx_frames = dict(zero)          # forward mode (model mode derives it)
         self.tx_errors = dict(zero)
         self.rx_errors = dict(zero)
         self.socket_drops = dict(zero)
         self.flood_frames = dict(zero)       # flooded frames given to the model
         self.flood_copies = dict(zero)       # the copies they became
         self.not_flooded = dict(zero)        # broadcast frames with no tree port to go to
+        self.refused = {MALFORMED: 0, INVALID_DLCP: 0}   # frames the parser refused, by reason
         self.no_route = 0                    # forward mode
         self.rewrite_errors = 0
         self.started_ns = None
@@ -107,9 +96,7 @@ class Datapath:
     def open(self):
         cfg = self.cfg
         if cfg["parent_pid"]:
-            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != cfg["parent_pid"]:
-                raise SystemExit(f"{self.name}: parent {cfg['parent_pid']} is gone")
+            follow_parent(cfg["parent_pid"], self.name)
         _prctl(PR_SET_TIMERSLACK, 1)
         if cfg["cpu"] is not None:
             os.sched_setaffinity(0, {int(cfg["cpu"])})
@@ -137,6 +124,7 @@ class Datapath:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGUSR1, self._on_report)
 
     def attach(self, socks, mtu=1500):
         """Take the port sockets ({port number: socket}, any datagram socket will do: unit
@@ -177,6 +165,9 @@ class Datapath:
     def _on_signal(self, signum, frame):
         # The wakeup fd already made select return; the loop sees the flag next round.
         self.stopping = True
+
+    def _on_report(self, signum, frame):
+        self.report_now = True
 
     def request_stop(self):
         """Stop the loop from another thread (tests): set the flag, wake the select."""
@@ -241,6 +232,7 @@ class Datapath:
         for n, f in self._senders().items():
             sends[n] = f
         arrivals, take, send_due = self.ingress.arrivals, self._take, self._send_due
+        rx_frames = self.rx_frames
         waits_append = waits.append
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
@@ -258,7 +250,8 @@ class Datapath:
             if arriving and (t is None or arriving[0][0] < t):
                 t = arriving[0][0]
             now = clock()
-            if now >= housekeeping or len(lat) > lat_limit or len(waits) > lat_limit:
+            if (now >= housekeeping or self.report_now or len(lat) > lat_limit
+                    or len(waits) > lat_limit):
                 self.loops = loops
                 self.housekeeping()
                 housekeeping = self._housekeeping_due()
@@ -285,6 +278,7 @@ class Datapath:
                 port, drain = entry
                 frames, stamps = drain(batch)
                 if frames:
+                    rx_frames[port] += len(frames)
                     got.append((port, frames, stamps))
             if got or arriving:
                 due = arrivals(got, clock(), floor, self.clock_offset, waits_append)
@@ -311,6 +305,9 @@ class Datapath:
         flood = self.flood
         for t, port, frame in due:
             pkt = parse(frame)
+            if pkt.__class__ is str:    # refused: MALFORMED or INVALID_DLCP
+                self.refused[pkt] += 1
+                continue
             if frame[0] & 1:            # group bit of the destination MAC
                 outs = flood[port]
                 if not outs:
@@ -365,6 +362,8 @@ class Datapath:
 
     # -- stats ----------------------------------------------------------------------------
     def housekeeping(self, final=False):
+        self.report_now = False
+        self.snapshots += 1
         self.lateness.fold()
         self.rx_wait.fold()
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # follows a clock step

@@ -1,9 +1,10 @@
 """AF_PACKET sockets on the switch ports: opening them, the TPACKET_V2 receive ring whose
 frames carry the kernel's delivery time, the kernel's drop counters, and the prctl calls the
 process makes."""
-import ctypes
 import socket
 import struct
+
+from dlcp_emu.emu.lifeline import PR_SET_TIMERSLACK, prctl as _prctl  # noqa: F401 (re-exported)
 
 
 ETH_P_ALL = 3
@@ -14,8 +15,6 @@ PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
-PR_SET_PDEATHSIG = 1
-PR_SET_TIMERSLACK = 29
 SOCKET_BUFFER = 4 << 20
 
 
@@ -151,14 +150,6 @@ def interface_mtu(intf):
             return int(f.read())
     except (OSError, ValueError):
         return 1500
-
-
-def _prctl(option, value):
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def send_functions(socks, pcap_tx=None):

@@ -1,5 +1,9 @@
-"""What a switch process reports: counters, lateness, and conservation (every frame taken
-in is sent, dropped with a reason, or still held)."""
+"""What a switch process reports: counters, lateness, and conservation: every frame read
+from a port (or cut by its ring) is sent (the kernel took it), dropped with a reason, or
+still held (queued, or on a paced host's emulated link). Reasons besides the model's:
+`host_link_*` (the host NIC model's queue), `rx_truncated` (larger than a ring slot),
+`malformed` and `invalid_dlcp` (refused by the parser), `off_flood_tree` (a broadcast on a
+port off the flood tree) and `tx_refused` (the kernel refused the send)."""
 import os
 import time
 
@@ -12,11 +16,11 @@ def datapath_stats(dp, final=False):
         "elapsed_s": round((time.monotonic_ns() - dp.started_ns) / 1e9, 3)
         if dp.started_ns else 0.0,
         "loops": dp.loops,
+        "snapshot": dp.snapshots,
         "ports": {n: dp.intf[n] for n in dp.numbers},
         "rx_socket_drops": dict(dp.socket_drops),
         "rx_errors": dict(dp.rx_errors), "tx_errors": dict(dp.tx_errors),
         "rewrite_errors": dp.rewrite_errors,
-        "rx_truncated": sum(r.truncated for r in getattr(dp, "rings", {}).values()),
         "rx_rings": {n: r.state() for n, r in getattr(dp, "rings", {}).items()} if final else None,
         "rx_ring": bool(getattr(dp, "rings", None)),
         "realtime": getattr(dp, "realtime", False),
@@ -35,9 +39,12 @@ def datapath_stats(dp, final=False):
         return out
     sw = dp.switch
     c = sw.counters()
-    rx_frames = {n: c["rx_packets"][n] - dp.flood_copies[n] + dp.flood_frames[n]
-                 + dp.not_flooded[n] for n in dp.numbers}
+    truncated = {n: dp.rings[n].truncated if n in getattr(dp, "rings", {}) else 0
+                 for n in dp.numbers}
+    # Frames in: every frame read from a port, and those its ring cut (read, unusable).
+    rx_frames = {n: dp.rx_frames[n] + truncated[n] for n in dp.numbers}
     tx_model = {n: c["ports"][n]["tx_packets"] for n in dp.numbers}
+    # Sent is what the kernel took: a send it refused is a drop (tx_refused).
     tx_frames = {n: tx_model[n] - dp.tx_errors[n] for n in dp.numbers}
     drops = {}
     for p in c["ports"].values():
@@ -46,27 +53,35 @@ def datapath_stats(dp, final=False):
     if c["no_route"]:
         drops["no_route"] = c["no_route"]
     # Frames the host's link could not hold (the NIC model's queue) never reach the model.
-    link_drops = 0
-    for n, nic in dp.ingress.links.items():
+    for nic in dp.ingress.links.values():
         for reason, k in nic.drops.items():
             drops["host_link_" + reason] = drops.get("host_link_" + reason, 0) + k
-            rx_frames[n] += k
-            link_drops += k
+    before_model = {"rx_truncated": sum(truncated.values()), **dp.refused,
+                    "off_flood_tree": sum(dp.not_flooded.values())}
+    for reason, k in (*before_model.items(), ("tx_refused", sum(dp.tx_errors.values()))):
+        if k:
+            drops[reason] = drops.get(reason, 0) + k
     queued = sum(p["queued_packets"] + p["inflight_packets"] for p in c["ports"].values())
+    on_link = len(dp.ingress.arriving)       # read, still on a paced host's emulated link
+    copies = sum(dp.flood_copies.values()) - sum(dp.flood_frames.values())
     taken, accounted = sw.conservation()
+    frames_in = sum(rx_frames.values())
+    sent = sum(tx_frames.values())
     out.update(
         pipeline=c["pipeline"], model=c, rx_frames=rx_frames, tx_frames=tx_frames,
+        rx_truncated=truncated,
         flood_frames=dict(dp.flood_frames), flood_copies=dict(dp.flood_copies),
         not_flooded=dict(dp.not_flooded),
         conservation={
-            "frames_in": sum(rx_frames.values()),
+            "frames_in": frames_in,
             "packets_in": taken,            # after flooding: one per copy
-            "sent": sum(tx_model.values()),
+            "sent": sent,                   # the kernel took them
             "dropped": drops,
             "queued": queued,
+            "on_link": on_link,
             "accounted": accounted,
             "ok": taken == accounted
-            and taken + link_drops == sum(tx_model.values()) + sum(drops.values()) + queued,
+            and frames_in + copies == sent + sum(drops.values()) + queued + on_link,
         })
     p99, worst = lat["p99_ns"], lat.get("max_ns")
     out["fell_behind"] = bool(sock_drops > 0 or (p99 is not None and p99 > dp.lateness.threshold)

@@ -1,0 +1,156 @@
+"""Every link of an emulated network balances: the frames one end sent are the frames the
+other end received, or were lost on the link for a reason. And a stop that loses none.
+
+A link's ends are switch ports (our switch processes count what they read and what the
+kernel took from them) or host interfaces (the host kernel's counters, in
+/proc/<pid>/net/dev of a process in the host's namespace, less what they were once the
+switches were ready). Lost on a link: frames the receiving switch's ring had no room for
+(`rx_ring_full`, the kernel's count on its socket) or that the receiving host's kernel
+dropped (`host_rx_dropped`). A frame cut by a ring is received (and dropped as
+`rx_truncated` in the switch's own conservation).
+
+Stopping a network without losing frames (`drain`): the hosts stop first (the caller),
+then the switches go on forwarding until the network is quiet: every switch holds nothing
+(queued, in flight, on a host's emulated link), every host's egress queue is empty and every
+link balances, twice running with the same counters. Only then are the switches stopped.
+Stopping them all at once while frames were on their way (each stopped reading before its
+upstream had drained) lost frames between switches that no counter saw.
+"""
+import re
+import signal
+import time
+
+LOST_AT_SWITCH = "rx_ring_full"
+LOST_AT_HOST = "host_rx_dropped"
+POLL_S = 0.002
+
+
+def host_counters(pid):
+    """{interface: {"rx", "rx_dropped", "tx"}} in the network namespace of process `pid`."""
+    out = {}
+    with open(f"/proc/{pid}/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, _, data = line.partition(":")
+            v = data.split()
+            out[name.strip()] = {"rx": int(v[1]), "rx_dropped": int(v[3]), "tx": int(v[9])}
+    return out
+
+
+def hosts_counters(net, topology):
+    """{host: its interface's counters} for every host of a Mininet net (None if unreadable)."""
+    out = {}
+    for h in topology.hosts():
+        (port,) = topology.ports(h)
+        try:
+            out[h] = host_counters(net.get(h).pid)[topology.intf_name(h, port.number)]
+        except (OSError, KeyError, IndexError, ValueError):
+            out[h] = None
+    return out
+
+
+def _port(counts, port):
+    """A per-port counter from switch stats, whether read from JSON (str keys) or not."""
+    if counts is None:
+        return None
+    v = counts.get(str(port))
+    return counts.get(port) if v is None else v
+
+
+def _end(node, port, stats, hosts, base):
+    """(sent, received, lost by reason) at one end of a link, or Nones where unknown."""
+    if node in stats:
+        st = stats[node]
+        if not st or "tx_frames" not in st:
+            return None, None, {}
+        drops = _port(st.get("rx_socket_drops"), port) or 0
+        return (_port(st["tx_frames"], port), _port(st["rx_frames"], port),
+                {LOST_AT_SWITCH: drops} if drops else {})
+    now, then = hosts.get(node), (base or {}).get(node)
+    if now is None or then is None:
+        return None, None, {}
+    dropped = now["rx_dropped"] - then["rx_dropped"]
+    return (now["tx"] - then["tx"], now["rx"] - then["rx"],
+            {LOST_AT_HOST: dropped} if dropped else {})
+
+
+def link_balance(topology, stats, hosts, base):
+    """Both directions of every link: {"ok", "frames" (sent over all links), "links": [{"link",
+    "tx", "rx", "lost", "ok"}], "unbalanced": the rows that are not ok}. stats: switch ->
+    stats (final or a snapshot); hosts, base: `hosts_counters` now and when the switches
+    were ready."""
+    rows = []
+    for s in topology.switches():
+        stats.setdefault(s, None)
+    for link in topology.links:
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            p = topology.ports_to(src, dst)
+            q = topology.ports_to(dst, src)
+            for sp, dp in zip(p, q):          # parallel links pair up in port order
+                tx, _, _ = _end(src, sp, stats, hosts, base)
+                _, rx, lost = _end(dst, dp, stats, hosts, base)
+                ok = tx is not None and rx is not None and tx == rx + sum(lost.values())
+                rows.append({"link": f"{src}:{sp}->{dst}:{dp}", "tx": tx, "rx": rx,
+                             "lost": lost, "ok": ok})
+    rows = list({r["link"]: r for r in rows}.values())   # parallel links were seen twice
+    return {"ok": all(r["ok"] for r in rows), "frames": sum(r["tx"] or 0 for r in rows),
+            "links": rows, "unbalanced": [r for r in rows if not r["ok"]]}
+
+
+def fresh_stats(switches, deadline):
+    """Ask every switch process for its counters now (SIGUSR1) and wait for them: {name:
+    stats}, or None if one did not answer by `deadline` (time.monotonic())."""
+    last = {}
+    for s in switches:
+        st = s.read_stats()
+        last[s.name] = st.get("snapshot", -1) if st else -1
+        s._signal(signal.SIGUSR1)
+    out = {}
+    while len(out) < len(switches):
+        for s in switches:
+            if s.name not in out:
+                st = s.read_stats()
+                if st and st.get("snapshot", -1) > last[s.name]:
+                    out[s.name] = st
+        if len(out) < len(switches):
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(POLL_S)
+    return out
+
+
+def host_backlog(host, intf):
+    """Packets waiting in a host's egress qdisc (its pacing token bucket)."""
+    m = re.search(r"backlog \S+ (\d+)p", host.cmd(f"tc -s qdisc show dev {intf}"))
+    return int(m.group(1)) if m else 0
+
+
+def _held(stats):
+    return sum(st["conservation"]["queued"] + st["conservation"]["on_link"]
+               for st in stats.values())
+
+
+def drain(net, topology, switches, base, timeout_s, paced=False):
+    """After the hosts have stopped: wait, bounded, until the network is quiet (see the
+    module's docstring). True if it was, False at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    if paced:
+        for h in topology.hosts():
+            (port,) = topology.ports(h)
+            intf = topology.intf_name(h, port.number)
+            while host_backlog(net.get(h), intf) and time.monotonic() < deadline:
+                time.sleep(0.005)
+    before = None
+    while time.monotonic() < deadline:
+        stats = fresh_stats(switches, deadline)
+        if stats is None:
+            return False
+        hosts = hosts_counters(net, topology)
+        check = link_balance(topology, dict(stats), hosts, base)
+        counters = [(r["tx"], r["rx"]) for r in check["links"]]
+        if check["ok"] and _held(stats) == 0:
+            if counters == before:
+                return True
+            before = counters
+        else:
+            before = None
+    return False
