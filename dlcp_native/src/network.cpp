@@ -150,9 +150,12 @@ uint64_t Network::run(int64_t until, int64_t max_events, std::vector<HostEvent>&
         transmit(sender_[e.target], pkt, e.time, false, -1);
         break;
       }
-      case CALL:
-        batch.push_back({CALLBACK, e.target, loop.major(), {}});
+      case CALL: {
+        Delivery none{};
+        none.time = e.time;  // a timer's time is in the delivery's place
+        batch.push_back({CALLBACK, e.target, loop.major(), none});
         break;
+      }
     }
   }
   loop.events += n;

@@ -89,7 +89,7 @@ struct HostEvent {
   HostEventKind kind;
   uint32_t callback;  // the id `call_at` returned
   int64_t major;      // schedule what answers this event under this major (events.hpp)
-  Delivery delivery;
+  Delivery delivery;   // for a timer, only its time
 };
 
 class Network {
