@@ -158,28 +158,7 @@ class NativeSwitch:
 
     def counters(self):
         """Everything counted, as plain data, in the form `switch_models.Switch.counters` has."""
-        c = self._core.counters()
-        numbers = self.port_numbers
-        ports = {}
-        for number, cfg, p in zip(numbers, self._configs, c["ports"]):
-            ports[number] = {
-                "enqueued": p["enqueued"], "enqueued_bytes": p["enqueued_bytes"],
-                "tx_packets": p["tx_packets"], "tx_bytes": p["tx_bytes"],
-                "trimmed": p["trimmed"], "marked": p["marked"],
-                "drops": {REASONS[i]: n for i, n in enumerate(p["drops"]) if n},
-                "drop_bytes": p["drop_bytes"], "q_enqueued": p["q_enqueued"], "q_sent": p["q_sent"],
-                "q_dropped": p["q_dropped"], "q_max_bytes": p["q_max_bytes"], "max_bytes": p["max_bytes"],
-                "rate_bps": cfg.rate_bps, "queued_packets": p["queued_packets"],
-                "queued_bytes": p["queued_bytes"], "inflight_packets": p["inflight_packets"],
-            }
-        return {
-            "switch": self.name,
-            "pipeline": self.spec.describe(),
-            "rx_packets": dict(zip(numbers, c["rx_packets"])),
-            "rx_bytes": dict(zip(numbers, c["rx_bytes"])),
-            "no_route": c["no_route"],
-            "ports": ports,
-        }
+        return counters_of(self.name, self.spec, self.port_numbers, self._configs, self._core.counters())
 
     # -- batches -------------------------------------------------------------------------------
     def route_index(self, dst):
@@ -244,6 +223,31 @@ class NativeSwitch:
                 held[slot] = None
             if log is not None:
                 log.append((now, numbers[port], REASONS[reason], pkt))
+
+
+def counters_of(name, spec, numbers, configs, c):
+    """The core's counters of one switch (ports by index, drops by code) in the form of
+    `switch_models.Switch.counters`: ports by number, drops by reason."""
+    ports = {}
+    for number, cfg, p in zip(numbers, configs, c["ports"]):
+        ports[number] = {
+            "enqueued": p["enqueued"], "enqueued_bytes": p["enqueued_bytes"],
+            "tx_packets": p["tx_packets"], "tx_bytes": p["tx_bytes"],
+            "trimmed": p["trimmed"], "marked": p["marked"],
+            "drops": {REASONS[i]: n for i, n in enumerate(p["drops"]) if n},
+            "drop_bytes": p["drop_bytes"], "q_enqueued": p["q_enqueued"], "q_sent": p["q_sent"],
+            "q_dropped": p["q_dropped"], "q_max_bytes": p["q_max_bytes"], "max_bytes": p["max_bytes"],
+            "rate_bps": cfg.rate_bps, "queued_packets": p["queued_packets"],
+            "queued_bytes": p["queued_bytes"], "inflight_packets": p["inflight_packets"],
+        }
+    return {
+        "switch": name,
+        "pipeline": spec.describe(),
+        "rx_packets": dict(zip(numbers, c["rx_packets"])),
+        "rx_bytes": dict(zip(numbers, c["rx_bytes"])),
+        "no_route": c["no_route"],
+        "ports": ports,
+    }
 
 
 def _lookup(numbers):

@@ -12,12 +12,13 @@
 #include "load_balancers.hpp"
 #include "queue_managers.hpp"
 #include "schedulers.hpp"
+#include "bindings.hpp"
 #include "switch.hpp"
 
 namespace py = pybind11;
 using namespace dlcp;
 
-namespace {
+namespace dlcp_bindings {
 
 Params to_params(const py::dict& d) {
   Params p;
@@ -45,6 +46,56 @@ Params to_params(const py::dict& d) {
 }
 
 StageSpec to_stage(const py::tuple& t) { return {t[0].cast<std::string>(), to_params(t[1])}; }
+
+std::vector<PortConfig> port_configs(const std::vector<py::tuple>& ports) {
+  std::vector<PortConfig> out;
+  for (const py::tuple& t : ports)
+    out.push_back({t[0].cast<double>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(),
+                   t[3].cast<int64_t>(), t[4].cast<int64_t>()});
+  return out;
+}
+
+PipelineSpec pipeline(const py::dict& stages) {
+  return {to_stage(stages["load_balancer"]), to_stage(stages["classifier"]),
+          to_stage(stages["queue_manager"]), to_stage(stages["scheduler"])};
+}
+
+py::dict counters(const Switch& sw) {
+  py::list ports;
+  for (const auto& p : sw.ports) {
+    const PortCounters& c = p->counters;
+    py::dict d;
+    d["enqueued"] = c.enqueued;
+    d["enqueued_bytes"] = c.enqueued_bytes;
+    d["tx_packets"] = c.tx_packets;
+    d["tx_bytes"] = c.tx_bytes;
+    d["trimmed"] = c.trimmed;
+    d["marked"] = c.marked;
+    d["drops"] = std::vector<int64_t>(c.drops.begin(), c.drops.end());
+    d["drop_bytes"] = c.drop_bytes;
+    d["q_enqueued"] = c.q_enqueued;
+    d["q_sent"] = c.q_sent;
+    d["q_dropped"] = c.q_dropped;
+    d["q_max_bytes"] = c.q_max_bytes;
+    d["max_bytes"] = c.max_bytes;
+    d["queued_packets"] = p->packets;
+    d["queued_bytes"] = p->bytes;
+    d["inflight_packets"] = p->inflight.size();
+    ports.append(d);
+  }
+  py::dict out;
+  out["rx_packets"] = sw.rx_packets;
+  out["rx_bytes"] = sw.rx_bytes;
+  out["no_route"] = sw.no_route;
+  out["ports"] = ports;
+  return out;
+}
+
+}  // namespace dlcp_bindings
+
+namespace {
+
+using namespace dlcp_bindings;
 
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using Bool = py::array_t<bool, py::array::c_style | py::array::forcecast>;
@@ -110,36 +161,7 @@ class Core {
   int64_t backlog() const { return sw_.backlog(); }
   std::pair<int64_t, int64_t> conservation() const { return sw_.conservation(); }
 
-  py::dict counters() const {
-    py::list ports;
-    for (const auto& p : sw_.ports) {
-      const PortCounters& c = p->counters;
-      py::dict d;
-      d["enqueued"] = c.enqueued;
-      d["enqueued_bytes"] = c.enqueued_bytes;
-      d["tx_packets"] = c.tx_packets;
-      d["tx_bytes"] = c.tx_bytes;
-      d["trimmed"] = c.trimmed;
-      d["marked"] = c.marked;
-      d["drops"] = std::vector<int64_t>(c.drops.begin(), c.drops.end());
-      d["drop_bytes"] = c.drop_bytes;
-      d["q_enqueued"] = c.q_enqueued;
-      d["q_sent"] = c.q_sent;
-      d["q_dropped"] = c.q_dropped;
-      d["q_max_bytes"] = c.q_max_bytes;
-      d["max_bytes"] = c.max_bytes;
-      d["queued_packets"] = p->packets;
-      d["queued_bytes"] = p->bytes;
-      d["inflight_packets"] = p->inflight.size();
-      ports.append(d);
-    }
-    py::dict out;
-    out["rx_packets"] = sw_.rx_packets;
-    out["rx_bytes"] = sw_.rx_bytes;
-    out["no_route"] = sw_.no_route;
-    out["ports"] = ports;
-    return out;
-  }
+  py::dict counters() const { return dlcp_bindings::counters(sw_); }
 
   // The slow path alone: every packet goes through the queue manager and the scheduler.
   void disable_idle_fast_path() {
@@ -192,19 +214,6 @@ class Core {
   }
 
  private:
-  static std::vector<PortConfig> port_configs(const std::vector<py::tuple>& ports) {
-    std::vector<PortConfig> out;
-    for (const py::tuple& t : ports)
-      out.push_back({t[0].cast<double>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(),
-                     t[3].cast<int64_t>(), t[4].cast<int64_t>()});
-    return out;
-  }
-
-  static PipelineSpec pipeline(const py::dict& stages) {
-    return {to_stage(stages["load_balancer"]), to_stage(stages["classifier"]),
-            to_stage(stages["queue_manager"]), to_stage(stages["scheduler"])};
-  }
-
   Switch sw_;
   std::vector<int64_t> port_numbers_;
   std::vector<Departure> scratch_;
@@ -238,4 +247,5 @@ PYBIND11_MODULE(_core, m) {
       .def("counters", &Core::counters)
       .def("disable_idle_fast_path", &Core::disable_idle_fast_path)
       .def("run_batch", &Core::run_batch);
+  dlcp_bindings::bind_network(m);
 }

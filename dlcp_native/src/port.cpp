@@ -217,6 +217,18 @@ void EgressPort::release(int64_t now, std::vector<Departure>& out) {
   }
 }
 
+void EgressPort::hand_off(std::vector<Packet>& out) {
+  PortCounters& c = counters;
+  while (!inflight.empty()) {
+    const Slot slot = inflight.pop_front();
+    const Packet& pkt = pool[slot];
+    c.tx_packets += 1;
+    c.tx_bytes += pkt.size;
+    out.push_back(pkt);
+    pool.release(slot);
+  }
+}
+
 // The earliest time this port has something to do, or none.
 std::optional<int64_t> EgressPort::next_event() const {
   std::optional<int64_t> t;

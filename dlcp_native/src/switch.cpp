@@ -22,7 +22,9 @@ Switch::Switch(const std::vector<PortConfig>& ports_, const std::vector<std::vec
         static_cast<int>(i), ports_[i], make_queue_manager(spec.queue_manager),
         make_scheduler(spec.scheduler), n_classes, pool_, drop_log));
   std::map<std::vector<int>, int> ids;
-  for (const auto& numbers : routes) routes_.push_back(port_set(numbers, ids));
+  // An empty list: no route of its own (the default route, if any), as a key Python's
+  // route table lacks.
+  for (const auto& numbers : routes) routes_.push_back(numbers.empty() ? nullptr : port_set(numbers, ids));
   if (!default_route.empty()) default_ = port_set(default_route, ids);
 }
 
@@ -53,9 +55,10 @@ int Switch::receive(const Packet& arriving, int in_port, int64_t now, Slot* slot
   if (slot_out) *slot_out = NO_SLOT;
   rx_packets[in_port] += 1;
   rx_bytes[in_port] += arriving.size;
-  const PortSet* candidates = arriving.dst >= 0 && arriving.dst < static_cast<int>(routes_.size())
-                                  ? routes_[arriving.dst]
-                                  : default_;
+  const PortSet* candidates =
+      arriving.dst >= 0 && arriving.dst < static_cast<int>(routes_.size()) && routes_[arriving.dst]
+          ? routes_[arriving.dst]
+          : default_;
   if (candidates == nullptr) {
     no_route += 1;
     if (drop_log.on) drop_log.records.push_back({now, in_port, NO_ROUTE, NO_SLOT, arriving});

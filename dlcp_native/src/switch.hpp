@@ -23,7 +23,8 @@ namespace dlcp {
 
 class Switch {
  public:
-  // routes[d]: the equal-cost egress ports toward destination index d; default_route: the
+  // routes[d]: the equal-cost egress ports toward destination index d (none: no route of
+  // its own); default_route: the
   // ports for any other destination (a host's NIC: one port for all), empty for none.
   // spec.load_balancer's params carry the seed (the driver salts it per switch).
   Switch(const std::vector<PortConfig>& ports, const std::vector<std::vector<int>>& routes,

@@ -1,0 +1,210 @@
+"""`NativeNetwork`: the simulator's network (`dlcp_emu.sim.SimNetwork`) in the compiled core.
+
+Every switch is the native switch, every host a NIC at its link rate, and the event loop that
+carries packets from hop to hop runs in the core: one event per hop, the same wake-ups, the
+same order as the Python network, so the two agree to the nanosecond
+(`tests/test_native_network.py` holds them to it).
+
+The hosts' endpoints stay in Python. A driver talks to the network in batches, never per hop:
+- `send` (one packet, now) or `send_at` (numpy columns, each packet an event at its time);
+- `call_at(t)`: a timer of the driver's, which comes back from `run`;
+- `handle(host)`: deliveries to that host come back from `run`; to other hosts they are
+  logged, and `deliveries()` hands them over as columns;
+- `run(until)` runs natively until the next events for the driver and returns them: every
+  such event at one time that follows the last in the heap's order (a batch). What the
+  driver schedules while it answers entry k (sends, timers) takes `major` from that entry,
+  so that it is ordered as a Python loop, which would have run the entries one by one,
+  would have ordered it.
+
+Hosts and destinations are indices into `hosts` (the topology's order); a packet to a name
+that is no host has `dst` -1 and is dropped by the first switch (`no_route`).
+"""
+import zlib
+
+import numpy as np
+
+from switch_models import PortConfig
+from switch_models.pipeline import PipelineSpec
+
+from . import _core
+from .switch import REASONS, _native_stages, _port_tuple, counters_of
+
+FOREVER = 1 << 62
+DELIVER, CALLBACK = 0, 1
+NIC_REASON = "buffer_full"   # the one reason a NIC drops
+_FIELDS = ("uid", "size", "dst", "flow", "prio", "mag", "layer", "header_size", "rewrite",
+           "droppable", "dlcp", "ect", "ce")
+_DEFAULTS = {"flow": 0, "prio": 7, "mag": 0, "layer": 0, "header_size": 90, "rewrite": 0,
+             "droppable": False, "dlcp": False, "ect": False, "ce": False}
+
+
+class NativeNetwork:
+    def __init__(self, topology, pipeline="fifo", seed=0, record_drops=False):
+        """As `SimNetwork(topology, pipeline, seed, record_drops=...)`; raises NotNativeError
+        for a pipeline with a Python-only stage."""
+        self.topology = topology
+        self.spec = PipelineSpec.parse(pipeline)
+        self.switches = list(topology.switches())
+        self.hosts = list(topology.hosts())
+        self.host_index = {h: i for i, h in enumerate(self.hosts)}
+        self._switch_index = switch_index = {s: i for i, s in enumerate(self.switches)}
+        port_map = topology.port_map()
+        self.port_numbers, self._configs = {}, {}
+        self._port_index = {}
+        core_switches = []
+        for name in self.switches:
+            ports = sorted((p, PortConfig(link.rate_bps, link.delay_ns, link.buffer_bytes))
+                           for p, _, link in port_map[name])
+            numbers = [p for p, _ in ports]
+            self.port_numbers[name] = numbers
+            self._configs[name] = [cfg for _, cfg in ports]
+            self._port_index[name] = {n: i for i, n in enumerate(numbers)}
+        for name in self.switches:
+            index = self._port_index[name]
+            routes = [[] for _ in self.hosts]
+            for dst, numbers in topology.equal_cost_next_hops(name).items():
+                routes[self.host_index[dst]] = [index[n] for n in numbers]
+            peers = [None] * len(index)
+            for port in topology.ports(name):
+                peers[index[port.number]] = self._peer(port, switch_index)
+            # As Switch: the load balancer is salted by the switch's name.
+            stages = _native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
+            core_switches.append(([_port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
+                                  routes, stages, peers))
+        core_hosts = []
+        for name in self.hosts:
+            (port,) = topology.ports(name)
+            core_hosts.append((float(port.link.rate_bps), port.link.delay_ns, self._peer(port, switch_index)))
+        self._core = _core.Network(core_switches, core_hosts, bool(record_drops))
+        self.record_drops = bool(record_drops)
+        self._drops = []
+
+    def _peer(self, port, switch_index):
+        if port.peer in switch_index:
+            return (switch_index[port.peer], self._port_index[port.peer][port.peer_port], -1)
+        return (-1, -1, self.host_index[port.peer])
+
+    # -- what hosts do ---------------------------------------------------------------------
+    def send(self, host, now, *, uid, size, dst, flow=0, prio=7, mag=0, layer=0, header_size=90,
+             rewrite=0, droppable=False, dlcp=False, ect=False, ce=False, major=-1):
+        """Host index `host` hands a packet to its NIC at `now`; False if the NIC dropped it."""
+        return self._core.send(host, now, major, uid, size, dst, flow, prio, mag, layer,
+                               header_size, rewrite, droppable, dlcp, ect, ce)
+
+    def send_packet(self, host, pkt, now, major=-1):
+        """`send` for a `switch_models.Packet` routed by host name (host: a name too)."""
+        return self._core.send(self.host_index[host], now, major, pkt.uid, pkt.size,
+                               self.host_index.get(pkt.dst, -1), pkt.flow, pkt.prio, pkt.mag,
+                               pkt.layer, pkt.header_size, pkt.rewrite, pkt.droppable, pkt.dlcp,
+                               pkt.ect, pkt.ce)
+
+    def send_at(self, *, host, time, uid, size, dst, major=-1, **fields):
+        """Many sends, each an event at its `time` (clamped to now), scheduled in the order
+        given: what `loop.at(t, net.send, host, pkt)` does per packet in Python. Columns are
+        arrays (or scalars for all); omitted fields take Packet's defaults."""
+        unknown = set(fields) - set(_DEFAULTS)
+        if unknown:
+            raise TypeError(f"send_at: unknown fields {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
+        n = len(np.atleast_1d(uid))
+        cols = {"host": host, "time": time, "uid": uid, "size": size, "dst": dst}
+        for name, default in _DEFAULTS.items():
+            cols[name] = fields.get(name, default)
+        out = {}
+        for name, value in cols.items():
+            a = np.asarray(value)
+            a = np.full(n, a) if a.ndim == 0 else a
+            if a.shape != (n,):
+                raise ValueError(f"send_at: {name} must have one value per packet ({n}), got shape {a.shape}")
+            boolean = isinstance(_DEFAULTS.get(name), bool)
+            if (a.dtype != bool) if boolean else (a.dtype.kind not in "iu"):
+                raise TypeError(f"send_at: {name} must be {'booleans' if boolean else 'integers'}, got {a.dtype}")
+            out[name] = np.ascontiguousarray(a, dtype=bool if boolean else np.int64)
+        if n and (out["host"].min() < 0 or out["host"].max() >= len(self.hosts)):
+            raise ValueError(f"send_at: host must be a host index in 0..{len(self.hosts) - 1}")
+        self._core.send_at(out["host"], out["time"], *(out[f] for f in _FIELDS), major)
+
+    def call_at(self, t, major=-1):
+        """A timer at virtual time t (clamped to now): `run` returns (CALLBACK, its id, ...)."""
+        return self._core.call_at(t, major)
+
+    def handle(self, host, on=True):
+        """Deliveries to host index `host` come back from `run` (else `deliveries()` has them)."""
+        self._core.set_handled(host, on)
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self, until=None, max_events=None):
+        """Run until no event is left, virtual time passes `until`, `max_events` have run, or
+        events for the driver are due: returns those (a list, empty for the other reasons),
+        each (kind, callback id, major, uid, host, time, size, rewrite, cls, ce, arrival),
+        kind DELIVER or CALLBACK."""
+        _, batch = self._core.run(FOREVER if until is None else until,
+                                  -1 if max_events is None else max_events)
+        return batch
+
+    def next_event_time(self):
+        """When the next event is due, or None."""
+        return self._core.next_event_time()
+
+    @property
+    def now(self):
+        return self._core.now
+
+    @property
+    def events(self):
+        """Events run so far, as `EventLoop.events` counts them."""
+        return self._core.events
+
+    @property
+    def major(self):
+        """The core's major now: what a driver schedules under outside a batch."""
+        return self._core.major
+
+    @property
+    def delivered(self):
+        return self._core.delivered
+
+    def pending(self):
+        return self._core.pending()
+
+    # -- what came out --------------------------------------------------------------------
+    def deliveries(self):
+        """Packets delivered to hosts no driver handles since the last call, as columns:
+        uid, host (index), time, rewrite, size, cls."""
+        names = ("uid", "host", "time", "rewrite", "size", "cls")
+        return dict(zip(names, self._core.take_deliveries()))
+
+    def drops(self):
+        """(node, time, port number, reason, uid) of every packet a switch or NIC dropped,
+        with `record_drops` (as `SimNetwork.drops`, with the uid for the packet)."""
+        node, time, port, reason, uid = self._core.take_drops()
+        n_switches = len(self.switches)
+        for nd, t, p, r, u in zip(node.tolist(), time.tolist(), port.tolist(), reason.tolist(), uid.tolist()):
+            if nd < n_switches:
+                name = self.switches[nd]
+                self._drops.append((name, t, self.port_numbers[name][p], REASONS[r], u))
+            else:
+                self._drops.append((self.hosts[nd - n_switches], t, 0, NIC_REASON, u))
+        return list(self._drops)
+
+    def in_flight(self):
+        """The uid of every packet still in the network: queued, serialising, or on a wire."""
+        return self._core.in_flight()
+
+    def conservation(self):
+        """Every node's (taken in, accounted for): switches and host NICs."""
+        return dict(zip(self.switches + self.hosts, map(tuple, self._core.conservation())))
+
+    def counters(self):
+        """{switch: its counters in the form of `switch_models.Switch.counters`}."""
+        return {name: counters_of(name, self.spec, self.port_numbers[name], self._configs[name],
+                                  self._core.counters(i))
+                for i, name in enumerate(self.switches)}
+
+    def nic_counters(self, host):
+        """The NIC of host index `host`: rx_packets, tx_packets, tx_bytes, drops, drop_bytes."""
+        return self._core.nic(host)
+
+    def queued_bytes(self, switch):
+        """{port number: live bytes queued} of one switch (its buffers' occupancy)."""
+        return dict(zip(self.port_numbers[switch], self._core.queued_bytes(self._switch_index[switch])))
+

@@ -1,0 +1,26 @@
+// What the bindings share (bindings.cpp: the switch; bindings_network.cpp: the network):
+// conversions from Python's values, and nothing of the model.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <vector>
+
+#include "port.hpp"
+#include "registry.hpp"
+#include "switch.hpp"
+
+namespace dlcp_bindings {
+
+namespace py = pybind11;
+
+// (rate_bps, delay_ns, buffer_bytes, buffer_packets, overhead_bytes) per port.
+std::vector<dlcp::PortConfig> port_configs(const std::vector<py::tuple>& ports);
+// {stage: (name, {parameter: value})} for the four stages.
+dlcp::PipelineSpec pipeline(const py::dict& stages);
+// A switch's counters by port index, reasons by code (dlcp_native/switch.py names them).
+py::dict counters(const dlcp::Switch& sw);
+
+void bind_network(py::module_& m);
+
+}  // namespace dlcp_bindings
