@@ -114,10 +114,17 @@ def interval_lateness(a, b):
             "late_share": round(late / n, 5) if n else None}
 
 
+def _running(samples, warmup_s):
+    """Samples after the warm-up taken while every process of the run was up (not those of
+    its start or teardown)."""
+    full = max((len(s["rss_kb"]) for s in samples), default=0)
+    return [s for s in samples if s["t_s"] >= warmup_s and len(s["rss_kb"]) == full]
+
+
 def growth(samples, warmup_s):
     """Memory per kind of process (and in all) at the first sample after the warm-up and at
     the last, and the growth between."""
-    after = [s for s in samples if s["t_s"] >= warmup_s]
+    after = _running(samples, warmup_s)
     if len(after) < 2:
         return None
     first, last = after[0], after[-1]
@@ -158,7 +165,7 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
     sampler.stopped.set()
     sampler.join()
     samples = sampler.samples
-    after = [s for s in samples if s["t_s"] >= warmup_s]
+    after = _running(samples, warmup_s)
     lateness = None
     if len(after) >= 3:
         lateness = {"first": interval_lateness(after[0], after[1]),
