@@ -27,6 +27,11 @@ def add_parser(sub):
     sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
     sim.add_argument("--plot", type=output_file, metavar="PNG", help="also plot wall time against packet-hops")
+    sim.add_argument("--spec", type=Path, default=Path("examples/default.toml"),
+                     help="the spec of the end-to-end run (default examples/default.toml)")
+    sim.add_argument("--byte-scale", type=number_at_least(0, lo_open=True), default=0.1,
+                     help="its byte scale (default 0.1)")
+    sim.add_argument("--iterations", type=positive_int, default=1, help="its iterations (default 1)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
     return p
@@ -60,28 +65,42 @@ def _bench_model(args):
 
 def _bench_sim(args):
     from dlcp_emu.tools import bench_sim
+    log = None if args.json else lambda m: print(m, file=sys.stderr, flush=True)
     result = bench_sim.scaling_curve(k=args.k, repeat=args.repeat)
-    curve = result["curve"]
-    best = max(curve, key=lambda r: r["packet_hops_per_s"])
-    out = {"packet_hops_per_s": best["packet_hops_per_s"], "k": args.k, **result}
+    e2e = bench_sim.end_to_end(args.spec, byte_scale=args.byte_scale, iterations=args.iterations, log=log)
+    net = result["engines"]
+    out = {"packet_hops_per_s": e2e["native"]["packet_hops_per_s"],
+           "python_packet_hops_per_s": e2e["python"]["packet_hops_per_s"],
+           "ratio": round(e2e["native"]["packet_hops_per_s"] / e2e["python"]["packet_hops_per_s"], 2),
+           "identical": e2e["identical"],
+           "network_packet_hops_per_s": net["native"]["packet_hops_per_s"],
+           "network_python_packet_hops_per_s": net["python"]["packet_hops_per_s"],
+           "network_ratio": round(net["native"]["packet_hops_per_s"] / net["python"]["packet_hops_per_s"], 1),
+           "k": args.k, "end_to_end": e2e, **result}
     if args.plot:
         bench_sim.plot(result, args.plot)
     if args.json:
         print(json.dumps(out))
-    else:
-        print(f"fat-tree k={args.k}, permutation traffic, dlcp preset (fastest of {args.repeat}):")
-        for r in curve:
-            print(f"  {r['packet_hops']:>9,} packet-hops in {r['seconds']:6.3f} s: "
-                  f"{r['packet_hops_per_s']:,}/s")
-        print(f"  wall time = {result['fit_intercept_s']:.4f} s + {result['ns_per_packet_hop']} ns "
-              f"x packet-hops (R² {result['fit_r2']})")
-        print(f"  this machine: {result['python_loop_ns']} ns a plain Python loop iteration "
-              f"(so a packet-hop costs {result['ns_per_packet_hop'] / result['python_loop_ns']:.0f} of them)")
-        print(f"  building a fat tree k=16 (1024 hosts) and one switch's routes: "
-              f"{result['fat_tree_k16_build_s']:.3f} s")
-        if args.plot:
-            print(f"  plot: {args.plot}")
-    return 0
+        return 0 if e2e["identical"] else 1
+    print(f"network alone: fat-tree k={args.k}, permutation traffic, dlcp preset (fastest of {args.repeat}):")
+    for engine, r in net.items():
+        print(f"  {engine}:")
+        for c in r["curve"]:
+            print(f"    {c['packet_hops']:>9,} packet-hops in {c['seconds']:7.3f} s: {c['packet_hops_per_s']:>11,}/s")
+        print(f"    wall time = {r['fit_intercept_s']:.4f} s + {r['ns_per_packet_hop']:g} ns x packet-hops "
+              f"(R² {r['fit_r2']})")
+    print(f"  native / python = {out['network_ratio']}x")
+    print(f"end to end (hosts, transports, agents): {e2e['spec']} {e2e['preset']}, byte scale "
+          f"{e2e['byte_scale']:g}, {e2e['iterations']} iteration(s):")
+    for engine in bench_sim.ENGINES:
+        r = e2e[engine]
+        print(f"  {engine}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s: {r['packet_hops_per_s']:,}/s")
+    print(f"  native / python = {out['ratio']}x; summaries identical: {e2e['identical']}")
+    print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
+          f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0 if e2e["identical"] else 1
 
 
 def _add_switch(kinds):

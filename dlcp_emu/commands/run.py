@@ -20,6 +20,7 @@ def add_parser(sub):
     s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
     _common(s)
     s.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
+    _engine(s)
     s.set_defaults(func=_run, backend="sim")
 
     c = sub.add_parser("compare", help="run one spec under several presets and print a table")
@@ -33,6 +34,7 @@ def add_parser(sub):
     c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...", action="append",
                    help="also sweep a spec field, e.g. compression.mode=none,fixed,dc2 or "
                         "background.load=0.1,0.4 (repeat for several: every combination runs)")
+    _engine(c)
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
@@ -48,6 +50,24 @@ def _common(p):
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--dry-run", action="store_true",
                    help="check the spec, its trace and the flags, say what would run, run nothing")
+
+
+def _engine(p):
+    from dlcp_emu.experiment.spec import ENGINES
+    p.add_argument("--engine", choices=ENGINES,
+                   help="the simulator's engine (default: the spec's `engine`, auto: native unless "
+                        "the pipeline has a Python-only stage)")
+
+
+def _with_engine(args, spec):
+    """The spec with --engine laid over it, or None after saying why not."""
+    engine = getattr(args, "engine", None)
+    if engine is None:
+        return spec
+    if args.backend != "sim":
+        print("dlcp-emu: --engine: the simulator's engine; it needs --backend sim", file=sys.stderr)
+        return None
+    return spec.with_field("engine", engine)
 
 
 def _load(path):
@@ -78,6 +98,7 @@ def _check_presets(names):
 
 def _run(args):
     spec = _load(args.spec)
+    spec = spec and _with_engine(args, spec)
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
     preset = args.preset or spec.switch.get("preset", "custom")
@@ -88,6 +109,7 @@ def _run(args):
 
 def _compare(args):
     spec = _load(args.spec)
+    spec = spec and _with_engine(args, spec)
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
     if args.presets is None and spec.variants:

@@ -7,6 +7,7 @@
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
     packet_records = true       # per-packet table (memory grows with packets: off for large runs)
+    engine = "auto"             # the simulator's: auto | native | python (dlcp_emu/sim/engines.py)
 
     [topology]                  # kind + the builder's own parameters (rates as real-world bit/s)
     kind = "leaf-spine"
@@ -102,6 +103,7 @@ TRANSPORT_KINDS = (*TRANSPORTS, AUTO)
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
+ENGINES = ("auto", "native", "python")   # the simulator's: what each means, dlcp_emu/sim/engines.py
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
 
@@ -122,6 +124,7 @@ class Spec:
     background: dict | None
     compression: dict
     training: dict | None = None
+    engine: str = "auto"
     variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -175,6 +178,7 @@ TOP_FIELDS = {
     "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
     "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
+    "engine": ("auto", one_of(ENGINES), f"one of {', '.join(ENGINES)} (the simulator's engine)"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "transport": ({"kind": "reliable"}, lambda v: isinstance(v, dict), "a table"),
@@ -300,7 +304,7 @@ def parse_spec(raw, source="spec"):
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, compression=compression, training=training,
-                variants=dict(top["variants"]), source=source, raw=raw)
+                engine=top["engine"], variants=dict(top["variants"]), source=source, raw=raw)
 
 
 def _variant(raw, name, source):

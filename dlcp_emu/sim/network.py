@@ -161,3 +161,10 @@ class SimNetwork:
 
     def counters(self):
         return {name: sw.counters() for name, sw in self.switches.items()}
+
+    def port_numbers(self, switch):
+        return sorted(self.switches[switch].ports)
+
+    def queued_bytes(self, switch):
+        """{port number: live bytes queued} of one switch (its buffers' occupancy)."""
+        return {n: port.bytes for n, port in self.switches[switch].ports.items()}

@@ -25,7 +25,7 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB,
 from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.host.stack import HostStack
-from dlcp_emu.sim import SimNetwork
+from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
 
@@ -69,7 +69,7 @@ def build(spec, pipeline, keep_results=False):
                           drop_order=t["drop_order"], seed=spec.seed)
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
     # Drops are recorded with the packets, to say where each lost one went.
-    net = SimNetwork(topo, pipeline, seed=spec.seed, record_drops=spec.packet_records)
+    net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
     hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts) if spec.background else {}
     return topo, plan, net, hosts
@@ -94,14 +94,15 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
     run_dir.mkdir(parents=True, exist_ok=True)
     topo, plan, net, hosts = build(spec, pipeline, keep_results)
     preset = preset_name(pipeline)
+    log(f"  engine: {net.engine} ({net.engine_note})")
     wall = time.monotonic()
-    samples = {name: {"ports": sorted(sw.ports), "samples": []} for name, sw in net.switches.items()}
+    samples = {name: {"ports": net.port_numbers(name), "samples": []} for name in topo.switches()}
     sample_ns = spec.scale.delay_ns(1_000_000)   # 1 ms of real-world time
 
     def sample():
         for name, q in samples.items():
-            ports = net.switches[name].ports
-            q["samples"].append((net.loop.now, *[ports[n].bytes for n in q["ports"]]))
+            queued = net.queued_bytes(name)
+            q["samples"].append((net.loop.now, *[queued[n] for n in q["ports"]]))
         if not hosts.done():
             net.loop.at(net.loop.now + sample_ns, sample)
 
@@ -131,6 +132,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
                 spec.scale.seconds(net.loop.now), plan)
     s["backend"] = "simulation"
+    s["engine"], s["engine_note"] = net.engine, net.engine_note
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     conservation = net.conservation()

@@ -1,9 +1,14 @@
-"""`dlcp-emu bench sim`: packet-hops per second of the discrete-event simulator.
+"""`dlcp-emu bench sim`: packet-hops per second of the discrete-event simulator, on the native
+engine and on the Python one in the same run.
 
-Permutation traffic on a fat tree (every host sends a burst to another host in another pod),
-growing the number of packets per host to show that wall time grows linearly with
-packet-hops. Packets are built before the clock starts; each size runs `repeat` times and
-keeps its fastest run, as timeit does, because a shared machine only ever slows a run down.
+The network alone: permutation traffic on a fat tree (every host sends a burst to another
+host in another pod), growing the number of packets per host to show that wall time grows
+linearly with packet-hops. Packets are built before the clock starts (natively, as columns:
+no Python per packet); each size runs `repeat` times and keeps its fastest run, as timeit
+does, because a shared machine only ever slows a run down.
+
+End to end: a whole simulated run of a spec (hosts, transports and agents included) on each
+engine, as `simulate` runs it.
 """
 import gc
 import random
@@ -15,14 +20,56 @@ import numpy as np
 from switch_models import Packet
 from topologies import build
 
+from dlcp_native import NativeNetwork
+
 from dlcp_emu.sim import SimNetwork
 
 SIZES = (10, 40, 160, 640)   # packets per host
+ENGINES = ("native", "python")
 
 
-def run(k=8, packets_per_host=50, preset="dlcp", rate_bps=10e9, seed=1):
+def run(k=8, packets_per_host=50, preset="dlcp", rate_bps=10e9, seed=1, engine="python"):
     topo = build("fat-tree", k=k, rate_bps=rate_bps)
+    sends = _permutation(topo, packets_per_host, seed)
+    if engine == "native":
+        return _run_native(topo, preset, seed, sends, k)
     net = SimNetwork(topo, preset, seed=seed)
+    gc.collect()
+    start = time.perf_counter()
+    for src, pkt in sends:
+        net.send(src, pkt, 0)
+    net.loop.run()
+    elapsed = time.perf_counter() - start
+    return _figures(k, topo, sends, net.conservation(), net.loop.events, net.delivered, elapsed)
+
+
+def _run_native(topo, preset, seed, sends, k):
+    net = NativeNetwork(topo, preset, seed=seed)
+    index = net.host_index
+    cols = {"host": np.array([index[s] for s, _ in sends], np.int64),
+            "dst": np.array([index[p.dst] for _, p in sends], np.int64),
+            "time": np.zeros(len(sends), np.int64)}
+    for f in ("uid", "size", "flow", "prio", "mag"):
+        cols[f] = np.array([getattr(p, f) for _, p in sends], np.int64)
+    for f in ("droppable", "dlcp"):
+        cols[f] = np.array([getattr(p, f) for _, p in sends], bool)
+    gc.collect()
+    start = time.perf_counter()
+    net.send_at(**cols)
+    net.run()
+    elapsed = time.perf_counter() - start
+    return _figures(k, topo, sends, net.conservation(), net.events, net.delivered, elapsed)
+
+
+def _figures(k, topo, sends, conservation, events, delivered, elapsed):
+    # Hops actually taken: every node a packet entered, hosts' NICs included.
+    packet_hops = sum(t for t, _ in conservation.values())
+    return {"k": k, "hosts": len(topo.hosts()), "packets": len(sends), "packet_hops": packet_hops,
+            "events": events, "delivered": delivered, "seconds": round(elapsed, 4),
+            "packet_hops_per_s": round(packet_hops / elapsed)}
+
+
+def _permutation(topo, packets_per_host, seed):
     hosts = topo.hosts()
     rng = random.Random(seed)
     peers = hosts[:]
@@ -35,17 +82,7 @@ def run(k=8, packets_per_host=50, preset="dlcp", rate_bps=10e9, seed=1):
             mag = rng.randrange(8)
             sends.append((src, Packet(1500, dst, flow=i, prio=rng.randrange(8), mag=mag,
                                       droppable=mag < 3, dlcp=True, uid=len(sends))))
-    gc.collect()
-    start = time.perf_counter()
-    for src, pkt in sends:
-        net.send(src, pkt, 0)
-    net.loop.run()
-    elapsed = time.perf_counter() - start
-    # Hops actually taken: every node a packet entered, hosts' NICs included.
-    packet_hops = sum(t for t, _ in net.conservation().values())
-    return {"k": k, "hosts": len(hosts), "packets": len(sends), "packet_hops": packet_hops,
-            "events": net.loop.events, "delivered": net.delivered, "seconds": round(elapsed, 4),
-            "packet_hops_per_s": round(packet_hops / elapsed)}
+    return sends
 
 
 def python_loop_ns(n=2_000_000):
@@ -74,34 +111,66 @@ def topology_build_s(k=16, repeat=3):
     return round(best, 4)
 
 
-def scaling_curve(k=8, sizes=SIZES, preset="dlcp", repeat=3):
-    """The fastest of `repeat` runs at each size, and a straight-line fit of wall time
-    against packet-hops (its slope is the cost of one packet-hop)."""
-    curve = [min((run(k, n, preset) for _ in range(repeat)), key=lambda r: r["seconds"])
-             for n in sizes]
-    x = np.array([r["packet_hops"] for r in curve], float)
-    y = np.array([r["seconds"] for r in curve])
-    slope, intercept = np.polyfit(x, y, 1)
-    r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
-    return {"curve": curve, "ns_per_packet_hop": round(slope * 1e9), "fit_intercept_s": round(intercept, 4),
-            "fit_r2": round(float(r2), 5), "python_loop_ns": python_loop_ns(),
-            "fat_tree_k16_build_s": topology_build_s(16)}
+def scaling_curve(k=8, sizes=SIZES, preset="dlcp", repeat=3, engines=ENGINES):
+    """Per engine: the fastest of `repeat` runs at each size, and a straight-line fit of wall
+    time against packet-hops (its slope is the cost of one packet-hop)."""
+    out = {}
+    for engine in engines:
+        curve = [min((run(k, n, preset, engine=engine) for _ in range(repeat)), key=lambda r: r["seconds"])
+                 for n in sizes]
+        x = np.array([r["packet_hops"] for r in curve], float)
+        y = np.array([r["seconds"] for r in curve])
+        slope, intercept = np.polyfit(x, y, 1)
+        r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        out[engine] = {"curve": curve, "ns_per_packet_hop": round(slope * 1e9, 1),
+                       "fit_intercept_s": round(intercept, 4), "fit_r2": round(float(r2), 5),
+                       "packet_hops_per_s": max(r["packet_hops_per_s"] for r in curve)}
+    return {"engines": out, "python_loop_ns": python_loop_ns(), "fat_tree_k16_build_s": topology_build_s(16)}
+
+
+def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, engines=ENGINES, log=None):
+    """A whole simulated run of the spec on each engine (hosts included): packet-hops per
+    second of each, and whether their summaries are identical (they must be)."""
+    import tempfile
+
+    from dlcp_emu.experiment.spec import load_spec
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    from dlcp_emu.sim.run import run_simulation
+    spec = load_spec(spec_path).with_field("byte_scale", byte_scale).with_field("workload.iterations", iterations)
+    spec = spec.with_field("packet_records", False)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for engine in engines:
+            if log:
+                log(f"end to end: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), {engine} engine")
+            gc.collect()
+            s, _ = run_simulation(spec.with_field("engine", engine), preset, f"{tmp}/{engine}", log=lambda *_: None)
+            runs[engine] = s
+    out = {e: {"packet_hops": s["packet_hops"], "events": s["events"], "wall_s": round(s["wall_s"], 3),
+               "packet_hops_per_s": s["packet_hops_per_s"]} for e, s in runs.items()}
+    if len(runs) == 2:
+        a, b = runs.values()
+        out["identical"] = ({k: v for k, v in a.items() if k not in WALL_CLOCK_KEYS}
+                            == {k: v for k, v in b.items() if k not in WALL_CLOCK_KEYS})
+    return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations, **out}
 
 
 def plot(result, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    curve = result["curve"]
-    x = [r["packet_hops"] for r in curve]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(x, [r["seconds"] for r in curve], "o", label="measured (fastest of repeats)")
-    slope, icpt = result["ns_per_packet_hop"] * 1e-9, result["fit_intercept_s"]
-    ax.plot([0, max(x)], [icpt, icpt + slope * max(x)], "-",
-            label=f"fit: {result['ns_per_packet_hop']} ns a packet-hop (R² {result['fit_r2']})")
+    for (engine, r), colour in zip(result["engines"].items(), ("C0", "C1")):
+        curve = r["curve"]
+        x = [c["packet_hops"] for c in curve]
+        ax.plot(x, [c["seconds"] for c in curve], "o", color=colour, label=f"{engine} (fastest of repeats)")
+        slope, icpt = r["ns_per_packet_hop"] * 1e-9, r["fit_intercept_s"]
+        ax.plot([0, max(x)], [icpt, icpt + slope * max(x)], "-", color=colour,
+                label=f"{engine} fit: {r['ns_per_packet_hop']:g} ns a packet-hop (R² {r['fit_r2']})")
     ax.set_xlabel("packet-hops")
     ax.set_ylabel("wall time (s)")
-    ax.set_title(f"Simulator wall time, fat tree k={curve[0]['k']} ({curve[0]['hosts']} hosts), permutation")
+    ax.set_title(f"Simulator wall time, fat tree k={curve[0]['k']} ({curve[0]['hosts']} hosts), permutation",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -1,0 +1,101 @@
+"""Whole simulated runs on the native engine against the Python engine: the example specs
+give identical summaries and tables (the hosts are the same Python on both; every hop, queue,
+drop and mark comes from the core on one and from `switch_models` on the other), and a
+pipeline the core cannot run goes to the Python path, saying why.
+
+`test_native_network.py` holds the two networks to each other packet by packet; this holds
+the simulator's use of them: batches, majors, stops, drops freeing packets, queue samples.
+"""
+import pandas as pd
+import pytest
+
+from dlcp_emu.experiment.spec import SpecError, load_spec
+from dlcp_emu.sim.engines import WALL_CLOCK_KEYS as WALL
+from dlcp_emu.sim.run import run_simulation
+from switch_models import QUEUE_MANAGERS
+from switch_models.queue_managers import DropTail
+
+ECN = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.05}}
+
+CASES = [   # (spec, preset, fields set): every example's mechanism at a byte scale that runs in seconds
+    ("examples/default.toml", "fifo", {}),
+    ("examples/default.toml", "dlcp", {"byte_scale": 0.01}),        # bounded loss acts: drops, zero-fill
+    ("examples/default.toml", "pias", {}),
+    ("examples/ps-vgg16.toml", "dlcp", {"byte_scale": 0.0005}),     # incast: evictions, trims
+    ("examples/spray-vs-ecmp.toml", "dlcp", {}),              # packet spraying
+    ("examples/spray-vs-ecmp.toml", "dlcp-nospray", {}),
+    ("examples/dc2.toml", "dlcp", {}),
+    ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
+    ("examples/default.toml", ECN, {}),                               # CE marks, the window's answer
+]
+IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else 'ecn'}" for p, s, _ in CASES]
+FAST = {"default-dlcp", "ps-vgg16-ndp"}   # the rest run in `make test`, not in the fast tier
+PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
+
+
+def simulate(spec, preset, engine, tmp_path):
+    return run_simulation(spec.with_field("engine", engine), preset, tmp_path / engine, log=lambda *_: None)
+
+
+def spec_of(path, fields):
+    spec = load_spec(path)
+    for name, value in fields.items():
+        spec = spec.with_field(name, value)
+    return spec.with_field("workload.iterations", min(spec.workload["iterations"], 2))
+
+
+@pytest.mark.parametrize("path,preset,fields", PARAMS)
+def test_both_engines_give_identical_runs(path, preset, fields, tmp_path):
+    spec = spec_of(path, fields)
+    py, py_frames = simulate(spec, preset, "python", tmp_path)
+    nat, nat_frames = simulate(spec, preset, "native", tmp_path)
+    assert (py["engine"], nat["engine"]) == ("python", "native")
+    assert {k: v for k, v in nat.items() if k not in WALL} == {k: v for k, v in py.items() if k not in WALL}
+    for name in ("iterations", "tensors", "deliveries", "ports", "queues", "background", "packets"):
+        pd.testing.assert_frame_equal(nat_frames[name].reset_index(drop=True),
+                                      py_frames[name].reset_index(drop=True), obj=name)
+    assert nat["switch_conservation_ok"] and nat["events"] > 0
+
+
+def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
+    """The comparison above is not of quiet runs only: the dlcp case loses packets within its
+    bound (drops recorded with the packets, each freeing its Packet), ndp trims, ecn marks."""
+    spec = spec_of("examples/default.toml", {"byte_scale": 0.01})
+    s, frames = simulate(spec, "dlcp", "native", tmp_path)
+    assert 0 < s["loss_fraction"] <= spec.transport["loss_bound"]
+    assert frames["packets"]["drop_reason"].notna().any()
+    _, frames = simulate(spec_of("examples/ps-vgg16.toml", {"byte_scale": 0.0005}), "ndp", "native", tmp_path / "ndp")
+    assert frames["ports"]["trimmed"].sum() > 0
+    _, frames = simulate(spec_of("examples/default.toml", {}), ECN, "native", tmp_path / "ecn")
+    assert frames["ports"]["marked"].sum() > 0
+
+
+@pytest.fixture
+def python_only_queue_manager():
+    saved = dict(QUEUE_MANAGERS._classes)
+
+    @QUEUE_MANAGERS.register("mine")
+    class Mine(DropTail):
+        pass
+    yield "mine"
+    QUEUE_MANAGERS._classes.clear()
+    QUEUE_MANAGERS._classes.update(saved)
+
+
+def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_queue_manager, tmp_path):
+    spec = spec_of("examples/default.toml", {}).with_field("switch", {"preset": "fifo", "queue_manager": "mine"})
+    s, _ = run_simulation(spec, spec.switch, tmp_path / "auto", log=lambda *_: None)
+    assert s["engine"] == "python"
+    assert "queue manager 'mine' is a Python-only stage" in s["engine_note"]
+    with pytest.raises(ValueError, match="engine: 'native' cannot run this pipeline .*'mine'"):
+        simulate(spec, spec.switch, "native", tmp_path)
+
+
+def test_auto_is_native_when_every_stage_is(tmp_path):
+    s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "auto", tmp_path)
+    assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native")
+
+
+def test_an_unknown_engine_is_a_spec_error():
+    with pytest.raises(SpecError, match="engine: .*one of auto, native, python"):
+        load_spec("examples/default.toml").with_field("engine", "fast")
