@@ -99,3 +99,22 @@ def test_command_line_errors_name_the_flag(capsys):
     else:
         assert main(["validate", "examples/default.toml"]) == 2
         assert "emulation needs root" in capsys.readouterr().err
+
+
+def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
+    """A [switch] table (no preset of that name) runs in both backends as the table itself,
+    and the report's row carries its pipeline's name."""
+    table = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.1}}
+    given = []
+
+    def run_one(spec, preset, run_dir, backend, log):
+        given.append((backend, preset))
+        return {"iteration_time_mean_s": 0.4 if backend == "emu" else 0.5, "tensor_fct_p99_s": 0.1,
+                "completed": True, "loss_within_bound": True, "compression": {},
+                "fidelity": {"fell_behind": False, "hosts_behind": False}}
+    monkeypatch.setattr(compare, "run_one", run_one)
+    _, report = validate.validate(SPEC, [table], root=tmp_path, log=lambda m: None)
+    assert given == [("emu", table), ("sim", table)]
+    (row,) = report["presets"]
+    assert row["preset"] == compare.preset_name(table) != "fifo"
+    assert row["iteration_time_mean_s"]["difference"] == pytest.approx(-0.2)

@@ -11,7 +11,7 @@ def add_parser(sub):
     v = sub.add_parser("validate", help="emulate and simulate one spec; how far apart are they (root)")
     v.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
     v.add_argument("--presets", type=name_list, default=None,
-                   help="comma-separated presets (default: the spec's [switch] preset)")
+                   help="comma-separated presets (default: the spec's [switch], a preset or a pipeline table)")
     v.add_argument("--seeds", type=positive_int, default=1, help="runs per preset and backend")
     v.add_argument("--tolerance", type=open_fraction, default=0.05,
                    help="largest relative difference of mean iteration time that passes (default 0.05)")
@@ -26,15 +26,13 @@ def _validate(args):
     if spec is None or _need_root("emu"):
         return 2
     if args.presets:
+        if _check_presets(args.presets):
+            return 2
         presets = args.presets
     elif set(spec.switch) == {"preset"}:
         presets = [spec.switch["preset"]]
     else:
-        print("dlcp-emu: the spec's [switch] is a custom pipeline; name presets with --presets",
-              file=sys.stderr)
-        return 2
-    if _check_presets(presets):
-        return 2
+        presets = [spec.switch]   # a custom pipeline: both backends run the table itself
     from dlcp_emu.study import validate
     try:
         out_dir, report = validate.validate(spec, presets, seeds=args.seeds, tolerance=args.tolerance,

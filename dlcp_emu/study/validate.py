@@ -14,6 +14,7 @@ import numpy as np
 
 from dlcp_emu.study import compare
 from dlcp_emu.experiment import results
+from dlcp_emu.experiment.runner import preset_name
 from dlcp_emu.jsonio import write_json_atomic
 
 FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99"))
@@ -26,7 +27,8 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
         run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=backend, root=root, log=log)
         runs[backend] = {"dir": str(run_dir), "summary": summary}
     rows = []
-    for preset in presets:
+    for pipeline in presets:
+        preset = preset_name(pipeline)   # a [switch] table runs under its pipeline's name
         row = {"preset": preset}
         for key, _ in FIGURES:
             vals = {b: _per_seed(runs[b]["summary"]["presets"].get(preset), key) for b in runs}
