@@ -37,11 +37,11 @@ def simulate(spec, preset, engine, tmp_path):
     return run_simulation(spec.with_field("engine", engine), preset, tmp_path / engine, log=lambda *_: None)
 
 
-def spec_of(path, fields):
+def spec_of(path, fields, iterations=2):
     spec = load_spec(path)
     for name, value in fields.items():
         spec = spec.with_field(name, value)
-    return spec.with_field("workload.iterations", min(spec.workload["iterations"], 2))
+    return spec.with_field("workload.iterations", min(spec.workload["iterations"], iterations))
 
 
 @pytest.mark.parametrize("path,preset,fields", PARAMS)
@@ -57,10 +57,11 @@ def test_both_engines_give_identical_runs(path, preset, fields, tmp_path):
     assert nat["switch_conservation_ok"] and nat["events"] > 0
 
 
+@pytest.mark.slow
 def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
     """The comparison above is not of quiet runs only: the dlcp case loses packets within its
     bound (drops recorded with the packets, each freeing its Packet), ndp trims, ecn marks."""
-    spec = spec_of("examples/default.toml", {"byte_scale": 0.01})
+    spec = spec_of("examples/default.toml", {"byte_scale": 0.01}, iterations=1)
     s, frames = simulate(spec, "dlcp", "native", tmp_path)
     assert 0 < s["loss_fraction"] <= spec.transport["loss_bound"]
     assert frames["packets"]["drop_reason"].notna().any()
