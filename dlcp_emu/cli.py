@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "dlcp_emu.commands.whatif",
     "dlcp_emu.commands.bench",
     "dlcp_emu.commands.clean",
+    "dlcp_emu.commands.wireshark",
 ]
 
 DESCRIPTION = ("Packet-level emulation (Mininet, real frames) and simulation (virtual time) of "
