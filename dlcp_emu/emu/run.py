@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from dlcp_emu.emu import PROJECT_ROOT
+from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
@@ -39,8 +40,10 @@ PROGRESS_EVERY_S = 3.0
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
-def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
-    """Returns (summary dict, tables dict). Writes the run's tables under run_dir."""
+def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, capture=None):
+    """Returns (summary dict, tables dict). Writes the run's tables under run_dir.
+    capture: {"ports": [switch port interfaces], "max_bytes": per file, or None}: pcaps of
+    those ports (`emu.capture`), listed in the summary's `captures`."""
     run_dir = Path(run_dir).resolve()   # the run's processes start elsewhere (PROJECT_ROOT)
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
@@ -53,9 +56,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     t_start = time.monotonic()
     steal_start = cpu_steal_s()
     interrupted = None
+    if capture:
+        cap = capture.get("max_bytes")
+        log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
+            + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
-                       pace_hosts=True)
+                       pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
+                       pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
     with run:
         # Every host process starts together, once all are ready (hostproc.wait_for_start).
@@ -130,6 +138,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["link_frames"] = checked.get("frames")
     s["links_unbalanced"] = checked.get("unbalanced")
     s["network_drained"] = run.drained
+    if capture:
+        s["captures"] = listing(run.stats, run_dir)
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": _background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}

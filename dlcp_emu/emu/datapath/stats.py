@@ -30,6 +30,8 @@ def datapath_stats(dp, final=False):
         "send_ahead_ns": dp.send_ahead,
         "housekeeping_max_ns": dp.housekeeping_max_ns,
         "rx_wait": dp.rx_wait.summary(),
+        # Each capture file: frames written, kept (a bounded capture keeps the newest), bytes.
+        "captures": [p.summary() for p in dp.pcaps],
     }
     sock_drops = sum(dp.socket_drops.values())
     if dp.switch is None:
