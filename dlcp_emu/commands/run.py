@@ -1,4 +1,5 @@
 """`dlcp-emu run`, `simulate`, `compare`, `emulate`: experiments from a spec."""
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ def add_parser(sub):
                    default=DEFAULT_BUDGET_MB, metavar="MB",
                    help=f"disk the captures of the run may take in all, split evenly over the "
                         f"files, each keeping its newest frames (default {DEFAULT_BUDGET_MB:g})")
+    _live(r)
     r.set_defaults(func=_run, backend="emu")
 
     s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
@@ -44,12 +46,21 @@ def add_parser(sub):
     c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...", action="append",
                    help="also sweep a spec field, e.g. compression.mode=none,fixed,dc2 or "
                         "background.load=0.1,0.4 (repeat for several: every combination runs)")
+    _live(c)
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
     e.add_argument("--results", type=output_dir, default=Path("results"))
     e.add_argument("--no-report", action="store_true")
+    _live(e)
     e.set_defaults(func=_emulate)
+
+
+def _live(p):
+    p.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
+                   help="while an emulation runs, show each switch port's utilisation, queue and "
+                        "drops by reason, refreshed every second (default: on when the output is "
+                        "a terminal and CI is not set)")
 
 
 def _common(p):
@@ -103,7 +114,7 @@ def _run(args):
 
 def _emu_options(args, spec):
     """run_emulation's options from the flags, checked against the spec (None: refused)."""
-    options = {}
+    options = {"live": getattr(args, "live", None)}
     if getattr(args, "pcap", None) is not None:
         from dlcp_emu.emu.capture import CaptureError, bytes_per_file, select_ports
         from dlcp_emu.experiment.runner import scaled_topology
@@ -120,12 +131,12 @@ def _compare(args):
     spec = _load(args.spec)
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
-    if args.presets is None and spec.variants:
-        return _finish(args, spec, None, args.seeds, vary=args.vary)   # the spec's [variants]
+    if args.presets is None and spec.variants:   # the spec's [variants]
+        return _finish(args, spec, None, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
     presets = args.presets if args.presets is not None else name_list(DEFAULT_PRESETS)
     if _check_presets(presets):
         return 2
-    return _finish(args, spec, presets, args.seeds, vary=args.vary)
+    return _finish(args, spec, presets, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
 
 
 def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=None):
@@ -145,7 +156,8 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
     try:
         run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),
-                                           vary=vary, emu_options=emu_options)
+                                           vary=vary,
+                                           emu_options=emu_options if args.backend == "emu" else None)
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
@@ -175,4 +187,5 @@ def _emulate(args):
         return 2
     args.backend, args.json = "emu", False
     print(f"dlcp-emu: default experiment {DEFAULT_SPEC} (presets {DEFAULT_PRESETS})")
-    return _finish(args, spec, DEFAULT_PRESETS.split(","), 1, report=not args.no_report)
+    return _finish(args, spec, DEFAULT_PRESETS.split(","), 1, report=not args.no_report,
+                   emu_options={"live": args.live})
