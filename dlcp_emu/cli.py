@@ -8,6 +8,7 @@ import sys
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES = [
     "dlcp_emu.commands.run",
+    "dlcp_emu.commands.net",
     "dlcp_emu.commands.validate",
     "dlcp_emu.commands.report",
     "dlcp_emu.commands.whatif",

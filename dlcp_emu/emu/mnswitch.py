@@ -125,6 +125,8 @@ def _proc_start_time(pid):
 class DlcpSwitch(Switch):
     """A Mininet switch run by our switch process (one per switch, root namespace)."""
 
+    python = sys.executable      # the interpreter of the switch processes
+
     def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
                  mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
                  ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
@@ -238,7 +240,7 @@ class DlcpSwitch(Switch):
         # Own session: a Ctrl-C at the runner's terminal must not kill the switch before the
         # runner has stopped it and collected its stats.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
+            [self.python, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=self._stderr, env=env,
             start_new_session=True, cwd=PROJECT_ROOT)
         stdout.close()

@@ -254,11 +254,26 @@ class EmulationRun:
         """Latest stats of every switch: final ones once stopped, else the periodic ones."""
         return {s.name: s.stats() for s in self.net.switches if isinstance(s, DlcpSwitch)}
 
+    def interrupt_commands(self, wait_s=3.0):
+        """Interrupt (Ctrl-C, as Mininet's CLI does) what a node's shell still runs, e.g. a CLI
+        command cut short: a busy shell cannot be asked anything at stop. Bounded."""
+        import time
+        for node in self.net.values() if self.net is not None else ():
+            if getattr(node, "waiting", False) and node.shell:
+                node.sendInt()
+                deadline = time.monotonic() + wait_s
+                while node.waiting and time.monotonic() < deadline:
+                    node.monitor(timeoutms=100)
+
     def host_queue_drops(self):
-        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw."""
+        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw
+        (None for a host whose shell is still busy: unknown, not zero)."""
         import re
         drops = {}
         for h in self.net.hosts if self.net is not None else ():
+            if h.waiting:
+                drops[h.name] = None
+                continue
             for intf in h.intfList():
                 if intf.name != "lo":
                     m = re.search(r"dropped (\d+)", h.cmd(f"tc -s qdisc show dev {intf.name}"))
@@ -300,6 +315,7 @@ class EmulationRun:
         try:
             try:
                 # The hosts first, so that no frame enters the network while it drains.
+                self.interrupt_commands()
                 self.stop_programs()
                 if self.paced and self.net is not None:
                     self.host_drops = self.host_queue_drops()
