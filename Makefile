@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 CLI    := $(VENV)/bin/dlcp-emu
 
-.PHONY: setup emulate test test-fast bench validate clean-runs require-root
+.PHONY: setup emulate test test-fast bench validate clean-runs require-root wireshark
 
 setup:
 	@scripts/setup.sh
@@ -44,3 +44,8 @@ validate: require-root setup
 
 clean-runs: setup
 	$(CLI) clean
+
+# The DLCP dissector (wireshark/dlcp.lua) into your Wireshark's Personal Lua Plugins folder:
+# run it as the user who runs Wireshark, not with sudo.
+wireshark: setup
+	$(CLI) wireshark --install

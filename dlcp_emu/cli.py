@@ -8,11 +8,13 @@ import sys
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES = [
     "dlcp_emu.commands.run",
+    "dlcp_emu.commands.net",
     "dlcp_emu.commands.validate",
     "dlcp_emu.commands.report",
     "dlcp_emu.commands.whatif",
     "dlcp_emu.commands.bench",
     "dlcp_emu.commands.clean",
+    "dlcp_emu.commands.wireshark",
 ]
 
 DESCRIPTION = ("Packet-level emulation (Mininet, real frames) and simulation (virtual time) of "

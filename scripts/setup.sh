@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES=(mininet bridge-utils iperf3 tcpdump ethtool iputils-ping iproute2 python3-venv)
+# tshark: the Wireshark dissector's tests (wireshark/dlcp.lua) read captures with it.
+DEB_PACKAGES=(mininet bridge-utils iperf3 tcpdump ethtool iputils-ping iproute2 python3-venv tshark)
 BASE_PYTHON=/usr/bin/python3
 VENV=.venv
 
@@ -21,6 +22,8 @@ if ((${#missing[@]})); then
     fi
     echo "setup: installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    # tshark's package would otherwise ask whether non-root users may capture: no.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -29,7 +29,7 @@ FIGURES = {
 def known_runs(monkeypatch):
     """compare.run_one (one preset, one seed, one backend) gives FIGURES' numbers; compare
     itself, which combines seeds and writes summaries, runs for real."""
-    def run_one(spec, preset, run_dir, backend, log):
+    def run_one(spec, preset, run_dir, backend, log, emu_options=None):
         it, fct, late = FIGURES[backend, preset][spec.seed - SPEC.seed]
         return {"iteration_time_mean_s": it, "tensor_fct_p99_s": fct, "completed": True,
                 "loss_within_bound": True, "compression": {},
@@ -75,8 +75,8 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
 def test_a_preset_without_figures_has_no_difference(known_runs, tmp_path, monkeypatch):
     real = compare.run_one
 
-    def no_sim_figure(spec, preset, run_dir, backend, log):
-        s = real(spec, preset, run_dir, backend, log)
+    def no_sim_figure(spec, preset, run_dir, backend, log, emu_options=None):
+        s = real(spec, preset, run_dir, backend, log, emu_options)
         if backend == "sim":
             s["iteration_time_mean_s"] = None    # e.g. the run stopped before an iteration ended
         return s

@@ -126,3 +126,14 @@ def field_values(text):
         except (tomllib.TOMLDecodeError, RecursionError):
             return v
     return field.strip(), [value(v) for v in values]
+
+
+def input_file(text):
+    """A file to read: it exists, is not a folder, and can be read."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file" if not path.exists()
+                                         else f"{text} is not a file")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot read it (permission denied)")
+    return path

@@ -1,11 +1,15 @@
 """`dlcp-emu run`, `simulate`, `compare`, `emulate`: experiments from a spec."""
+import argparse
 import os
 import sys
 from pathlib import Path
 
 from switch_models import preset_names
 
-from dlcp_emu.commands.argtypes import field_values, name, name_list, output_dir, positive_int
+from dlcp_emu.commands.argtypes import (
+    field_values, name, name_list, number_at_least, output_dir, positive_int,
+)
+from dlcp_emu.emu.capture import DEFAULT_BUDGET_MB
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
 DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
@@ -15,6 +19,15 @@ def add_parser(sub):
     r = sub.add_parser("run", help="emulate one spec on Mininet (root)")
     _common(r)
     r.add_argument("--preset", type=name, help="switch preset (default: the spec's [switch])")
+    r.add_argument("--pcap", nargs="?", const="all", metavar="PORTS",
+                   help="capture switch ports into pcaps (both ways), listed in the results: "
+                        "every port, or PORTS: comma-separated switches and ports, e.g. "
+                        "l1,s1-eth2 (Wireshark dissects them: `dlcp-emu wireshark --install`)")
+    r.add_argument("--pcap-max-mb", type=number_at_least(0, lo_open=True),
+                   default=DEFAULT_BUDGET_MB, metavar="MB",
+                   help=f"disk the captures of the run may take in all, split evenly over the "
+                        f"files, each keeping its newest frames (default {DEFAULT_BUDGET_MB:g})")
+    _live(r)
     r.set_defaults(func=_run, backend="emu")
 
     s = sub.add_parser("simulate", help="run one spec in virtual time (same models)")
@@ -35,12 +48,21 @@ def add_parser(sub):
                    help="also sweep a spec field, e.g. compression.mode=none,fixed,dc2 or "
                         "background.load=0.1,0.4 (repeat for several: every combination runs)")
     _engine(c)
+    _live(c)
     c.set_defaults(func=_compare)
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
     e.add_argument("--results", type=output_dir, default=Path("results"))
     e.add_argument("--no-report", action="store_true")
+    _live(e)
     e.set_defaults(func=_emulate)
+
+
+def _live(p):
+    p.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
+                   help="while an emulation runs, show each switch port's utilisation, queue and "
+                        "drops by reason, refreshed every second (default: on when the output is "
+                        "a terminal and CI is not set)")
 
 
 def _common(p):
@@ -99,12 +121,31 @@ def _check_presets(names):
 def _run(args):
     spec = _load(args.spec)
     spec = spec and _with_engine(args, spec)
-    if spec is None or _need_root(args.backend, args.dry_run):
+    if spec is None:
+        return 2
+    options = _emu_options(args, spec)
+    if options is None or _need_root(args.backend, args.dry_run):
         return 2
     preset = args.preset or spec.switch.get("preset", "custom")
     if args.preset and _check_presets([preset]):
         return 2
-    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else [spec.switch], 1)
+    return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else [spec.switch], 1,
+                   emu_options=options)
+
+
+def _emu_options(args, spec):
+    """run_emulation's options from the flags, checked against the spec (None: refused)."""
+    options = {"live": getattr(args, "live", None)}
+    if getattr(args, "pcap", None) is not None:
+        from dlcp_emu.emu.capture import CaptureError, bytes_per_file, select_ports
+        from dlcp_emu.experiment.runner import scaled_topology
+        try:
+            ports = select_ports(scaled_topology(spec), args.pcap)
+            options["capture"] = {"ports": ports, "max_bytes": bytes_per_file(args.pcap_max_mb, ports)}
+        except CaptureError as e:
+            print(f"dlcp-emu: {e}", file=sys.stderr)
+            return None
+    return options
 
 
 def _compare(args):
@@ -112,15 +153,15 @@ def _compare(args):
     spec = spec and _with_engine(args, spec)
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
-    if args.presets is None and spec.variants:
-        return _finish(args, spec, None, args.seeds, vary=args.vary)   # the spec's [variants]
+    if args.presets is None and spec.variants:   # the spec's [variants]
+        return _finish(args, spec, None, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
     presets = args.presets if args.presets is not None else name_list(DEFAULT_PRESETS)
     if _check_presets(presets):
         return 2
-    return _finish(args, spec, presets, args.seeds, vary=args.vary)
+    return _finish(args, spec, presets, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
 
 
-def _finish(args, spec, presets, seeds, report=False, vary=None):
+def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=None):
     from dlcp_emu.study import compare
     if getattr(args, "dry_run", False):
         try:
@@ -128,12 +169,17 @@ def _finish(args, spec, presets, seeds, report=False, vary=None):
         except (RuntimeError, ValueError) as e:
             print(f"dlcp-emu: {e}", file=sys.stderr)
             return 2
+        capture = (emu_options or {}).get("capture")
+        if capture:
+            lines.append(f"  captures: {len(capture['ports'])} switch port(s) both ways, at most "
+                         f"{capture['max_bytes'] / 1e6:.1f} MB a file: {', '.join(capture['ports'])}")
         print("\n".join(lines))
         return 0
     try:
         run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),
-                                           vary=vary)
+                                           vary=vary,
+                                           emu_options=emu_options if args.backend == "emu" else None)
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
@@ -142,6 +188,11 @@ def _finish(args, spec, presets, seeds, report=False, vary=None):
     else:
         print()
         print(compare.table(summary))
+        captures = [c for s in summary["presets"].values() for c in s.get("captures", ())]
+        if captures:
+            from dlcp_emu.emu.capture import describe
+            print(f"\ncaptures ({len(captures)} files; Wireshark: `dlcp-emu wireshark --install`):")
+            print("\n".join(describe(captures, run_dir)))
         print(f"\nresults: {run_dir}  (also {args.results / 'latest'})")
     if report:
         from dlcp_emu.study import report as rep
@@ -158,4 +209,5 @@ def _emulate(args):
         return 2
     args.backend, args.json = "emu", False
     print(f"dlcp-emu: default experiment {DEFAULT_SPEC} (presets {DEFAULT_PRESETS})")
-    return _finish(args, spec, DEFAULT_PRESETS.split(","), 1, report=not args.no_report)
+    return _finish(args, spec, DEFAULT_PRESETS.split(","), 1, report=not args.no_report,
+                   emu_options={"live": args.live})

@@ -125,10 +125,15 @@ def _proc_start_time(pid):
 class DlcpSwitch(Switch):
     """A Mininet switch run by our switch process (one per switch, root namespace)."""
 
+    python = sys.executable      # the interpreter of the switch processes
+
     def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
                  mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
                  ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
-                 rt_priority=None, paced_hosts=False, **params):
+                 rt_priority=None, paced_hosts=False, pcap_max_bytes=None, **params):
+        """pcap: capture every port (True), none (False), or the ports whose interface names
+        are given (a collection, e.g. {"l1-eth3"}); pcap_max_bytes bounds each capture file
+        (the newest frames are kept, `datapath.pcap`)."""
         # Mininet passes batch=True when the class has batchStartup, which then waits.
         self.batch_startup = params.pop("batch", False)
         self.pipeline = pipeline
@@ -136,6 +141,7 @@ class DlcpSwitch(Switch):
         self.seed = seed
         self.stats_dir = stats_dir
         self.pcap = pcap
+        self.pcap_max_bytes = pcap_max_bytes
         self.mode = mode
         self.late_threshold_ns = late_threshold_ns
         self.rx_batch = rx_batch
@@ -201,10 +207,14 @@ class DlcpSwitch(Switch):
             raise ValueError(f"{self.name}: DlcpSwitch needs topology= (routes and the flood tree "
                              "come from it)")
         paths = self._paths()
+        ports = self.port_list()
+        captured = None if self.pcap is True else \
+            [p["number"] for p in ports if self.pcap and p["intf"] in self.pcap]
         return switch_config(
-            self.topology, self.name, self.port_list(), self.pipeline, seed=self.seed,
+            self.topology, self.name, ports, self.pipeline, seed=self.seed,
             mode=self.mode, stats_path=paths["stats.json"], ready_path=paths["ready"],
-            pcap_dir=os.path.join(self.stats_dir, "pcap") if self.pcap else None,
+            pcap_dir=os.path.join(self.stats_dir, "pcap") if captured is None or captured else None,
+            pcap_ports=captured, pcap_max_bytes=self.pcap_max_bytes,
             late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,
             parent_pid=os.getpid(), cpu=self.cpu, rx_ring=self.rx_ring,
             stats_interval_s=self.stats_interval_s, rt_priority=self.rt_priority)
@@ -230,7 +240,7 @@ class DlcpSwitch(Switch):
         # Own session: a Ctrl-C at the runner's terminal must not kill the switch before the
         # runner has stopped it and collected its stats.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
+            [self.python, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=self._stderr, env=env,
             start_new_session=True, cwd=PROJECT_ROOT)
         stdout.close()

@@ -44,14 +44,17 @@ def root_interfaces(topology):
 
 
 class EmulationRun:
-    def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, static_arp=False,
+    def __init__(self, topology, pipeline="fifo", *, seed=0, pcap=False, pcap_max_bytes=None,
+                 static_arp=False,
                  mode="model", run_dir=None, runtime_dir=None, switch_opts=None,
                  switch=None, late_threshold_ns=1_000_000, configure_hosts=True, mtu=1500,
                  pace_hosts=True):
         """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
         switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
         DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
-        configs, stats and pcaps go (a new temporary directory by default); pace_hosts: each
+        configs, stats and pcaps go (a new temporary directory by default); pcap: capture
+        every switch port (True) or the ports of these interface names, each file bounded by
+        pcap_max_bytes (the newest frames kept; None: unbounded); pace_hosts: each
         host's uplink serialises at its rate and has its delay, as in the simulator (False
         hands a host's frames to its switch as fast as the host makes them: for raw
         line-rate senders that test a switch alone)."""
@@ -59,6 +62,7 @@ class EmulationRun:
         self.pipeline = pipeline
         self.seed = seed
         self.pcap = pcap
+        self.pcap_max_bytes = pcap_max_bytes
         self.static_arp = static_arp
         self.mode = mode
         self.run_dir = run_dir
@@ -150,7 +154,8 @@ class EmulationRun:
             sw_name = getattr(cls, "__name__", str(cls))
         else:
             cls = switch_class(topology=self.topology, pipeline=self.pipeline, seed=self.seed,
-                               stats_dir=self.run_dir, pcap=self.pcap, mode=self.mode,
+                               stats_dir=self.run_dir, pcap=self.pcap,
+                               pcap_max_bytes=self.pcap_max_bytes, mode=self.mode,
                                late_threshold_ns=self.late_threshold_ns, on_spawn=on_spawn,
                                paced_hosts=self.pace_hosts, **self.switch_opts)
             sw_name = "DlcpSwitch"
@@ -249,11 +254,26 @@ class EmulationRun:
         """Latest stats of every switch: final ones once stopped, else the periodic ones."""
         return {s.name: s.stats() for s in self.net.switches if isinstance(s, DlcpSwitch)}
 
+    def interrupt_commands(self, wait_s=3.0):
+        """Interrupt (Ctrl-C, as Mininet's CLI does) what a node's shell still runs, e.g. a CLI
+        command cut short: a busy shell cannot be asked anything at stop. Bounded."""
+        import time
+        for node in self.net.values() if self.net is not None else ():
+            if getattr(node, "waiting", False) and node.shell:
+                node.sendInt()
+                deadline = time.monotonic() + wait_s
+                while node.waiting and time.monotonic() < deadline:
+                    node.monitor(timeoutms=100)
+
     def host_queue_drops(self):
-        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw."""
+        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw
+        (None for a host whose shell is still busy: unknown, not zero)."""
         import re
         drops = {}
         for h in self.net.hosts if self.net is not None else ():
+            if h.waiting:
+                drops[h.name] = None
+                continue
             for intf in h.intfList():
                 if intf.name != "lo":
                     m = re.search(r"dropped (\d+)", h.cmd(f"tc -s qdisc show dev {intf.name}"))
@@ -295,6 +315,7 @@ class EmulationRun:
         try:
             try:
                 # The hosts first, so that no frame enters the network while it drains.
+                self.interrupt_commands()
                 self.stop_programs()
                 if self.paced and self.net is not None:
                     self.host_drops = self.host_queue_drops()

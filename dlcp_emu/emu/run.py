@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 from dlcp_emu.emu import PROJECT_ROOT
+from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
+from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
@@ -36,11 +38,18 @@ START_MARGIN_S = 0.2     # from the last process ready to the common start (they
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
 POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
+LIVE_EVERY_S = 1.0       # the live view's refresh: the switches write their stats once a second
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
 
 
-def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
-    """Returns (summary dict, tables dict). Writes the run's tables under run_dir."""
+def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, capture=None,
+                  live=None):
+    """Returns (summary dict, tables dict). Writes the run's tables under run_dir.
+    capture: {"ports": [switch port interfaces], "max_bytes": per file, or None}: pcaps of
+    those ports (`emu.capture`), listed in the summary's `captures`. live: the switches'
+    ports in the terminal while the run goes on (`liveview`; None: on a terminal, not in CI)."""
+    view = LiveView(sys.stdout, live)
+    log = view.wrap(log)
     run_dir = Path(run_dir).resolve()   # the run's processes start elsewhere (PROJECT_ROOT)
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
@@ -53,9 +62,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     t_start = time.monotonic()
     steal_start = cpu_steal_s()
     interrupted = None
+    if capture:
+        cap = capture.get("max_bytes")
+        log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
+            + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
-                       pace_hosts=True)
+                       pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
+                       pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
     with run:
         # Every host process starts together, once all are ready (hostproc.wait_for_start).
@@ -81,7 +95,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
         try:
             start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
             if interrupted is None:
-                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log)
+                show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
+                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show)
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -130,6 +145,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False):
     s["link_frames"] = checked.get("frames")
     s["links_unbalanced"] = checked.get("unbalanced")
     s["network_drained"] = run.drained
+    if capture:
+        s["captures"] = listing(run.stats, run_dir)
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": _background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}
@@ -159,10 +176,11 @@ def _start_together(ready_files, start_file, procs):
     return start_at, None
 
 
-def _wait(spec, placement, procs, outs, t_start, log):
-    """Until every agent is done (None), or why not."""
+def _wait(spec, placement, procs, outs, t_start, log, show=None):
+    """Until every agent is done (None), or why not. show(title): refresh the live view."""
     iterations = spec.workload["iterations"]
     last = (None, 0.0)
+    shown = -LIVE_EVERY_S
     while True:
         time.sleep(POLL_S)
         done, its, packets = 0, [], 0
@@ -178,10 +196,14 @@ def _wait(spec, placement, procs, outs, t_start, log):
         elapsed = time.monotonic() - t_start
         state = (min(its, default=0), done)
         # A line when an iteration or an agent finishes, else every few seconds.
+        progress = (f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
+                    f"agents done {done}/{len(outs)}, packets sent {packets:,}")
         if state != last[0] or elapsed - last[1] >= PROGRESS_EVERY_S:
-            log(f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
-                f"agents done {done}/{len(outs)}, packets sent {packets:,}")
+            log(progress)
             last = (state, elapsed)
+        if show is not None and elapsed - shown >= LIVE_EVERY_S:
+            show(progress.strip())
+            shown = elapsed
         if done == len(outs):
             return None
         dead = [r for r, p in procs.items() if p.poll() is not None]

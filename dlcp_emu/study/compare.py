@@ -26,13 +26,14 @@ FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", 
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
 
 
-def run_one(spec, preset, run_dir, backend, log):
+def run_one(spec, preset, run_dir, backend, log, emu_options=None):
+    """emu_options: more arguments of run_emulation (capture=, live=)."""
     if backend == "sim":
         from dlcp_emu.sim.run import run_simulation
         s, _ = run_simulation(spec, preset, run_dir, log=log)
     else:
         from dlcp_emu.emu.run import run_emulation
-        s, _ = run_emulation(spec, preset, run_dir, log=log)
+        s, _ = run_emulation(spec, preset, run_dir, log=log, **(emu_options or {}))
     return s
 
 
@@ -86,7 +87,8 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
     return lines
 
 
-def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None):
+def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
+            emu_options=None):
     runs = variants(spec, presets, vary)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
@@ -103,7 +105,10 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
                 s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
                 transport = v_spec.transport_for(preset_name(preset))
                 log(f"{label} (seed {s_spec.seed}, {transport} transport, {backend}):")
-                per_seed.append(run_one(s_spec, preset, run_dir / label / f"seed-{s_spec.seed}", backend, log))
+                seed_dir = Path(label) / f"seed-{s_spec.seed}"
+                per_seed.append(run_one(s_spec, preset, run_dir / seed_dir, backend, log, emu_options))
+                for c in per_seed[-1].get("captures", ()):   # relative to summary.json's folder
+                    c["file"] = str(seed_dir / c["file"])
                 summary["presets"][label] = _combine(per_seed)
                 results.write_summary(run_dir, summary)
                 if per_seed[-1].get("interrupted"):

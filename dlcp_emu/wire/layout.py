@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import NamedTuple
 
 # --- Constants ------------------------------------------------------------------
 
@@ -109,7 +110,36 @@ def fields_at(*fields):
     return struct.Struct(fmt)
 
 
-HEADER_FMT = ">HBBBBBBHHHHIIIIIIQ"
+class HeaderField(NamedTuple):
+    """One field of the DLCP header, as every reader of it names it: `DlcpHeader`, the scapy
+    layer and the Wireshark dissector (`dlcp.<name>`, generated from this table)."""
+    name: str
+    offset: int     # inside the header
+    code: str       # struct code (big-endian)
+    label: str      # what a reader of a capture sees
+
+
+HEADER_FIELDS = (
+    HeaderField("magic", HDR_MAGIC, "H", "Magic"),
+    HeaderField("version", HDR_VERSION, "B", "Version"),
+    HeaderField("type", HDR_TYPE, "B", "Type"),
+    HeaderField("flags", HDR_FLAGS, "B", "Flags"),
+    HeaderField("priority", HDR_PRIORITY, "B", "Priority"),
+    HeaderField("mag_class", HDR_MAG_CLASS, "B", "Magnitude class"),
+    HeaderField("reserved", HDR_RESERVED, "B", "Reserved"),
+    HeaderField("job", HDR_JOB, "H", "Job"),
+    HeaderField("src_rank", HDR_SRC_RANK, "H", "Source rank"),
+    HeaderField("dst_rank", HDR_DST_RANK, "H", "Destination rank"),
+    HeaderField("payload_len", HDR_PAYLOAD_LEN, "H", "Payload length"),
+    HeaderField("iteration", HDR_ITERATION, "I", "Iteration"),
+    HeaderField("tensor_id", HDR_TENSOR_ID, "I", "Tensor id"),
+    HeaderField("chunk_index", HDR_CHUNK_INDEX, "I", "Chunk index"),
+    HeaderField("chunk_count", HDR_CHUNK_COUNT, "I", "Chunk count"),
+    HeaderField("offset", HDR_OFFSET, "I", "Offset"),
+    HeaderField("reserved2", HDR_RESERVED2, "I", "Reserved 2"),
+    HeaderField("send_ts_ns", HDR_SEND_TS_NS, "Q", "Send time (ns)"),
+)
+HEADER_FMT = ">" + "".join(f.code for f in HEADER_FIELDS)
 HEADER_STRUCT = struct.Struct(HEADER_FMT)
 # Ethernet + IPv4 + UDP in one go: dst, src, ethertype, ver_ihl, tos, total_len,
 # id, frag, ttl, proto, ip_checksum, src_ip, dst_ip, sport, dport, udp_len, udp_checksum.
@@ -117,6 +147,9 @@ L234_STRUCT = struct.Struct("!6s6sHBBHHHBBH4s4sHHHH")
 _IP_STRUCT = struct.Struct("!BBHHHBBH4s4s")
 _UDP_STRUCT = struct.Struct("!HHHH")
 assert HEADER_STRUCT.size == HEADER_LEN
+assert HEADER_FMT == ">HBBBBBBHHHHIIIIIIQ"   # a change here is a new version of the layout
+assert all(f.offset == struct.calcsize(">" + "".join(g.code for g in HEADER_FIELDS[:i]))
+           for i, f in enumerate(HEADER_FIELDS)), "HEADER_FIELDS offsets do not follow their sizes"
 assert L234_STRUCT.size == DLCP_OFF
 
 _U16 = struct.Struct("!H")

@@ -10,17 +10,19 @@ Config (JSON)::
      "routes": {"00:00:00:00:00:01": [1], ...},      # dst MAC -> equal-cost egress ports
      "flood": [1, 2, 3],                               # ports on the flood tree
      "stats_path": "...json", "ready_path": "...", "pcap_dir": null,
+     "pcap_ports": null (every port) or [1, 3], "pcap_max_bytes": null or bytes per file,
      "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "stall_limit_ns": 20000000,
      "batch": 64,
      "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0}
 """
+from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES
 from switch_models import PortConfig, Switch
 
 
 RUNT_KEY = b"\x00" * 6      # route key of frames too short to carry a MAC: never routed
 MODES = ("model", "forward")
 CONFIG_KEYS = {"name", "mode", "pipeline", "seed", "ports", "routes", "flood", "stats_path",
-               "ready_path", "pcap_dir", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
+               "ready_path", "pcap_dir", "pcap_ports", "pcap_max_bytes", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
                "batch", "parent_pid", "cpu", "rx_ring", "drain_s", "rt_priority",
                "queue_sample_ns", "queue_samples_max"}
 
@@ -60,6 +62,8 @@ def load_config(cfg):
     out.setdefault("stats_path", None)
     out.setdefault("ready_path", None)
     out.setdefault("pcap_dir", None)
+    out.setdefault("pcap_ports", None)
+    out.setdefault("pcap_max_bytes", None)
     out.setdefault("stats_interval_s", 1.0)
     out.setdefault("late_threshold_ns", 1_000_000)
     out.setdefault("stall_limit_ns", 20_000_000)
@@ -101,6 +105,13 @@ def load_config(cfg):
     bad = [n for n in out["flood"] if n not in numbers]
     if bad:
         raise ConfigError(f"flood ports {bad} are not ports of this switch ({sorted(numbers)})")
+    bad = [n for n in out["pcap_ports"] or () if n not in numbers]
+    if out["pcap_ports"] is not None and (not isinstance(out["pcap_ports"], list) or bad):
+        raise ConfigError(f"pcap_ports must be null or a list of this switch's ports "
+                          f"({sorted(numbers)}), got {out['pcap_ports']!r}")
+    cap = out["pcap_max_bytes"]
+    if cap is not None and (not isinstance(cap, int) or cap < MIN_MAX_BYTES):
+        raise ConfigError(f"pcap_max_bytes must be null or an integer >= {MIN_MAX_BYTES}, got {cap!r}")
     if not isinstance(out["batch"], int) or out["batch"] < 1:
         raise ConfigError(f"batch must be an integer >= 1, got {out['batch']!r}")
     return out

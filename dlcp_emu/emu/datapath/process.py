@@ -37,7 +37,7 @@ from dlcp_emu.emu.datapath.forward import run_forward
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
-from dlcp_emu.emu.datapath.pcap import PcapWriter
+from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.sendahead import send_due
 from dlcp_emu.emu.datapath.sockets import (
     PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
@@ -150,11 +150,7 @@ class Datapath:
         # recv allocates this much per call, so not 64 KB.
         self.bufsize = mtu + 18 + 1
         if cfg["pcap_dir"]:
-            os.makedirs(cfg["pcap_dir"], exist_ok=True)
-            self.pcap_rx = {n: PcapWriter(os.path.join(cfg["pcap_dir"], f"{self.intf[n]}-rx.pcap"))
-                            for n in self.numbers}
-            self.pcap_tx = {n: PcapWriter(os.path.join(cfg["pcap_dir"], f"{self.intf[n]}-tx.pcap"))
-                            for n in self.numbers}
+            self.pcap_rx, self.pcap_tx = open_captures(cfg, self.intf)
             self.pcaps = [*self.pcap_rx.values(), *self.pcap_tx.values()]
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)

@@ -153,11 +153,11 @@ def interface_mtu(intf):
 
 
 def send_functions(socks, pcap_tx=None):
-    """port -> send function; with capture on (pcap_tx: port -> PcapWriter), one that also
-    writes the pcap."""
+    """port -> send function; on a port with capture on (pcap_tx: port -> PcapWriter), one
+    that also writes the pcap."""
     sends = {}
     for n, s in socks.items():
-        if pcap_tx:
+        if pcap_tx and n in pcap_tx:
             def send(frame, raw=s.send, cap=pcap_tx[n].write):
                 cap(frame)
                 return raw(frame)
@@ -190,7 +190,7 @@ def drain_functions(socks, rings, bufsize, rx_errors, pcap_rx=None):
                         break
                     k -= 1
                 return out, None
-        if pcap_rx:
+        if pcap_rx and n in pcap_rx:
             def drain(k, raw=drain, cap=pcap_rx[n].write):
                 frames, stamps = raw(k)
                 for f, t in zip(frames, stamps or [None] * len(frames)):

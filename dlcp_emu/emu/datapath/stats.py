@@ -30,6 +30,8 @@ def datapath_stats(dp, final=False):
         "send_ahead_ns": dp.send_ahead,
         "housekeeping_max_ns": dp.housekeeping_max_ns,
         "rx_wait": dp.rx_wait.summary(),
+        # Each capture file: frames written, kept (a bounded capture keeps the newest), bytes.
+        "captures": [p.summary() for p in dp.pcaps],
     }
     sock_drops = sum(dp.socket_drops.values())
     if dp.switch is None:
@@ -69,6 +71,7 @@ def datapath_stats(dp, final=False):
     sent = sum(tx_frames.values())
     out.update(
         pipeline=c["pipeline"], model=c, rx_frames=rx_frames, tx_frames=tx_frames,
+        port_buffer_bytes={n: sw.ports[n].buffer_bytes for n in dp.numbers},
         rx_truncated=truncated,
         flood_frames=dict(dp.flood_frames), flood_copies=dict(dp.flood_copies),
         not_flooded=dict(dp.not_flooded),
