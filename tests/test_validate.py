@@ -107,7 +107,7 @@ def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
     table = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.1}}
     given = []
 
-    def run_one(spec, preset, run_dir, backend, log):
+    def run_one(spec, preset, run_dir, backend, log, emu_options=None):
         given.append((backend, preset))
         return {"iteration_time_mean_s": 0.4 if backend == "emu" else 0.5, "tensor_fct_p99_s": 0.1,
                 "completed": True, "loss_within_bound": True, "compression": {},
