@@ -243,6 +243,7 @@ def test_sender_keeps_the_callers_array_without_a_copy():
     run_pair(s, r, LossyChannel(seed=1, loss=0.1), LossyChannel(seed=2))
     d, = r.take_delivered()
     assert np.array_equal(d.data, data) and d.data.flags.owndata is False  # the receiver's buffer
+    assert d.data.flags.writeable  # as the Python receiver's
 
 
 def test_chunk_magnitudes_given_or_measured_plan_alike():

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -111,9 +112,9 @@ py::dict by_class(const std::vector<std::pair<int, int64_t>>& by) {
 py::object delivered_data(Delivery& d) {
   if (d.data.empty()) return py::none();  // payload-free
   // The receiver's buffer becomes the array's memory: no copy.
-  auto* owner = new std::vector<uint8_t>(std::move(d.data));
-  py::capsule free(owner, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
-  return py::array_t<float>({d.total / 4}, {4}, reinterpret_cast<const float*>(owner->data()), free);
+  uint8_t* bytes = d.data.release();
+  py::capsule owner(bytes, [](void* p) { std::free(p); });
+  return py::array_t<float>({d.total / 4}, {4}, reinterpret_cast<const float*>(bytes), owner);
 }
 
 py::tuple delivery(Delivery& d) {

@@ -61,7 +61,7 @@ Inbound* Receiver::state(const Header& h, int64_t now, int64_t cs, bool& found) 
   st->key = key;
   st->count = uint32_t(count);
   st->cs = cs;
-  if (store) st->buf.assign(size_t(count * cs), 0);
+  if (store) st->buf = ZeroBuffer(size_t(count * cs));
   st->got.assign(size_t(count), 0);
   st->first_ns = now;
   Inbound* raw = st.get();

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
+#include <new>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -23,6 +25,28 @@
 #include "transport_packet.hpp"
 
 namespace dlcp::transport {
+
+// A zeroed byte buffer from calloc: fresh pages come zero from the kernel, so a large
+// tensor's buffer is written once (by the chunks that arrive), not zeroed first. Python's
+// bytearray(n) is calloc'd the same way.
+class ZeroBuffer {
+ public:
+  explicit ZeroBuffer(size_t n = 0) {
+    if (n) {
+      p_.reset(static_cast<uint8_t*>(std::calloc(n, 1)));
+      if (!p_) throw std::bad_alloc();
+    }
+  }
+  uint8_t* data() { return p_.get(); }
+  bool empty() const { return !p_; }
+  uint8_t* release() { return p_.release(); }  // the caller frees it with std::free
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p_;
+};
 
 struct InKey {
   uint16_t job, src_rank;
@@ -43,7 +67,7 @@ struct InKeyHash {
 struct Delivery {
   uint16_t job, src_rank, dst_rank;
   uint32_t iteration, tensor_id;
-  std::vector<uint8_t> data;  // count * chunk_size bytes, of which the first `total` count
+  ZeroBuffer data;  // count * chunk_size bytes, of which the first `total` count (empty: payload-free)
   int64_t total;
   int64_t first_ns, done_ns;
   std::vector<int64_t> lost_chunks;
@@ -59,7 +83,7 @@ struct Inbound {
   InKey key;
   uint32_t count;
   int64_t cs;
-  std::vector<uint8_t> buf;  // zero: what a missing chunk delivers (empty when payload-free)
+  ZeroBuffer buf;  // zero: what a missing chunk delivers (empty when payload-free)
   std::vector<uint8_t> got;
   int64_t received = 0, received_bytes = 0, received_droppable = 0;
   uint32_t cum = 0;
