@@ -34,6 +34,7 @@ bench: setup
 	$(CLI) bench model --preset dlcp
 	$(CLI) bench sim --plot results/bench-sim.png
 	$(CLI) bench switch
+	$(CLI) bench transport
 
 # Emulated against simulated, side by side: how closely the backends agree is a figure that
 # a loaded machine moves, so it is printed here, not asserted by a test. Each runs on.

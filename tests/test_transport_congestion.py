@@ -1,4 +1,5 @@
-"""Congestion window and RTO (dlcp_emu.transport.congestion)."""
+"""Congestion window and RTO (dlcp_emu.transport.congestion), Python's and the core's
+(`impl`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcp_emu.transport import CongestionControl, RttEstimator
+from dlcp_emu.transport import CongestionControl as PyCongestionControl
+from dlcp_emu.transport import RttEstimator as PyRttEstimator
+from dlcp_emu.transport import native
 
 US = 1000
+IMPLS = {"python": (PyCongestionControl, PyRttEstimator),
+         "native": (native.CongestionControl, native.RttEstimator)}
+each_impl = pytest.mark.parametrize("impl", list(IMPLS))
 
 
-def test_rto_follows_rfc6298():
+@each_impl
+def test_rto_follows_rfc6298(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     r = RttEstimator(initial_rto_ns=50_000 * US, min_rto_ns=1, max_rto_ns=10**12, granularity_ns=1)
     assert r.rto_ns == 50_000 * US and r.srtt_ns is None
     r.sample(100 * US)  # first: SRTT = R, RTTVAR = R/2, RTO = SRTT + 4 RTTVAR
@@ -26,8 +34,10 @@ def test_rto_follows_rfc6298():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(1, 10**8), min_size=1, max_size=50))
-def test_rto_matches_reference_and_stays_in_bounds(samples):
+@given(samples=st.lists(st.integers(1, 10**8), min_size=1, max_size=50))
+@each_impl
+def test_rto_matches_reference_and_stays_in_bounds(samples, impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     lo, hi, g = 1_000 * US, 500_000 * US, 1_000 * US
     r = RttEstimator(min_rto_ns=lo, max_rto_ns=hi, granularity_ns=g)
     srtt = var = None
@@ -43,7 +53,9 @@ def test_rto_matches_reference_and_stays_in_bounds(samples):
         assert lo <= r.rto_ns <= hi
 
 
-def test_rto_floor_backoff_and_cap():
+@each_impl
+def test_rto_floor_backoff_and_cap(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     r = RttEstimator(min_rto_ns=1_000 * US, max_rto_ns=8_000 * US, granularity_ns=1)
     r.sample(10 * US)  # sub-ms RTT: the floor wins
     assert r.rto_ns == 1_000 * US
@@ -54,7 +66,9 @@ def test_rto_floor_backoff_and_cap():
     assert r.rto_ns == 1_000 * US
 
 
-def test_identical_samples_keep_a_margin_over_srtt():
+@each_impl
+def test_identical_samples_keep_a_margin_over_srtt(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     r = RttEstimator()
     for _ in range(200):
         r.sample(3_000 * US)  # RTTVAR decays towards 0
@@ -67,7 +81,9 @@ def ack_all(cc, n, ce=False):
         cc.on_ack(s, ce, 1)
 
 
-def test_slow_start_then_congestion_avoidance():
+@each_impl
+def test_slow_start_then_congestion_avoidance(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=10)
     ack_all(cc, 10)
     assert cc.cwnd == 20  # +1 per packet acknowledged: doubles per round trip
@@ -76,7 +92,9 @@ def test_slow_start_then_congestion_avoidance():
     assert cc.cwnd == pytest.approx(21, abs=0.05)  # +1 per window
 
 
-def test_loss_halves_once_per_window():
+@each_impl
+def test_loss_halves_once_per_window(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=40)
     seqs = [cc.on_send() for _ in range(40)]
     for s in seqs[:5]:  # five losses of one window: one congestion event
@@ -90,7 +108,9 @@ def test_loss_halves_once_per_window():
     assert cc.cwnd == 10 and cc.reductions == 2
 
 
-def test_ecn_halve_mode_halves_once_per_window():
+@each_impl
+def test_ecn_halve_mode_halves_once_per_window(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=32, ecn="halve")
     seqs = [cc.on_send() for _ in range(32)]
     for s in seqs:
@@ -107,7 +127,9 @@ def ack_clocked(cc, n_acks, marked=lambda i: False):
             pipe.append(cc.on_send())
 
 
-def test_dctcp_first_mark_halves_then_alpha_decays():
+@each_impl
+def test_dctcp_first_mark_halves_then_alpha_decays(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=32, max_window=32)
     assert cc.alpha == 1.0
     cc.on_ack(cc.on_send(), True, 1)
@@ -119,13 +141,17 @@ def test_dctcp_first_mark_halves_then_alpha_decays():
     assert cc.cwnd > 0.99 * 32  # a light mark rate cuts the window only a little
 
 
-def test_dctcp_alpha_converges_to_mark_fraction():
+@each_impl
+def test_dctcp_alpha_converges_to_mark_fraction(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=20, min_window=20, max_window=20)
     ack_clocked(cc, 20 * 400, marked=lambda i: i % 4 == 0)  # 25% of the packets marked
     assert cc.alpha == pytest.approx(0.25, abs=0.03)
 
 
-def test_timeout_collapses_window():
+@each_impl
+def test_timeout_collapses_window(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=30)
     cc.on_timeout()
     assert cc.cwnd == 1 and cc.ssthresh == 15 and cc.timeouts == 1
@@ -135,14 +161,18 @@ def test_timeout_collapses_window():
     assert cc.cwnd == pytest.approx(16, abs=0.1)
 
 
-def test_pacing_gap():
+@each_impl
+def test_pacing_gap(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     assert CongestionControl().pacing_gap_ns(100_000) == 0
     cc = CongestionControl(initial_window=10, pacing=True, pacing_gain=2)
     assert cc.pacing_gap_ns(None) == 0
     assert cc.pacing_gap_ns(100_000) == pytest.approx(5_000)
 
 
-def test_invalid_settings():
+@each_impl
+def test_invalid_settings(impl):
+    CongestionControl, RttEstimator = IMPLS[impl]
     with pytest.raises(ValueError):
         CongestionControl(ecn="reno")
     with pytest.raises(ValueError):
@@ -153,6 +183,7 @@ def test_invalid_settings():
 
 
 def test_rto_floors_scale_with_a_slow_link():
+    RttEstimator = PyRttEstimator
     """At a real 10 Gbit/s a frame takes 1.2 us and the defaults stand; at the emulator's
     byte-scaled 5 Mbit/s it takes 2.5 ms, and G, the floor and the initial RTO become
     RTO_FLOOR_FRAMES frame times (twice that before the first sample)."""

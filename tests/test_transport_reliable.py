@@ -1,4 +1,5 @@
-"""The `reliable` transport over a seeded lossy channel in virtual time: every byte arrives."""
+"""The `reliable` transport over a seeded lossy channel in virtual time: every byte arrives.
+Each test runs the Python endpoints and the native ones (`impl`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from dlcp_emu.transport import (
     CongestionControl,
     MagnitudePolicy,
     Message,
-    ReliableReceiver,
-    ReliableSender,
     chunk_magnitudes,
     chunk_payload_size,
 )
@@ -20,13 +19,17 @@ from dlcp_emu.transport import feedback as fb
 from transport_channel import LossyChannel, run_pair
 from dlcp_emu.wire import Flags, PacketType
 from transport_helpers import Recorder, run_transfer, tensor
+from transport_twins import IMPLS, endpoints
 
 DATA, ACK, BITMAP = PacketType.DATA, PacketType.ACK, PacketType.BITMAP
 
 
-def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=200_000, **kw):
-    return run_transfer(ReliableSender(0, 1, mtu=mtu, **kw), ReliableReceiver(1, mtu=mtu),
-                        msgs, fwd, back, max_events)
+def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=200_000, impl="python", **kw):
+    S, R = endpoints(impl, "reliable")
+    return run_transfer(S(0, 1, mtu=mtu, **kw), R(1, mtu=mtu), msgs, fwd, back, max_events)
+
+
+each_impl = pytest.mark.parametrize("impl", IMPLS)
 
 
 @pytest.mark.slow
@@ -35,12 +38,13 @@ def transfer(msgs, fwd=None, back=None, mtu=1500, max_events=200_000, **kw):
        reorder=st.floats(0, 0.3), trim=st.sampled_from([0, 0, 0.05]), ecn=st.sampled_from([0, 0.05]),
        sizes=st.lists(st.integers(1, 150_000), min_size=1, max_size=3),
        mtu=st.sampled_from([1500, 9000, 300]))
-def test_every_byte_arrives_exactly_under_impairments(seed, loss, dup, reorder, trim, ecn, sizes, mtu):
+@each_impl
+def test_every_byte_arrives_exactly_under_impairments(seed, loss, dup, reorder, trim, ecn, sizes, mtu, impl):
     msgs = [Message(tensor(n, seed + i), iteration=7, tensor_id=i, priority=i % 8,
                     src_rank=0, dst_rank=1) for i, n in enumerate(sizes)]
     chan = dict(loss=loss, duplicate=dup, reorder=reorder, jitter_ns=3_000, trim=trim, ecn=ecn)
     s, r, rec, stats = transfer(msgs, LossyChannel(seed=seed, **chan),
-                                LossyChannel(seed=seed + 1, **chan), mtu=mtu)
+                                LossyChannel(seed=seed + 1, **chan), mtu=mtu, impl=impl)
     got = {d.tensor_id: d for d in r.take_delivered()}
     assert sorted(got) == list(range(len(msgs)))
     for m in msgs:
@@ -52,11 +56,13 @@ def test_every_byte_arrives_exactly_under_impairments(seed, loss, dup, reorder, 
     assert sorted(x.tensor_id for x in done) == list(range(len(msgs)))
 
 
-def test_header_fields_as_promised():
+@each_impl
+def test_header_fields_as_promised(impl):
     data = tensor(100_000)
     cs = chunk_payload_size()
     msg = Message(data, iteration=3, tensor_id=9, priority=2, job=5, src_rank=0, dst_rank=1)
-    s, r = ReliableSender(0, 1, job=5), ReliableReceiver(1)
+    S, R = endpoints(impl, "reliable")
+    s, r = S(0, 1, job=5), R(1)
     s.send(msg, 0)
     rec = Recorder()
     run_pair(s, r, LossyChannel(seed=3, loss=0.1, reorder=0.2),
@@ -83,7 +89,8 @@ def test_header_fields_as_promised():
     assert acks and all(h.priority == 0 and h.src_rank == 1 and h.dst_rank == 0 for _, h, _ in acks)
 
 
-def test_trimmed_packet_is_nacked_and_resent_at_once():
+@each_impl
+def test_trimmed_packet_is_nacked_and_resent_at_once(impl):
     data = tensor(20_000)
     trimmed_once = set()
 
@@ -94,7 +101,7 @@ def test_trimmed_packet_is_nacked_and_resent_at_once():
         return False
 
     s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)],
-                            LossyChannel(seed=1, trim_if=trim_chunk_5))
+                            LossyChannel(seed=1, trim_if=trim_chunk_5), impl=impl)
     assert np.array_equal(r.take_delivered()[0].data, data)
     nacks = [(t, h, p) for t, h, p in rec.of(BITMAP) if fb.decode_bitmap(p)[2] & fb.FB_NACK]
     assert len(nacks) == 1 and nacks[0][1].chunk_index == 5
@@ -104,18 +111,20 @@ def test_trimmed_packet_is_nacked_and_resent_at_once():
     assert s.timeouts == 0 and s.cc.reductions == 1  # a trim is a congestion signal
 
 
-def test_ack_blackout_recovers_by_timeout():
+@each_impl
+def test_ack_blackout_recovers_by_timeout(impl):
     data = tensor(50_000)
     back = LossyChannel(seed=2, drop=lambda h: h.send_ts_ns < 3_000_000)  # no ACK for 3 ms
-    s, r, _, stats = transfer([Message(data, src_rank=0, dst_rank=1)], back=back)
+    s, r, _, stats = transfer([Message(data, src_rank=0, dst_rank=1)], back=back, impl=impl)
     assert np.array_equal(r.take_delivered()[0].data, data)
     assert s.timeouts >= 1 and stats.end_ns > 3_000_000
 
 
-def test_higher_priority_tensor_goes_first():
+@each_impl
+def test_higher_priority_tensor_goes_first(impl):
     low = Message(tensor(50_000, 1), tensor_id=40, priority=7, src_rank=0, dst_rank=1)
     high = Message(tensor(50_000, 2), tensor_id=0, priority=0, src_rank=0, dst_rank=1)
-    s, r, rec, _ = transfer([low, high])
+    s, r, rec, _ = transfer([low, high], impl=impl)
     first_tx = [h.tensor_id for _, h, _ in rec.of(DATA)]
     n_high = first_tx.count(0)
     assert set(first_tx[:n_high]) == {0}  # all of the urgent tensor before any of the other
@@ -123,25 +132,28 @@ def test_higher_priority_tensor_goes_first():
     assert done == [0, 40]
 
 
-def test_ecn_marks_shrink_the_window_but_lose_nothing():
+@each_impl
+def test_ecn_marks_shrink_the_window_but_lose_nothing(impl):
     data = tensor(200_000)
     s, r, _, _ = transfer([Message(data, src_rank=0, dst_rank=1)], LossyChannel(seed=5, ecn=0.2),
-                          cc=CongestionControl(ecn="halve"))
+                          cc=CongestionControl(ecn="halve"), impl=impl)
     assert np.array_equal(r.take_delivered()[0].data, data)
     assert s.cc.reductions > 3 and s.losses == 0
 
 
-def test_pacing_spaces_packets():
+@each_impl
+def test_pacing_spaces_packets(impl):
     data = tensor(200_000)
-    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)], cc=CongestionControl(pacing=True))
+    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)], cc=CongestionControl(pacing=True), impl=impl)
     assert np.array_equal(r.take_delivered()[0].data, data)
     times = [t for t, _, _ in rec.of(DATA)]
     later = np.diff(times[20:])  # once an RTT is known, no two packets leave at once
     assert (later > 0).all()
 
 
-def test_bad_messages_are_refused():
-    s = ReliableSender(0, 1)
+@each_impl
+def test_bad_messages_are_refused(impl):
+    s = endpoints(impl, "reliable")[0](0, 1)
     s.send(Message(tensor(10), tensor_id=1, src_rank=0, dst_rank=1), 0)
     with pytest.raises(ValueError):
         s.send(Message(tensor(10), tensor_id=1, src_rank=0, dst_rank=1), 0)  # same tensor twice
@@ -155,9 +167,10 @@ def test_bad_messages_are_refused():
         s.send(Message(tensor(10), tensor_id=5, priority=8, src_rank=0, dst_rank=1), 0)
 
 
-def test_late_duplicates_after_completion_are_answered_not_redelivered():
+@each_impl
+def test_late_duplicates_after_completion_are_answered_not_redelivered(impl):
     data = tensor(5_000)
-    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)])
+    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)], impl=impl)
     assert len(r.take_delivered()) == 1
     _, h, p = rec.of(DATA)[0]
     r.receive(h, p, 10**9)  # a copy that wandered in the network
@@ -166,12 +179,13 @@ def test_late_duplicates_after_completion_are_answered_not_redelivered():
     assert r.take_delivered() == [] and r.pending == 0
 
 
-def test_reordering_across_magnitude_lanes_is_not_loss():
+@each_impl
+def test_reordering_across_magnitude_lanes_is_not_loss(impl):
     # A switch that serves large gradients first holds small ones back for 300 us (far more
     # than the 40 us RTT): loss detection must not take that for loss.
     data = tensor(300_000)
     fwd = LossyChannel(seed=1, extra_delay=lambda h: 300_000 if h.mag_class < 4 else 0)
-    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)], fwd)
+    s, r, rec, _ = transfer([Message(data, src_rank=0, dst_rank=1)], fwd, impl=impl)
     assert np.array_equal(r.take_delivered()[0].data, data)
     assert s.losses == 0 and s.timeouts == 0
     assert not [h for _, h, _ in rec.of(DATA) if h.flags & Flags.RETRANSMISSION]

@@ -91,11 +91,16 @@ class RunStats:
 def run_pair(sender, receiver, forward: LossyChannel, backward: LossyChannel, *,
              start_ns: int = 0, max_events: int = 1_000_000,
              done: Callable[[], bool] | None = None,
-             on_packet: Callable[[int, DlcpHeader, object], None] | None = None) -> RunStats:
-    """Run until `done()` (default: the sender has nothing pending). Raises ChannelStuck if
-    no event is left or max_events is exceeded: a transport that does not terminate fails
-    loudly instead of hanging. on_packet(now, header, payload) sees every packet sent."""
+             on_packet: Callable[[int, DlcpHeader, object], None] | None = None,
+             sends: list | None = None) -> RunStats:
+    """Run until `done()` (default: the sender has nothing pending) and every message of
+    `sends` ((time, Message), by time) was given to the sender at its time. Raises
+    ChannelStuck if no event is left or max_events is exceeded: a transport that does not
+    terminate fails loudly instead of hanging. on_packet(now, header, payload) sees every
+    packet sent."""
     done = done or (lambda: sender.pending == 0)
+    sends = list(sends or ())
+    sends.reverse()  # popped from the end, earliest first
     heap: list = []
     seq = 0
     now = start_ns
@@ -115,7 +120,7 @@ def run_pair(sender, receiver, forward: LossyChannel, backward: LossyChannel, *,
     while True:
         flush(sender, forward, receiver)
         flush(receiver, backward, sender)
-        if done():
+        if done() and not sends:
             return RunStats(events, now, packets)
         events += 1
         if events > max_events:
@@ -123,9 +128,13 @@ def run_pair(sender, receiver, forward: LossyChannel, backward: LossyChannel, *,
         times = [t for t in (sender.next_timeout(), receiver.next_timeout()) if t is not None]
         if heap:
             times.append(heap[0][0])
+        if sends:
+            times.append(sends[-1][0])
         if not times:
             raise ChannelStuck(f"no packet in flight and no timer armed at t={now} ns")
         now = max(now, min(times))
+        while sends and sends[-1][0] <= now:
+            sender.send(sends.pop()[1], now)
         while heap and heap[0][0] <= now:
             _, _, ep, h, p, ce = heapq.heappop(heap)
             ep.receive(h, p, now, ce)

@@ -7,7 +7,7 @@ from pathlib import Path
 from switch_models import preset_names
 
 from dlcp_emu.commands.argtypes import (
-    fat_tree_k, name, number_at_least, output_dir, output_file, positive_int,
+    fat_tree_k, name, number_at_least, open_fraction, output_dir, output_file, positive_int,
 )
 
 
@@ -23,6 +23,7 @@ def add_parser(sub):
     m.set_defaults(func=_bench_model)
     _add_switch(kinds)
     _add_soak(kinds)
+    _add_transport(kinds)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
     sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
@@ -181,3 +182,48 @@ def _bench_soak(args):
     else:
         print("\n".join(bench_soak.report(result)))
     return 0 if result["memory_ok"] and result["links_ok"] else 1
+
+
+def _add_transport(kinds):
+    t = kinds.add_parser("transport", help="one sender and receiver moving one large message: "
+                                           "packets per second of the native and Python endpoints")
+    t.add_argument("--transport", choices=("dlcp", "reliable"), default="dlcp", help="default dlcp")
+    t.add_argument("--mbytes", type=number_at_least(0, lo_open=True), default=100.0,
+                   help="the message's size in MB (default 100; smaller for a quick run)")
+    t.add_argument("--loss", type=open_fraction, default=0.01,
+                   help="loss of the lossy link, each way (default 0.01)")
+    t.add_argument("--mtu", type=positive_int, default=1500, help="IP MTU (default 1500)")
+    t.add_argument("--seed", type=number_at_least(0, kind=int), default=1, help="default 1")
+    t.add_argument("--repeat", type=positive_int, default=3, help="runs of each; the fastest counts (default 3)")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.set_defaults(func=_bench_transport)
+    return t
+
+
+def _bench_transport(args):
+    from dlcp_emu.tools import bench_transport
+    from dlcp_emu.transport import transport_payload_size
+    try:
+        transport_payload_size(args.mtu)
+    except ValueError as e:
+        print(f"dlcp-emu bench transport: --mtu: {e}", file=sys.stderr)
+        return 2
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if not args.json else None
+    result = bench_transport.run(args.transport, mbytes=args.mbytes, loss=args.loss, mtu=args.mtu,
+                                 seed=args.seed, repeat=args.repeat, log=log)
+    if args.json:
+        print(json.dumps(result))
+        return 0 if result["identical"] else 1
+    print(f"{args.transport}: one message of {result['bytes']:,} bytes, MTU {args.mtu}, "
+          f"{result['delay_ns'] // 1000} us each way (fastest of {args.repeat})")
+    for link in result["links"]:
+        print(f"  {link['link']}:")
+        for way, r in link["ways"].items():
+            ratio = link.get(f"{way}_ratio")
+            print(f"    {way:<20} {r['pps']:>11,} packets/s ({r['packets']:,} packets in {r['seconds']:.3f} s"
+                  f"{f'; {ratio}x python' if ratio else ''}; runs {', '.join(f'{p:,}' for p in r['runs_pps'])})")
+        r = link["ways"]["python"]
+        print(f"    ended at {r['end_ns'] / 1e6:.3f} ms virtual; {r['lost_packets']:,} packets lost, "
+              f"{r['retransmissions']:,} resent, {r['lost_bytes']:,} bytes zero-filled; "
+              f"every way identical: {link['identical']}")
+    return 0 if result["identical"] else 1

@@ -25,17 +25,9 @@ from dlcp_emu.transport import feedback as fb
 from dlcp_emu.transport.congestion import CongestionControl, RttEstimator
 from dlcp_emu.transport.loss_detection import LossDetection, _Lane
 from dlcp_emu.transport.outbound import (
-    ABANDONED, ACKED, IN_FLIGHT, LOST, UNSENT, SendResult, _Outbound, _per_chunk,
+    ABANDONED, ACKED, IN_FLIGHT, LOST, UNSENT, SendResult, _Outbound, prepare,
 )
-from dlcp_emu.transport.message import (
-    DEFAULT_MTU,
-    FLOAT,
-    MAX_CHUNKS,
-    MagnitudePolicy,
-    Message,
-    chunk_magnitudes,
-    transport_payload_size,
-)
+from dlcp_emu.transport.message import DEFAULT_MTU, MagnitudePolicy, Message, transport_payload_size
 
 DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP
 _FLAGS = [Flags(i) for i in range(16)]  # Flags(i) is slow; the data path indexes this
@@ -73,30 +65,21 @@ class Sender(LossDetection):
 
     # ---- sans-I/O interface -----------------------------------------------------------
     def send(self, msg: Message, now: int) -> None:
-        if (msg.job, msg.src_rank, msg.dst_rank) != (self.job, self.src_rank, self.dst_rank):
-            raise ValueError(f"message is for job {msg.job} rank {msg.src_rank}->{msg.dst_rank}, "
-                             f"this sender for job {self.job} rank {self.src_rank}->{self.dst_rank}")
-        if not 0 <= msg.priority <= 7:
-            raise ValueError(f"priority must be in 0..7, got {msg.priority}")
-        key = msg.key
-        if key in self._msgs:
-            raise ValueError(f"tensor {key} (iteration, tensor_id) is already being sent")
-        data = np.asarray(msg.data)
-        if data.dtype != np.float32:
-            raise TypeError(f"gradients must be float32, got {data.dtype}")
-        raw = np.ascontiguousarray(data.ravel(), dtype=FLOAT).tobytes()  # own copy: caller may reuse
-        total, cs = len(raw), self.payload_size
-        count = -(-total // cs)
-        if not 0 < total < 1 << 32 or count >= MAX_CHUNKS:
-            raise ValueError(f"tensor must hold 1 byte to 4 GiB, got {total} bytes")
-        mag, drop = self._plan(msg, data, total, count)
+        if msg.data is None:
+            raise ValueError("this sender sends values: a payload-free message (data None) is for "
+                             "the native senders (dlcp_emu.transport.native)")
+        p = prepare(msg, job=self.job, src_rank=self.src_rank, dst_rank=self.dst_rank,
+                    payload_size=self.payload_size, policy=self.policy,
+                    bounded_loss=self.bounded_loss, busy=self._msgs)
+        raw = p.data.tobytes()  # own copy: caller may reuse
+        total, cs, count, mag, drop = p.total, self.payload_size, p.count, p.mag, p.drop
         flags = bytearray(count)
         if self.bounded_loss:
             flags[:] = drop
         flags[-1] |= LAST
 
         m = _Outbound()
-        m.key, m.iteration, m.tensor_id, m.priority = key, msg.iteration, msg.tensor_id, msg.priority
+        m.key, m.iteration, m.tensor_id, m.priority = msg.key, msg.iteration, msg.tensor_id, msg.priority
         m.count, m.cs, m.total, m.view = count, cs, total, memoryview(raw)
         m.mag, m.flags = mag, flags
         m.state = bytearray(count)
@@ -104,7 +87,7 @@ class Sender(LossDetection):
         m.tx_seq = [-1] * count
         m.next_new = m.cum = m.acked = m.inflight = m.abandoned = 0
         m.retx = deque()
-        m.bound = self.policy.bound_bytes(total) if self.bounded_loss else 0
+        m.bound = p.bound
         m.probes = (fb.encode_probes(total, cs, m.bound, bytes(drop), mag, self.payload_size)
                     if self.bounded_loss else [])
         m.probe_rounds = 0
@@ -115,7 +98,7 @@ class Sender(LossDetection):
         m.start_ns = now
         m.packets = m.retransmits = 0
         m.lane_base = msg.priority << 3
-        self._msgs[key] = m
+        self._msgs[m.key] = m
         self._make_ready(m)
 
     def poll(self, now: int) -> list:
@@ -183,25 +166,6 @@ class Sender(LossDetection):
         return self._inflight
 
     # ---- sending ----------------------------------------------------------------------
-    def _plan(self, msg: Message, data: np.ndarray, total: int, count: int) -> tuple[bytes, bytes]:
-        need_drop = self.bounded_loss and msg.droppable is None
-        if msg.mag_class is None or need_drop:
-            mags = msg.chunk_magnitudes
-            if mags is None:
-                mags = chunk_magnitudes(data, self.payload_size)
-            plan = self.policy.plan(mags, total, self.payload_size, droppable_allowed=self.bounded_loss,
-                                    salt=(msg.job, msg.src_rank, msg.dst_rank, msg.iteration, msg.tensor_id))
-            mag, drop = plan.mag_class, plan.droppable
-        if msg.mag_class is not None:
-            mag = _per_chunk(msg.mag_class, count, "mag_class", np.uint8)
-            if max(mag) > 7:
-                raise ValueError("mag_class values must be in 0..7")
-        if not self.bounded_loss:
-            drop = bytes(count)
-        elif msg.droppable is not None:
-            drop = _per_chunk(msg.droppable, count, "droppable", bool)
-        return mag, drop
-
     def _make_ready(self, m: _Outbound) -> None:
         if not m.in_ready and not m.done:
             m.in_ready = True

@@ -248,4 +248,5 @@ PYBIND11_MODULE(_core, m) {
       .def("disable_idle_fast_path", &Core::disable_idle_fast_path)
       .def("run_batch", &Core::run_batch);
   dlcp_bindings::bind_network(m);
+  dlcp_bindings::bind_transport(m);
 }

@@ -1,4 +1,5 @@
-// What the bindings share (bindings.cpp: the switch; bindings_network.cpp: the network):
+// What the bindings share (bindings.cpp: the switch; bindings_network.cpp: the network;
+// bindings_transport.cpp: the transport endpoints):
 // conversions from Python's values, and nothing of the model.
 #pragma once
 
@@ -22,5 +23,6 @@ dlcp::PipelineSpec pipeline(const py::dict& stages);
 py::dict counters(const dlcp::Switch& sw);
 
 void bind_network(py::module_& m);
+void bind_transport(py::module_& m);
 
 }  // namespace dlcp_bindings

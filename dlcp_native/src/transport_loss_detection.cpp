@@ -1,0 +1,95 @@
+// RACK-like loss detection (RFC 8985) and the retransmission timeout (RFC 6298) of a sender
+// (dlcp_emu/transport/loss_detection.py).
+//
+// Evidence is taken only within a lane (layer priority, magnitude class): switches queue lanes
+// separately, so a delivered packet proves nothing about an earlier one in another lane. A
+// lane's packets sent before its latest delivered one are lost once a reordering window is
+// overdue; the window widens with each spurious retransmission.
+#include <algorithm>
+#include <functional>
+
+#include "transport_sender.hpp"
+
+namespace dlcp::transport {
+
+int64_t Sender::reorder_window() const {
+  if (!rtt.has_srtt || rtt.srtt_ns == 0) return 0;
+  const double f = reorder_fraction * reo_mult_;
+  return int64_t(rtt.srtt_ns * (1.0 < f ? 1.0 : f));  // int(srtt * min(f, 1.0))
+}
+
+// RACK's adaptation (RFC 8985 6.2): each spurious retransmission widens the window by one more
+// reorder_fraction of the SRTT, up to one SRTT; it decays back after 16 losses without one.
+void Sender::on_spurious() {
+  spurious += 1;
+  const double cap = reorder_fraction != 0 ? 1 / reorder_fraction : 1;
+  const double more = reo_mult_ + 1;
+  reo_mult_ = cap < more ? cap : more;  // min(reo_mult + 1, cap)
+  reo_decay_ = 16;
+}
+
+// Declare lost the packets of this lane sent before its latest delivered one, once they are
+// a reordering window overdue; arm the lane's timer for the next one.
+void Sender::detect(Lane& lane, int64_t now) {
+  auto& q = lane.q;
+  const int64_t reo = reorder_window();
+  while (!q.empty()) {
+    const LaneEntry& e = q.front();
+    const Outbound& m = *e.m;
+    if (m.done || m.tx_seq[e.c] != e.seq || m.state[e.c] != IN_FLIGHT) {
+      q.pop_front();
+    } else if (e.seq < lane.rack_seq || e.ts < lane.rack_ts) {
+      const int64_t deadline = e.ts + lane.rack_rtt + reo;
+      if (now < deadline) {
+        if (lane.deadline != deadline) {
+          lane.deadline = deadline;
+          timers_.emplace_back(deadline, lane.idx);
+          std::push_heap(timers_.begin(), timers_.end(), std::greater<Timer>{});
+        }
+        return;
+      }
+      const LaneEntry gone = e;
+      q.pop_front();
+      lost(gone.m, gone.c, gone.seq);
+    } else {
+      break;
+    }
+  }
+  lane.deadline.reset();
+}
+
+void Sender::run_timers(int64_t now) {
+  while (!timers_.empty() && timers_.front().first <= now) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<Timer>{});
+    const auto [deadline, i] = timers_.back();
+    timers_.pop_back();
+    Lane& lane = lanes_[size_t(i)];
+    if (lane.deadline == deadline) {
+      lane.deadline.reset();
+      detect(lane, now);
+    }
+  }
+  if (rto_deadline_ && now >= *rto_deadline_) on_rto(now);
+}
+
+void Sender::on_rto(int64_t now) {
+  timeouts += 1;
+  rtt.backoff();
+  if (inflight_) {
+    cc.on_timeout();
+    for (Lane& lane : lanes_) {
+      for (const LaneEntry& e : lane.q) {
+        const Outbound& m = *e.m;
+        if (!m.done && m.tx_seq[e.c] == e.seq && m.state[e.c] == IN_FLIGHT) lost(e.m, e.c, e.seq);
+      }
+      lane.q.clear();
+      lane.deadline.reset();
+    }
+  }
+  if (bounded_loss)
+    for (const auto& [order, m] : msgs_)
+      if (m->next_new >= m->count && m->probe_rounds) queue_probe(m);
+  rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
+}
+
+}  // namespace dlcp::transport

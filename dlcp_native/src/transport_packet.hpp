@@ -1,0 +1,72 @@
+// What the transport endpoints put on the wire and take from it (dlcp_emu/wire/layout.py and
+// header.py): the DLCP header's fields as plain integers, and a payload that is either a
+// view into a message's bytes (DATA) or bytes of its own (PROBE, ACK, BITMAP).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dlcp::transport {
+
+enum PacketType : uint8_t { DATA = 0, PROBE = 1, BITMAP = 2, ACK = 3 };
+
+constexpr uint8_t FLAG_DROPPABLE = 0x01;
+constexpr uint8_t FLAG_RETRANSMISSION = 0x02;
+constexpr uint8_t FLAG_TRIMMED = 0x04;
+constexpr uint8_t FLAG_LAST_CHUNK = 0x08;
+
+constexpr int64_t IPV4_LEN = 20, UDP_LEN = 8, HEADER_LEN = 48;
+constexpr int64_t MAX_PAYLOAD = 0xFFFF - IPV4_LEN - UDP_LEN - HEADER_LEN;  // 65459
+
+// The DLCP header's fields (magic, version and reserved are implicit, as in DlcpHeader).
+struct Header {
+  uint8_t type = DATA;
+  uint8_t flags = 0;
+  uint8_t priority = 7;
+  uint8_t mag_class = 0;
+  uint16_t job = 0;
+  uint16_t src_rank = 0;
+  uint16_t dst_rank = 0;
+  uint16_t payload_len = 0;
+  uint32_t iteration = 0;
+  uint32_t tensor_id = 0;
+  uint32_t chunk_index = 0;
+  uint32_t chunk_count = 1;
+  uint32_t offset = 0;
+  int64_t send_ts_ns = 0;
+};
+
+// A message's bytes, held as the caller gave them: `owner` keeps them alive (the binding puts
+// the caller's array there) for as long as a sender or a packet in flight refers to them.
+// data == nullptr: a payload-free message, sizes only.
+struct Buffer {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<void> owner;
+};
+
+// One packet an endpoint sends. DATA: bytes [off, off + payload_len) of `buf`; the others:
+// `control`.
+struct OutPacket {
+  Header h;
+  std::shared_ptr<const Buffer> buf;
+  uint32_t off = 0;
+  std::vector<uint8_t> control;
+
+  const uint8_t* payload() const {
+    if (h.type == DATA) return buf && buf->data ? buf->data + off : nullptr;
+    return control.data();
+  }
+};
+
+// A payload an endpoint is given: valid during the call only (endpoints copy what they keep).
+// data == nullptr with size 0 is an empty payload; `absent` marks a payload-free packet.
+struct InPayload {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool absent = false;
+};
+
+}  // namespace dlcp::transport
