@@ -194,7 +194,7 @@ class DlcpSwitch(Switch):
         os.makedirs(self.stats_dir, exist_ok=True)
         d = os.path.abspath(self.stats_dir)   # the process starts in the project root
         return {k: os.path.join(d, f"{self.name}.{k}") for k in
-                ("config.json", "stats.json", "ready", "stderr", "stdout")}
+                ("config.json", "stats.json", "ready", "stderr", "stdout", "queues.i64")}
 
     def build_config(self):
         if self.topology is None:
@@ -204,6 +204,7 @@ class DlcpSwitch(Switch):
         return switch_config(
             self.topology, self.name, self.port_list(), self.pipeline, seed=self.seed,
             mode=self.mode, stats_path=paths["stats.json"], ready_path=paths["ready"],
+            queue_path=paths["queues.i64"] if self.mode == "model" else None,
             pcap_dir=os.path.join(self.stats_dir, "pcap") if self.pcap else None,
             late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,
             parent_pid=os.getpid(), cpu=self.cpu, rx_ring=self.rx_ring,
