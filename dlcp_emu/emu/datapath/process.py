@@ -378,7 +378,8 @@ class Datapath:
             self.checkpoints.close()
             write_json_atomic(self.cfg["stats_path"], self.stats(True), indent=1, default=str)
         else:
-            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), indent=1, default=str)
+            # No indent: the indenting encoder leaves closure cycles the disabled gc keeps.
+            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), default=str)
 
     def stats(self, final=False):
         return datapath_stats(self, final)
