@@ -26,8 +26,8 @@ class CheckpointWriter:
     thread: the loop only serialises (its data changes once it goes on), and never waits for
     the disk. A write or rename there blocked 60-300 ms at times (all hosts at once: a busy
     journal), which stalled the emulation it should only have recorded. Only the newest
-    pending checkpoint is written; close() writes it and stops the thread, before the
-    process's final, synchronous write.
+    pending checkpoint of each file is written; close() writes them and stops the thread,
+    before the process's final, synchronous write.
 
     The thread starts with the first write, from the loop, so that it inherits the loop's
     scheduling: a real-time switch's writer started as an ordinary thread could hold the GIL
@@ -36,7 +36,7 @@ class CheckpointWriter:
 
     def __init__(self):
         self._cv = threading.Condition()
-        self._pending = None
+        self._pending = {}        # path -> the newest text for it not yet written
         self._closed = False
         self._thread = None
 
@@ -46,18 +46,19 @@ class CheckpointWriter:
             self._thread = threading.Thread(target=self._run, name="checkpoints", daemon=True)
             self._thread.start()
         with self._cv:
-            self._pending = item
+            self._pending[item[0]] = item[1]
             self._cv.notify()
 
     def _run(self):
         while True:
             with self._cv:
-                while self._pending is None and not self._closed:
+                while not self._pending and not self._closed:
                     self._cv.wait()
-                if self._pending is None:
+                if not self._pending:
                     return
-                item, self._pending = self._pending, None
-            _write_text_atomic(*item)
+                path = next(iter(self._pending))
+                text = self._pending.pop(path)
+            _write_text_atomic(path, text)
 
     def close(self):
         with self._cv:

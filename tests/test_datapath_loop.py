@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from dlcp_emu.emu import cleanup
@@ -17,6 +18,7 @@ from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_fr
 from switch_models import REWRITE_CE, PortConfig, Switch
 from dlcp_emu.emu.datapath.process import Datapath
 from dlcp_emu.emu.datapath.frames import parse
+from dlcp_emu.emu.streams import read_rows
 from topologies import build
 
 H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}
@@ -271,6 +273,37 @@ def test_stats_file_is_written_periodically(tmp_path):
     data = json.loads(path.read_text())
     rig.stop()
     assert data["switch"] == "s1" and data["final"] is False
+
+
+def test_queue_samples_go_to_their_file_and_memory_holds_one_interval(tmp_path):
+    """Occupancy samples are appended to queue_path each stats interval and forgotten: the
+    switch holds at most an interval's worth however long it runs, and the file holds every
+    sample taken, with the backlog that really built up at the congested port."""
+    rig = Rig(tmp_path, rate=8e6, stats_interval_s=0.05, queue_sample_ns=200_000,
+              queue_path=str(tmp_path / "s1.queues.i64"))
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(rig.recv(2, 480, timeout=5)))
+    reader.start()
+    held = []
+    for _ in range(8):                  # 8 bursts of 60 frames (1 ms each at 8 Mbit/s)
+        for _ in range(60):
+            rig.far[1].send(frame(payload=950))
+        for _ in range(15):
+            held.append(len(rig.dp.queues.rows))
+            time.sleep(0.01)
+    reader.join()
+    assert len(got) == 480
+    rig.stop()
+    rig.dp.housekeeping(final=True)     # what the process does at its stop
+    columns, rows, torn = read_rows(tmp_path / "s1.queues.i64")
+    assert columns == ["t_ns", "1", "2", "3"] and torn == 0
+    stats = json.loads((tmp_path / "stats.json").read_text())["queue_samples"]
+    assert stats["rows"] == len(rows) and stats["ports"] == [1, 2, 3]
+
+    assert len(rows) >= 400                          # a sample a departure (1 ms apart)
+    assert max(held) <= len(rows) / 4                # an interval's worth, not the run's
+    assert np.all(np.diff(rows[:, 0]) >= 200_000)
+    assert rows[:, 2].max() >= 20 * 1000 and not rows[:, 1].any() and not rows[:, 3].any()
 
 
 # -- configs from a topology ---------------------------------------------------------------

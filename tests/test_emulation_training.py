@@ -2,12 +2,11 @@
 server over a leaf-spine with the dlcp preset and transport, real packets, real float32
 values: every rank ends with the numpy sum of all ranks' gradients wherever nothing was
 zero-filled, zero-filled bytes are accounted, and every iteration's timing is recorded."""
-import json
-
 import numpy as np
 import pytest
 
 from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.emu.run_records import host_paths, read_host_records
 from workloads import trace_of
 from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.experiment.spec import parse_spec
@@ -48,7 +47,7 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, m
     plan = make_plan(trace, spec.scale)
     results = {r: np.load(tmp_path / f"tensors-{r}.npz") for r in range(4)}
     # What the parameter server zero-filled of the pushes it summed, in bucket bytes.
-    ps_lost = json.loads((tmp_path / "host-4.json").read_text()).get("lost", []) if pattern == "ps" else []
+    ps_lost = read_host_records({4: host_paths(tmp_path, 4)})[0][0]["lost"] if pattern == "ps" else []
     zero_filled = 0
     for it in range(ITERATIONS):
         for b in plan.buckets:

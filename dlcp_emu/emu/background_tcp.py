@@ -5,8 +5,9 @@
 The process serves a sink (accept, read to EOF, close) on the host's address and opens the
 flows this host sources at their start times: connect, write the flow's bytes, half-close,
 wait for the sink's close. Flow completion time = sink's close seen - flow start. One
-selector loop, non-blocking sockets; bounded by the flow list and a deadline; records are
-written every second and on SIGTERM.
+selector loop, non-blocking sockets; bounded by the flow list and a deadline. Flows go to
+out_path as JSON lines (`flow`): each ended one within a second of its end, then those still
+under way when the process stops (SIGTERM too), and the bytes the sink read (`sink`).
 
 Config: {"bind": ip, "port": 5001, "flows": [[start_s, dst_ip, nbytes], ...] (emulated
 seconds after the common start), "ready_file", "start_file", "deadline_s", "out_path"}
@@ -17,7 +18,7 @@ import sys
 import time
 
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
-from dlcp_emu.jsonio import write_json_atomic
+from dlcp_emu.emu.streams import JsonLinesWriter
 
 CHUNK = 64 * 1024
 ZEROS = memoryview(bytes(CHUNK))
@@ -48,6 +49,8 @@ def run(cfg, stopping):
     received = 0
     next_write = 0
     clock = time.monotonic_ns
+    out = JsonLinesWriter(cfg["out_path"])
+    ended = []                             # flows ended since the last write
     while not stopping:
         now = clock()
         if now >= deadline:
@@ -62,6 +65,7 @@ def run(cfg, stopping):
                 sel.register(f.sock, selectors.EVENT_WRITE, ("flow", f))
             except OSError as e:
                 f.state, f.error = "failed", str(e)
+                ended.append(f)
         timeout = 0.05
         if pending:
             timeout = min(timeout, max(0.0, (pending[-1].start_ns - clock()) / 1e9))
@@ -91,6 +95,7 @@ def run(cfg, stopping):
                     continue
                 except OSError as e:
                     _end(sel, f, "failed", clock(), str(e))
+                    ended.append(f)
                     continue
                 if f.sent >= f.size:
                     f.sock.shutdown(socket.SHUT_WR)
@@ -103,10 +108,14 @@ def run(cfg, stopping):
                     data = b""
                 if not data:   # the sink read everything and closed
                     _end(sel, f, "done", clock())
+                    ended.append(f)
         if clock() >= next_write:
-            write(cfg, flows, received, start)
+            out.append(_rows(ended, start))
+            ended.clear()
             next_write = clock() + 1_000_000_000
-    write(cfg, flows, received, start)
+    out.append(_rows(ended + [f for f in flows if f.state in ("sending", "closing")], start))
+    out.append([("sink", {"bytes": received})])
+    out.close()
     for f in flows:
         if f.sock is not None and f.state in ("sending", "closing"):
             f.sock.close()
@@ -118,11 +127,10 @@ def _end(sel, f, state, now, error=None):
     f.state, f.done_ns, f.error = state, now, error
 
 
-def write(cfg, flows, received, start):
-    rows = [{"start_ns": f.start_ns - start, "dst": f.dst, "bytes": f.size, "state": f.state,
-             "fct_ns": (f.done_ns - f.start_ns) if f.done_ns else None, "error": f.error}
-            for f in flows if f.state != "waiting"]
-    write_json_atomic(cfg["out_path"], {"flows": rows, "sink_bytes": received})
+def _rows(flows, start):
+    return [("flow", {"start_ns": f.start_ns - start, "dst": f.dst, "bytes": f.size,
+                      "state": f.state, "fct_ns": (f.done_ns - f.start_ns) if f.done_ns else None,
+                      "error": f.error}) for f in flows]
 
 
 def main(argv=None):

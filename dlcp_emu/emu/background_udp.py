@@ -5,8 +5,9 @@ over UDP in the host's namespace (port BACKGROUND_UDP_PORT).
 
 Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[start_ns
 (emulated, after the common start), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
-"ready_file", "start_file", "deadline_s", "out_path"}; records as `background_tcp` writes them
-(every second, and on SIGTERM).
+"ready_file", "start_file", "deadline_s", "out_path"}. Flows go to out_path as JSON lines, as
+`background_tcp` writes them: each finished flow within a second of its end, those still
+under way when the process stops (SIGTERM too); nothing of a finished flow stays in memory.
 """
 import select
 import socket
@@ -15,8 +16,8 @@ import time
 
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.udp_driver import UdpDriver
-from dlcp_emu.host.background import BackgroundEndpoint, records
-from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
+from dlcp_emu.emu.streams import JsonLinesWriter
+from dlcp_emu.host.background import BackgroundEndpoint, flow_rows
 
 
 def main(argv=None):
@@ -35,20 +36,23 @@ def main(argv=None):
     driver = UdpDriver(ep, sock, peers, ecn=True)
     deadline = start + int(cfg["deadline_s"] * 1e9)
     next_write = start + 1_000_000_000
+    out = JsonLinesWriter(cfg["out_path"])
 
-    checkpoints = CheckpointWriter()
+    def stream(started):
+        out.append([("flow", r) for r in flow_rows(ep.take_finished(), started, start, ip_of)])
+
     while not stopping and clock() < deadline:
         driver.read()
         now = clock()
         driver.flush(now)
         if now >= next_write:
-            checkpoints.write(cfg["out_path"], records(ep, start, ip_of))
+            stream({})
             next_write = now + 1_000_000_000
         wake = driver.timeout()
         wait = 0.002 if wake is None else min(max(wake - now, 0) / 1e9, 0.002)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    checkpoints.close()
-    write_json_atomic(cfg["out_path"], records(ep, start, ip_of))
+    stream(ep.started)
+    out.close()
     return 0
 
 

@@ -5,16 +5,25 @@
 Builds the plan from the trace, the agent (worker or parameter server) and its transport
 stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
 (`hostproc.wait_for_start`: CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
-deadline, and writes its records (`out_path`, JSON) and, if asked, its reduced tensors
-(`results_path`, .npz) for verification. Records are also written every second and on
-SIGTERM, so a run that is stopped keeps what was measured.
+deadline, and, if asked, writes its reduced tensors (`results_path`, .npz) for verification.
+
+What it measures goes out every second, and once more at the end (SIGTERM too), so a run
+that is stopped or crashes keeps it (`Reporter`):
+- `records_path`: the records closed since the last second, appended as JSON lines
+  (`host.records.take_closed`: iterations, tensors, deliveries, sends, accuracy, a
+  parameter server's lost ranges); only open records stay in memory, so it stays flat
+  however long the run. The last append adds the records still open.
+- `out_path`: the status (done, packets, stalls, the sum of timer lateness), small.
+- `samples_path`: the latest timer lateness and receive lag samples (10,000 each at most).
+`run_records.read_host_records` puts the three back together.
 
 Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
 "transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "scale", "training"
 ([training] fields or null),
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
-"ready_file", "start_file", "deadline_s", "out_path", "results_path"}
+"ready_file", "start_file", "deadline_s", "out_path", "records_path", "samples_path",
+"results_path"}
 """
 import gc
 import os
@@ -30,6 +39,8 @@ from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.training import TrainingSpec, trace_of_training
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
+from dlcp_emu.emu.streams import JsonLinesWriter
+from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import COLUMNS, PacketLog
 from dlcp_emu.host.plan import make_plan
@@ -53,7 +64,8 @@ def run_kernel_tcp(cfg, agent, stopping):
     started = clock()
     m.start(started)
     deadline = started + int(cfg["deadline_s"] * 1e9)
-    out_path, next_write, reported = cfg["out_path"], started + 1_000_000_000, False
+    reporter = Reporter(cfg, agent, m)
+    next_write, reported = started + 1_000_000_000, False
     while not stopping and clock() < deadline:
         wake = m.next_timeout()
         now = clock()
@@ -69,31 +81,40 @@ def run_kernel_tcp(cfg, agent, stopping):
             m.on_writable(s)
         if now >= next_write or (m.done and not reported):
             reported = m.done
-            write_json_atomic(out_path, tcp_records(cfg, m, started))
+            reporter.tick(tcp_status(cfg, m, started, False))
             next_write = now + 1_000_000_000
-    write_json_atomic(out_path, tcp_records(cfg, m, started))
+    reporter.close(tcp_status(cfg, m, started, True))
     save_results(cfg, agent)
     return 0
 
 
-def _with_agent_records(out, cfg, a, lost):
-    """A worker's iterations, tensors and accuracy; a parameter server's lost ranges (its
-    own, unless `lost` is given)."""
-    if cfg["role"] == "worker":
-        out["iterations"] = [r.__dict__ for r in a.iteration_records]
-        out["tensors"] = [r.__dict__ for r in a.tensors]
-        if a.training is not None:
-            out["accuracy"] = a.training.evaluations
-    else:
-        out["lost"] = a.lost if lost is None else lost
-    return out
+def tcp_status(cfg, m, started, finished):
+    return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
+            "done": m.done}
 
 
-def tcp_records(cfg, m, started):
-    a = m.agent
-    out = {"rank": cfg["rank"], "role": cfg["role"], "started_ns": started, "done": m.done,
-           "deliveries": m.deliveries, "sends": []}
-    return _with_agent_records(out, cfg, a, lost=[])
+class Reporter:
+    """Streams the closed records, checkpoints the status and samples (module docstring)."""
+
+    def __init__(self, cfg, agent, host):
+        self.agent, self.host = agent, host
+        self.status_path, self.samples_path = cfg["out_path"], cfg.get("samples_path")
+        self.records = JsonLinesWriter(cfg["records_path"])
+        self.checkpoints = CheckpointWriter()
+
+    def tick(self, status, samples=None):
+        self.records.append(take_closed(self.agent, self.host))
+        self.checkpoints.write(self.status_path, status)
+        if samples is not None and self.samples_path:
+            self.checkpoints.write(self.samples_path, samples)
+
+    def close(self, status, samples=None):
+        self.records.append(take_closed(self.agent, self.host, final=True))
+        self.records.close()
+        self.checkpoints.close()
+        write_json_atomic(self.status_path, status)
+        if samples is not None and self.samples_path:
+            write_json_atomic(self.samples_path, samples)
 
 
 def build_agent(cfg):
@@ -140,19 +161,16 @@ class Stalls:
                 for f, v in zip(("count", "sum_ns", "max_ns"), acc)}
 
 
-def records(cfg, stack, started_ns, finished, driver=None, stalls=None):
-    a = stack.agent
-    out = {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
-           "started_ns": started_ns, "done": stack.done,
-           "packets_sent": driver.sent if driver else 0,
-           "packets_received": driver.received if driver else 0,
-           "timer_lateness_ns": list(stack.timer_lateness),
-           "timer_lateness_sum_ns": stack.timer_lateness_sum,
-           "rx_lag_ns": list(driver.rx_lag_ns) if driver else [],
-           "deliveries": stack.deliveries,
-           "sends": [r.__dict__ for r in stack.completions],
-           "stalls": stalls.summary() if stalls else {}}
-    return _with_agent_records(out, cfg, a, lost=None)
+def status(cfg, stack, started_ns, finished, driver, stalls):
+    return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
+            "started_ns": started_ns, "done": stack.done,
+            "packets_sent": driver.sent, "packets_received": driver.received,
+            "timer_lateness_sum_ns": stack.timer_lateness_sum, "stalls": stalls.summary()}
+
+
+def samples(stack, driver):
+    """The latest samples (bounded: `HostStack.timer_lateness`, `UdpDriver.rx_lag_ns`)."""
+    return {"timer_lateness_ns": list(stack.timer_lateness), "rx_lag_ns": list(driver.rx_lag_ns)}
 
 
 def main(argv=None):
@@ -177,8 +195,7 @@ def main(argv=None):
     stack.start(started)
     deadline = started + int(cfg["deadline_s"] * 1e9)
     next_write = started + 1_000_000_000
-    out_path = cfg["out_path"]
-    checkpoints = CheckpointWriter()
+    reporter = Reporter(cfg, agent, stack)
     reported_done = False
     # Serve until told to stop: after our own work is done, peers may still need our
     # feedback (ACKs, bitmaps) to finish theirs. The runner stops every host together.
@@ -191,14 +208,13 @@ def main(argv=None):
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
-            checkpoints.write(out_path, records(cfg, stack, started, False, driver, stalls))
-            stalls.add(stalls.writes, clock() - now)   # building and serialising them
+            reporter.tick(status(cfg, stack, started, False, driver, stalls), samples(stack, driver))
+            stalls.add(stalls.writes, clock() - now)   # taking and serialising them
             next_write = now + 1_000_000_000
         wake = driver.timeout()
         wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
         select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    checkpoints.close()
-    write_json_atomic(out_path, records(cfg, stack, started, True, driver, stalls))
+    reporter.close(status(cfg, stack, started, True, driver, stalls), samples(stack, driver))
     if log is not None:
         import pandas as pd
         rec = log.records()

@@ -200,7 +200,7 @@ class DlcpSwitch(Switch):
         os.makedirs(self.stats_dir, exist_ok=True)
         d = os.path.abspath(self.stats_dir)   # the process starts in the project root
         return {k: os.path.join(d, f"{self.name}.{k}") for k in
-                ("config.json", "stats.json", "ready", "stderr", "stdout")}
+                ("config.json", "stats.json", "ready", "stderr", "stdout", "queues.i64")}
 
     def build_config(self):
         if self.topology is None:
@@ -213,6 +213,7 @@ class DlcpSwitch(Switch):
         return switch_config(
             self.topology, self.name, ports, self.pipeline, seed=self.seed,
             mode=self.mode, stats_path=paths["stats.json"], ready_path=paths["ready"],
+            queue_path=paths["queues.i64"] if self.mode == "model" else None,
             pcap_dir=os.path.join(self.stats_dir, "pcap") if captured is None or captured else None,
             pcap_ports=captured, pcap_max_bytes=self.pcap_max_bytes,
             late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,

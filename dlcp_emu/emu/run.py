@@ -14,6 +14,9 @@ from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
+from dlcp_emu.emu.run_records import (
+    Progress, background_path, background_table, host_paths, queue_samples, read_host_records,
+)
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
 from dlcp_emu.experiment.runner import (
@@ -58,7 +61,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
     preset = preset_name(pipeline)
     transport = spec.transport_for(preset)
-    records, procs, outs = [], {}, {}
+    procs, outs = {}, {}
     t_start = time.monotonic()
     steal_start = cpu_steal_s()
     interrupted = None
@@ -77,18 +80,21 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
         start_file.unlink(missing_ok=True)
         ready = []
         for rank, host in placement.host_of_rank.items():
-            out = run_dir / f"host-{rank}.json"
-            out.unlink(missing_ok=True)   # never read a previous run's records as this one's
+            paths = host_paths(run_dir, rank)
+            for p in paths.values():
+                p.unlink(missing_ok=True)   # never read a previous run's records as this one's
             ready.append(run_dir / f"host-{rank}.ready")
             ready[-1].unlink(missing_ok=True)
             cfg = hostd_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
                                start_file=str(start_file),
-                               deadline_s=spec.time_limit_s, out_path=str(out),
+                               deadline_s=spec.time_limit_s, out_path=str(paths["status"]),
+                               records_path=str(paths["records"]),
+                               samples_path=str(paths["samples"]),
                                packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
                                results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
             cfg_path = run_dir / f"host-{rank}.config.json"
             cfg_path.write_text(json.dumps(cfg))
-            outs[rank] = out
+            outs[rank] = paths
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
                                     cwd=PROJECT_ROOT)
         bg_outs, bg_ready = _start_background(spec, topo, run, run_dir, start_file, log)
@@ -113,14 +119,12 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                     log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
     duration = time.monotonic() - t_start
     steal = cpu_steal_s() - steal_start if steal_start is not None else None
-    for rank, out in outs.items():
-        if out.exists():
-            records.append(json.loads(out.read_text()))
+    records, torn = read_host_records(outs)
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
     t0 = min(starts) if starts else 0
     its, tens, dels = tables(records, spec.scale, t0_ns=t0)
-    queues = queue_table({name: st.get("queue_samples") for name, st in run.stats.items() if st},
-                         t0, spec.scale)
+    samples, queue_note = queue_samples(run.stats)
+    queues = queue_table(samples, t0, spec.scale)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
     ports = port_table(counters, active_seconds(tens), spec.scale)
     fidelity = switch_fidelity(run.stats)
@@ -147,14 +151,21 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     s["network_drained"] = run.drained
     if capture:
         s["captures"] = listing(run.stats, run_dir)
+    # What was not as written: a host's records stream with a torn last line (a crash) or
+    # lines that are not records; queue samples kept as the largest of every few (a long
+    # run), or a torn last row.
+    if torn:
+        s["records_torn"] = torn
+        for rank, p in torn.items():
+            log(f"  records of rank {rank}: ignored a torn last line of {p['torn_bytes']} bytes "
+                f"and {p['bad_lines']} lines that are not records")
+    if queue_note:
+        s["queue_samples"] = queue_note
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-              "queues": queues, "background": _background_table(bg_outs, spec.scale),
+              "queues": queues, "background": background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}
     add_accuracy(spec, records, spec.scale, s, frames, t0)
     finish(run_dir, s, frames, interrupted)
-    for st in run.stats.values():   # the samples are in queues.parquet
-        if st:
-            st.pop("queue_samples", None)
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
     (run_dir / "links.json").write_text(json.dumps(run.links, indent=1))
     return s, frames
@@ -181,18 +192,14 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
     iterations = spec.workload["iterations"]
     last = (None, 0.0)
     shown = -LIVE_EVERY_S
+    progress = Progress(outs)
     while True:
         time.sleep(POLL_S)
-        done, its, packets = 0, [], 0
-        for rank, out in outs.items():
-            try:
-                rec = json.loads(out.read_text())
-            except (OSError, ValueError):
-                continue
-            done += bool(rec.get("done"))
-            packets += rec.get("packets_sent", 0)
-            if rank not in placement.ps_ranks:
-                its.append(sum(1 for r in rec.get("iterations", []) if r.get("comm_end_ns", -1) >= 0))
+        progress.poll()
+        status = [st for st in progress.status.values() if st]
+        done = sum(bool(st.get("done")) for st in status)
+        packets = sum(st.get("packets_sent", 0) for st in status)
+        its = [n for rank, n in progress.iterations.items() if rank not in placement.ps_ranks]
         elapsed = time.monotonic() - t_start
         state = (min(its, default=0), done)
         # A line when an iteration or an agent finishes, else every few seconds.
@@ -240,7 +247,7 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
     peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
     outs, ready = {}, []
     for i, h in enumerate(hosts):
-        out = run_dir / f"background-{h}.json"
+        out = background_path(run_dir, h)
         out.unlink(missing_ok=True)
         ready.append(run_dir / f"background-{h}.ready")
         ready[-1].unlink(missing_ok=True)
@@ -260,19 +267,6 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
                   cwd=PROJECT_ROOT)
     return outs, ready
-
-
-def _background_table(outs, scale):
-    import pandas as pd
-    rows = []
-    for host, out in outs.items():
-        if not out.exists():
-            continue
-        for f in json.loads(out.read_text())["flows"]:
-            rows.append({"src": host, "dst": f["dst"], "bytes": f["bytes"], "state": f["state"],
-                         "start_s": scale.seconds(f["start_ns"]),
-                         "fct_s": None if f["fct_ns"] is None else scale.seconds(f["fct_ns"])})
-    return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
 
 
 def _packets(run_dir, outs, scale, t0):

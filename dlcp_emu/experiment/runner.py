@@ -7,6 +7,7 @@ second is then time_dilation emulated seconds, and every time written out is div
 """
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 
 from switch_models import PipelineSpec
@@ -215,20 +216,21 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
 
 
 def queue_table(samples_by_switch, t0_ns, scale):
-    """{switch: {"ports": [...], "samples": [(t_ns, bytes...), ...]}} -> long table of
-    (switch, port, t_s, queued_bytes), t_s in real-world seconds from t0; ports that never
-    queued anything are left out."""
-    rows = []
+    """{switch: {"ports": [...], "samples": rows of (t_ns, bytes...), a list or an int64
+    array}} -> long table of (switch, port, t_s, queued_bytes), t_s in real-world seconds
+    from t0; ports that never queued anything are left out."""
+    columns = ["switch", "port", "t_s", "queued_bytes"]
+    parts = []
     for sw, q in samples_by_switch.items():
-        if not q or not q.get("samples"):
+        if not q or not len(q.get("samples", ())):
             continue
-        ports, samples = q["ports"], q["samples"]
-        for i, port in enumerate(ports):
-            if not any(smp[i + 1] for smp in samples):
-                continue
-            rows.extend({"switch": sw, "port": int(port), "t_s": scale.seconds(smp[0] - t0_ns),
-                         "queued_bytes": smp[i + 1]} for smp in samples)
-    return pd.DataFrame(rows, columns=["switch", "port", "t_s", "queued_bytes"])
+        a = np.asarray(q["samples"], dtype=np.int64)
+        t_s = scale.seconds(a[:, 0] - t0_ns)
+        parts += [pd.DataFrame({"switch": sw, "port": int(port), "t_s": t_s, "queued_bytes": a[:, i + 1]})
+                  for i, port in enumerate(q["ports"]) if a[:, i + 1].any()]
+    if not parts:
+        return pd.DataFrame([], columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
 
 
 def finish(run_dir, s, frames, interrupted):

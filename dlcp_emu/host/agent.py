@@ -296,7 +296,9 @@ class Worker:
         for lid in c.bucket.layer_ids:
             self.updated_through[lid] = c.iteration
         if last_bucket:
-            self.iteration_records[c.iteration].comm_end_ns = now
+            # Found by number, not position: a long run's host takes closed records out.
+            next(r for r in reversed(self.iteration_records)
+                 if r.iteration == c.iteration).comm_end_ns = now
             if c.iteration == self.iterations - 1:
                 self.done = True
         if self.timer is None and self.iteration == c.iteration + 1 and self.layer < self.plan.n_layers:

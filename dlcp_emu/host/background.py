@@ -19,7 +19,9 @@ class BackgroundEndpoint:
         self.senders = {}
         self.pending = sorted(flows, reverse=True)     # next to start at the end
         self.started = {}
-        self.finished = []                             # (flow id, dst, nbytes, start_ns, done_ns)
+        # (flow id, dst, nbytes, start_ns, done_ns): all of them in the simulator; the
+        # emulator's process takes them out as it streams them (`take_finished`).
+        self.finished = []
 
     def receive(self, h, payload, now, ce=False):
         if h.type == 0:
@@ -48,16 +50,21 @@ class BackgroundEndpoint:
                 self.finished.append((r.tensor_id, dst, nbytes, start, r.done_ns))
         return out
 
+    def take_finished(self):
+        out, self.finished = self.finished, []
+        return out
+
     def next_timeout(self):
         times = [self.pending[-1][0] if self.pending else None, self.receiver.next_timeout()]
         times += [s.next_timeout() for s in self.senders.values()]
         return min((t for t in times if t is not None), default=None)
 
 
-def records(ep, t0, ip_of):
-    """Flows started so far, as `background_tcp` writes them (start times from t0)."""
+def flow_rows(finished, started, t0, ip_of):
+    """Flows as `background_tcp` streams them (start times from t0): finished ones
+    ((flow id, dst, nbytes, start, done)) and those still under way ({id: (dst, nbytes, start)})."""
     rows = [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "done",
-             "fct_ns": done - start, "error": None} for _, dst, n, start, done in ep.finished]
+             "fct_ns": done - start, "error": None} for _, dst, n, start, done in finished]
     rows += [{"start_ns": start - t0, "dst": ip_of[dst], "bytes": n, "state": "sending",
-              "fct_ns": None, "error": None} for dst, n, start in ep.started.values()]
-    return {"flows": rows}
+              "fct_ns": None, "error": None} for dst, n, start in started.values()]
+    return rows

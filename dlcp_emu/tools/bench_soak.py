@@ -8,11 +8,14 @@ run's state file) and each switch's periodic stats: how many frames it sent and 
 so that each interval's mean lateness and share of frames later than the switch's threshold
 can be told apart from the run's cumulative figures.
 
-What it prints: memory per kind of process at the end of the warm-up and at the end, and
-the growth between (the target is at most 5%: a process whose memory keeps growing at steady
-load would, in a longer run, end it), the lateness of the first and last intervals after
-the warm-up, the summary's fidelity flags, and conservation (every switch's, and every
-link's: frames sent, received, lost with a reason).
+What it prints, as tables (and writes to the run folder's soak.json, with every sample):
+memory per kind of process at the end of the warm-up and at the end, and the growth between
+(the target is at most 5%: a process whose memory keeps growing at steady load would, in a
+longer run, end it); the switches' lateness in each interval after the warm-up (about ten
+intervals); the summary's fidelity flags; every frame accounted (what the switches took in:
+sent, dropped by reason, held at stop; every link's frames sent, received, lost with a
+reason); and how much the run streamed to disk (records, queue samples), the price of
+memory that stays flat.
 """
 import json
 import os
@@ -114,6 +117,52 @@ def interval_lateness(a, b):
             "late_share": round(late / n, 5) if n else None}
 
 
+def lateness_by_interval(after, intervals=10, min_s=0.0):
+    """The lateness of `interval_lateness` over consecutive spans of the samples after the
+    warm-up: about `intervals` of them, none shorter than min_s (the sampling period)."""
+    if len(after) < 2:
+        return []
+    every = max(min_s, (after[-1]["t_s"] - after[0]["t_s"]) / intervals)
+    out, i = [], 0
+    while i < len(after) - 1:
+        j = i + 1
+        while j < len(after) - 1 and after[j]["t_s"] - after[i]["t_s"] < every - 1e-9:
+            j += 1
+        out.append({"from_s": after[i]["t_s"], "to_s": after[j]["t_s"],
+                    **interval_lateness(after[i], after[j])})
+        i = j
+    return out
+
+
+def frames_accounted(switch_stats):
+    """Every frame the switches took in, summed over them: sent, dropped by reason, held at
+    the stop (queued or on a paced host's link), and at how many switches it balanced."""
+    out = {"frames_in": 0, "flood_copies": 0, "sent": 0, "dropped": {}, "held": 0,
+           "switches_ok": 0, "switches": 0}
+    for st in switch_stats.values():
+        c = (st or {}).get("conservation")
+        if not c:
+            continue
+        out["switches"] += 1
+        out["switches_ok"] += bool(c["ok"])
+        out["frames_in"] += c["frames_in"]
+        out["flood_copies"] += sum(st["flood_copies"].values()) - sum(st["flood_frames"].values())
+        out["sent"] += c["sent"]
+        out["held"] += c["queued"] + c["on_link"]
+        for reason, n in c["dropped"].items():
+            out["dropped"][reason] = out["dropped"].get(reason, 0) + n
+    return out
+
+
+def streamed_mb(run_dir):
+    """MB the run streamed to disk, by kind: the agents' records, the switches' queue
+    samples, the background flows."""
+    run_dir = Path(run_dir)
+    kinds = {"host_records": "host-*.records.jsonl", "queue_samples": "emu/*.queues.i64",
+             "background_flows": "background-*.flows.jsonl"}
+    return {k: round(sum(f.stat().st_size for f in run_dir.glob(g)) / 2**20, 2) for k, g in kinds.items()}
+
+
 def _running(samples, warmup_s):
     """Samples after the warm-up taken while every process of the run was up (not those of
     its start or teardown)."""
@@ -169,8 +218,11 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
     lateness = None
     if len(after) >= 3:
         lateness = {"first": interval_lateness(after[0], after[1]),
-                    "last": interval_lateness(after[-2], after[-1])}
+                    "last": interval_lateness(after[-2], after[-1]),
+                    "intervals": lateness_by_interval(after, min_s=sample_s)}
     mem = growth(samples, warmup_s)
+    switches = run_dir / "switches.json"
+    frames = frames_accounted(json.loads(switches.read_text())) if switches.exists() else None
     fid = summary.get("fidelity") or {}
     result = {
         "minutes": round((time.monotonic() - t0) / 60, 2), "warmup_min": round(warmup_s / 60, 2),
@@ -185,6 +237,8 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
         "links_ok": summary.get("links_ok"), "link_frames": summary.get("link_frames"),
         "links_unbalanced": summary.get("links_unbalanced"),
         "network_drained": summary.get("network_drained"),
+        "frames": frames, "streamed_mb": streamed_mb(run_dir),
+        "records_torn": summary.get("records_torn"), "queue_samples": summary.get("queue_samples"),
         "run_dir": str(run_dir),
     }
     (run_dir / "soak.json").write_text(json.dumps({**result, "series": samples}, indent=1))
@@ -192,33 +246,51 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
 
 
 def report(r):
-    """The result as lines for a terminal."""
+    """The result as tables for a terminal."""
     out = [f"soak: {r['minutes']} min of emulation ({r['preset']}), warm-up {r['warmup_min']} min, "
            f"{r['samples']} samples; stopped: {r['stopped_because']}"]
     m = r["memory"]
     if m is None:
         out.append("  memory: too few samples after the warm-up")
     else:
-        out.append(f"  memory from {m['from_s']:.0f} s to {m['to_s']:.0f} s (target growth "
-                   f"<= {GROWTH_TARGET:.0%}): {'ok' if r['memory_ok'] else 'GROWS'}")
+        out.append(f"  memory (RSS) per kind of process, from {m['from_s']:.0f} s to {m['to_s']:.0f} s "
+                   f"(target growth <= {GROWTH_TARGET:.0%}): {'ok' if r['memory_ok'] else 'GROWS'}")
+        out.append(f"    {'kind':16s} {'warm-up end':>12s} {'end':>12s} {'growth':>9s}")
         for k, row in m["by_kind"].items():
-            out.append(f"    {k:16s} {row['start_mb']:8.1f} MB -> {row['end_mb']:8.1f} MB  "
-                       f"{row['growth']:+.2%}")
-        out.append(f"    {'all':16s} {m['total_start_mb']:8.1f} MB -> {m['total_end_mb']:8.1f} MB  "
-                   f"{m['total_growth']:+.2%}; most: {m['worst_process']} {m['worst_growth']:+.2%}")
+            out.append(f"    {k:16s} {row['start_mb']:9.1f} MB {row['end_mb']:9.1f} MB {row['growth']:+9.2%}")
+        out.append(f"    {'all':16s} {m['total_start_mb']:9.1f} MB {m['total_end_mb']:9.1f} MB "
+                   f"{m['total_growth']:+9.2%}   most: {m['worst_process']} {m['worst_growth']:+.2%}")
     lat = r["lateness_after_warmup"]
     if lat:
-        for when in ("first", "last"):
-            x = lat[when]
-            out.append(f"  switch lateness, {when} interval after the warm-up: {x['frames']:,} "
-                       f"frames, mean {x['mean_us']} us, {x['late_share']} later than the threshold")
-    out.append(f"  fidelity: {r['fidelity']}")
-    out.append(f"  iterations measured {r['iterations']}; conservation: switches "
-               f"{r['switch_conservation_ok']}, links {r['links_ok']} ({r['link_frames']:,} frames "
-               f"sent over links, drained {r['network_drained']})"
-               if r["link_frames"] is not None else
-               f"  conservation: switches {r['switch_conservation_ok']}, links {r['links_ok']}")
+        out.append("  switch lateness per interval after the warm-up (all switches):")
+        out.append(f"    {'from-to (s)':>13s} {'frames':>11s} {'mean us':>9s} {'> threshold':>12s}")
+        for x in lat.get("intervals") or [lat["first"], lat["last"]]:
+            span = f"{x['from_s']:.0f}-{x['to_s']:.0f}" if "from_s" in x else ""
+            share = "" if x["late_share"] is None else f"{x['late_share']:.3%}"
+            out.append(f"    {span:>13s} {x['frames']:11,d} {x['mean_us'] if x['mean_us'] is not None else '-':>9} "
+                       f"{share:>12s}")
+    fid = r["fidelity"]
+    out.append("  fidelity: " + ", ".join(f"{k} {v}" for k, v in fid.items()))
+    f = r.get("frames")
+    if f:
+        dropped = ", ".join(f"{k} {v:,}" for k, v in sorted(f["dropped"].items())) or "none"
+        out.append(f"  frames accounted: the switches took in {f['frames_in']:,} frames "
+                   f"(+{f['flood_copies']:,} flood copies): {f['sent']:,} sent, "
+                   f"{sum(f['dropped'].values()):,} dropped ({dropped}), {f['held']:,} held at stop; "
+                   f"balanced at {f['switches_ok']}/{f['switches']} switches")
+    if r["link_frames"] is not None:
+        out.append(f"  links: {r['link_frames']:,} frames sent over links, each received or lost "
+                   f"with a reason: {r['links_ok']} (network drained at stop: {r['network_drained']}); "
+                   f"iterations measured {r['iterations']}")
+    else:
+        out.append(f"  conservation: switches {r['switch_conservation_ok']}, links {r['links_ok']}")
     if r["links_unbalanced"]:
         out.append(f"  unbalanced links: {r['links_unbalanced']}")
-    out.append(f"  series: {r['run_dir']}/soak.json")
+    if r.get("streamed_mb"):
+        out.append("  streamed to disk: " + ", ".join(f"{k.replace('_', ' ')} {v} MB"
+                                                      for k, v in r["streamed_mb"].items()))
+    for key in ("records_torn", "queue_samples"):
+        if r.get(key):
+            out.append(f"  {key.replace('_', ' ')}: {r[key]}")
+    out.append(f"  table and series: {r['run_dir']}/soak.json")
     return out

@@ -344,6 +344,7 @@ class Sender(LossDetection):
         self._inflight -= m.inflight
         m.inflight = 0
         del self._msgs[m.key]
+        self._forget(m)
         self._completed.append(SendResult(m.iteration, m.tensor_id, m.total, m.count, m.start_ns,
                                           now, m.packets, m.retransmits, m.probe_rounds))
         self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None

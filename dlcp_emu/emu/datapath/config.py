@@ -13,7 +13,12 @@ Config (JSON)::
      "pcap_ports": null (every port) or [1, 3], "pcap_max_bytes": null or bytes per file,
      "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "stall_limit_ns": 20000000,
      "batch": 64,
-     "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0}
+     "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0,
+     "queue_path": "...i64" or null, "queue_sample_ns": 1000000}
+
+queue_path: where queue occupancy samples go (`streams.RowWriter`: t_ns and the queued
+bytes of each port, one row at most every queue_sample_ns, appended each stats interval);
+null: none are taken.
 """
 from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES
 from switch_models import PortConfig, Switch
@@ -24,7 +29,7 @@ MODES = ("model", "forward")
 CONFIG_KEYS = {"name", "mode", "pipeline", "seed", "ports", "routes", "flood", "stats_path",
                "ready_path", "pcap_dir", "pcap_ports", "pcap_max_bytes", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
                "batch", "parent_pid", "cpu", "rx_ring", "drain_s", "rt_priority",
-               "queue_sample_ns", "queue_samples_max"}
+               "queue_sample_ns", "queue_path"}
 
 
 PORT_KEYS = {"number", "intf", "rate_bps", "delay_ns", "buffer_bytes", "peer_paced"}
@@ -74,7 +79,7 @@ def load_config(cfg):
     out.setdefault("drain_s", 2.0)
     out.setdefault("rt_priority", None)
     out.setdefault("queue_sample_ns", 1_000_000)
-    out.setdefault("queue_samples_max", 200_000)
+    out.setdefault("queue_path", None)
     unknown = sorted(set(out) - CONFIG_KEYS)
     if unknown:
         raise ConfigError(f"unknown config fields {unknown}; allowed: {sorted(CONFIG_KEYS)}")

@@ -38,6 +38,7 @@ from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.emu.datapath.pcap import open_captures
+from dlcp_emu.emu.datapath.queues import QueueSamples
 from dlcp_emu.emu.datapath.sendahead import send_due
 from dlcp_emu.emu.datapath.sockets import (
     PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
@@ -56,7 +57,7 @@ class Datapath:
         self.numbers = [p["number"] for p in self.ports]
         self.intf = {p["number"]: p["intf"] for p in self.ports}
         self.switch = build_switch(cfg) if self.mode == "model" else None
-        self.queue_samples = []   # (t_ns, queued bytes of each port in self.numbers order)
+        self.queues = QueueSamples(cfg["queue_path"], self.numbers) if cfg["queue_path"] and self.mode == "model" else None
         self.flood = flood_table(self.numbers, cfg["flood"])
         self.routes = {mac_bytes(d): tuple(n) for d, n in cfg["routes"].items()}
         self.lateness = Lateness()
@@ -232,10 +233,9 @@ class Datapath:
         waits_append = waits.append
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
-        samples = self.queue_samples
+        samples = self.queues.rows if self.queues is not None else None
         sample_ports = [sw.ports[n] for n in self.numbers]
-        sample_ns, max_samples = int(self.cfg["queue_sample_ns"]), int(self.cfg["queue_samples_max"])
-        next_sample = 0
+        sample_ns, next_sample = int(self.cfg["queue_sample_ns"]), 0
         floor = 0           # the model's clock so far: arrivals are never given one earlier
         loops = 0
         while not self.stopping:
@@ -281,8 +281,7 @@ class Datapath:
                 if due:
                     take(due)
             now = clock()
-            if now >= next_sample and len(samples) < max_samples:
-                # Queue occupancy over time, for the report's bottleneck plot.
+            if now >= next_sample and samples is not None:
                 samples.append((now, *[p.bytes for p in sample_ports]))
                 next_sample = now + sample_ns
             floor = now + self.send_ahead
@@ -367,13 +366,16 @@ class Datapath:
             self.socket_drops[n] += socket_drops(s)
         for p in self.pcaps:
             p.flush()
+        if self.queues is not None:
+            self.queues.flush(final)
         if not self.cfg["stats_path"]:
             return
         if final:
             self.checkpoints.close()
             write_json_atomic(self.cfg["stats_path"], self.stats(True), indent=1, default=str)
         else:
-            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), indent=1, default=str)
+            # No indent: the indenting encoder leaves closure cycles the disabled gc keeps.
+            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), default=str)
 
     def stats(self, final=False):
         return datapath_stats(self, final)

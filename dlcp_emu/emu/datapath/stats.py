@@ -24,8 +24,7 @@ def datapath_stats(dp, final=False):
         "rx_rings": {n: r.state() for n, r in getattr(dp, "rings", {}).items()} if final else None,
         "rx_ring": bool(getattr(dp, "rings", None)),
         "realtime": getattr(dp, "realtime", False),
-        "queue_samples": {"ports": list(dp.numbers), "samples": dp.queue_samples}
-        if final else None,
+        "queue_samples": dp.queues.stats() if dp.queues is not None else None,
         "lateness": lat,
         "send_ahead_ns": dp.send_ahead,
         "housekeeping_max_ns": dp.housekeeping_max_ns,
