@@ -198,10 +198,8 @@ def test_a_sender_keeps_nothing_of_a_finished_message(kind):
     """A long run sends message after message: once the sender knows one complete, nothing
     of it stays (its loss-detection lanes kept every one-chunk message, answered by the
     completion alone, and all sent behind it: a soak's agents grew by megabytes a minute)."""
-    from dlcp_emu.transport import DlcpReceiver, DlcpSender
     from dlcp_emu.transport.outbound import _Outbound
-    sender, receiver = {"reliable": (ReliableSender, ReliableReceiver),
-                        "dlcp": (DlcpSender, DlcpReceiver)}[kind]
+    sender, receiver = endpoints("python", kind)   # the Python objects; the core frees its own
     msgs = [Message(tensor(n, seed=i), tensor_id=i, priority=i % 8, src_rank=0, dst_rank=1)
             for i, n in enumerate([10, 10, 3000, 10, 20_000] * 40)]
     s, r, _, _ = run_transfer(sender(0, 1), receiver(1), msgs)
