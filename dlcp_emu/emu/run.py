@@ -192,24 +192,24 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
     iterations = spec.workload["iterations"]
     last = (None, 0.0)
     shown = -LIVE_EVERY_S
-    progress = Progress(outs)
+    tracker = Progress(outs)
     while True:
         time.sleep(POLL_S)
-        progress.poll()
-        status = [st for st in progress.status.values() if st]
+        tracker.poll()
+        status = [st for st in tracker.status.values() if st]
         done = sum(bool(st.get("done")) for st in status)
         packets = sum(st.get("packets_sent", 0) for st in status)
-        its = [n for rank, n in progress.iterations.items() if rank not in placement.ps_ranks]
+        its = [n for rank, n in tracker.iterations.items() if rank not in placement.ps_ranks]
         elapsed = time.monotonic() - t_start
         state = (min(its, default=0), done)
         # A line when an iteration or an agent finishes, else every few seconds.
-        progress = (f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
+        line = (f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
                     f"agents done {done}/{len(outs)}, packets sent {packets:,}")
         if state != last[0] or elapsed - last[1] >= PROGRESS_EVERY_S:
-            log(progress)
+            log(line)
             last = (state, elapsed)
         if show is not None and elapsed - shown >= LIVE_EVERY_S:
-            show(progress.strip())
+            show(line.strip())
             shown = elapsed
         if done == len(outs):
             return None
