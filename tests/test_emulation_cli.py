@@ -136,6 +136,22 @@ def test_net_session_stopped_by_sigterm_mid_command_removes_the_network(tmp_path
     assert_nothing_left(*before, str(tmp_path).encode(), tmp_path / "runtime")
 
 
+
+def test_net_session_stops_on_sigterm_even_when_the_command_swallowed_it(tmp_path):
+    """Mininet's log handler catches every exception raised while it writes, SIGTERM's too:
+    a command that swallows the signal must still end the session, and nothing after it runs."""
+    before = links(), netns()
+    p = _net(tmp_path, stdin=subprocess.PIPE)
+    swallow = ('py exec("try:\\n import os, time\\n os.kill(os.getpid(), 15)\\n time.sleep(1)\\n'
+               'except BaseException as e:\\n print(\'swallowed\', type(e).__name__)")\n')
+    out, _ = p.communicate(swallow + "h1 ping -c1 h2\n", timeout=120)
+    assert "swallowed RunTerminated" in out, out
+    assert p.returncode == 1, out
+    assert "stopped by SIGTERM; network stopped and removed" in out, out
+    assert "mininet> h1 ping" not in out, "a command after the signal ran"
+    assert_nothing_left(*before, str(tmp_path).encode(), tmp_path / "runtime")
+
+
 # mn's fallback cleanup (`mn -c`) kills processes by name across the machine: should it ever
 # be reached here (the custom file failed to replace it), it is refused and the test fails.
 MN = """

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from mininet.cli import CLI
@@ -68,21 +69,58 @@ def iperf3(client, server, seconds):
 
 
 class DlcpCLI(CLI):
-    """Mininet's CLI and `ports`."""
+    """Mininet's CLI and `ports`.
+
+    SIGTERM ends the session even mid-command: what the handler before the session's does
+    with it (EmulationRun raises RunTerminated) may be swallowed where it lands, since
+    Mininet's log handler catches every exception while it writes, so the session also
+    interrupts the running command and passes the signal on again once that command returns.
+    """
 
     def __init__(self, mininet, echo=False, **kwargs):
         self.echo = echo
         self.ports_before = {}
-        super().__init__(mininet, **kwargs)     # runs the session
+        self.terminated = None
+        self._before = None
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGTERM, self._on_sigterm)
+            if self._before == signal.SIG_IGN:      # ignored before: so it stays
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                self._before = None
+        try:
+            super().__init__(mininet, **kwargs)     # runs the session
+        finally:
+            if self._before is not None:
+                signal.signal(signal.SIGTERM, self._before)
+
+    def _on_sigterm(self, signum, frame):
+        self.terminated = (signum, frame)
+        for node in self.mn.values():
+            if node.waiting:
+                node.sendInt()              # the command ends, should the next line be swallowed
+        self._pass_on()
+
+    def _pass_on(self):
+        """The handler before the session's, on the SIGTERM that came."""
+        before = self._before
+        if callable(before):
+            before(*self.terminated)
+        else:                               # the default: end the process by the signal
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def onecmd(self, line):
         if self.echo and line.strip():
             output(f"{self.prompt}{line.rstrip()}\n")
         try:
-            return super().onecmd(line)
+            stop = super().onecmd(line)
         except Exception as e:       # a command that fails ends itself, not the session
             output(f"*** {line.split()[0] if line.split() else line}: {type(e).__name__}: {e}\n")
-            return None
+            stop = None
+        if self.terminated:          # the signal was swallowed mid-command: pass it on again
+            self._pass_on()
+            return True
+        return stop
 
     def do_source(self, line):
         """Read commands from a file, until its end or `exit`.
