@@ -7,6 +7,7 @@ line by line from it, each echoed after the prompt; `exit` ends either. In that 
 Mininet's CLI would read standard input while a command runs, to pass keys to the node,
 and so eat the next commands: it is given a pipe that never has anything to read instead.
 """
+import logging
 import os
 import shutil
 import signal
@@ -68,19 +69,32 @@ def iperf3(client, server, seconds):
         srv.wait(timeout=5)
 
 
+def _in_log_write(frame):
+    """True if `frame` runs inside a logging handler, which would swallow an exception."""
+    while frame is not None:
+        if frame.f_code.co_filename == logging.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class DlcpCLI(CLI):
     """Mininet's CLI and `ports`.
 
-    SIGTERM ends the session even mid-command: what the handler before the session's does
-    with it (EmulationRun raises RunTerminated) may be swallowed where it lands, since
-    Mininet's log handler catches every exception while it writes, so the session also
-    interrupts the running command and passes the signal on again once that command returns.
+    SIGTERM ends the session even mid-command. The handler before the session's
+    (EmulationRun raises RunTerminated) is not called where its exception would be lost:
+    Mininet's log handler catches, and prints, every exception raised while it writes. So
+    while a node runs a command, that command is interrupted (as Ctrl-C would) and the signal
+    passed on once it returns; a pure Python command (`py ...`) gets it at once, and should
+    it swallow it, it is passed on again when the command returns. A second SIGTERM is passed
+    on at once, wherever it lands.
     """
 
     def __init__(self, mininet, echo=False, **kwargs):
         self.echo = echo
         self.ports_before = {}
         self.terminated = None
+        self.in_command = False
         self._before = None
         if threading.current_thread() is threading.main_thread():
             self._before = signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -94,10 +108,13 @@ class DlcpCLI(CLI):
                 signal.signal(signal.SIGTERM, self._before)
 
     def _on_sigterm(self, signum, frame):
+        first = self.terminated is None
         self.terminated = (signum, frame)
-        for node in self.mn.values():
-            if node.waiting:
-                node.sendInt()              # the command ends, should the next line be swallowed
+        waiting = [node for node in self.mn.values() if node.waiting]
+        if first and self.in_command and (waiting or _in_log_write(frame)):
+            for node in waiting:
+                node.sendInt()              # its command ends; onecmd passes the signal on
+            return
         self._pass_on()
 
     def _pass_on(self):
@@ -112,11 +129,14 @@ class DlcpCLI(CLI):
     def onecmd(self, line):
         if self.echo and line.strip():
             output(f"{self.prompt}{line.rstrip()}\n")
+        outer, self.in_command = self.in_command, True     # `source` runs commands in one
         try:
             stop = super().onecmd(line)
         except Exception as e:       # a command that fails ends itself, not the session
             output(f"*** {line.split()[0] if line.split() else line}: {type(e).__name__}: {e}\n")
             stop = None
+        finally:
+            self.in_command = outer
         if self.terminated:          # the signal was swallowed mid-command: pass it on again
             self._pass_on()
             return True
