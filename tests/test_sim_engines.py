@@ -1,7 +1,9 @@
 """Whole simulated runs on the native engine against the Python engine: the example specs
-give identical summaries and tables (the hosts are the same Python on both; every hop, queue,
-drop and mark comes from the core on one and from `switch_models` on the other), and a
-pipeline the core cannot run goes to the Python path, saying why.
+give identical summaries and tables, whether the hosts' endpoints are Python on both (every
+hop, queue, drop and mark from the core on one and from `switch_models` on the other) or
+compiled inside the core on the native one (every packet and transport timer of the
+training job in the core, the agents called per message); and a pipeline the core cannot run
+goes to the Python path, saying why.
 
 `test_native_network.py` holds the two networks to each other packet by packet; this holds
 the simulator's use of them: batches, majors, stops, drops freeing packets, queue samples.
@@ -16,6 +18,7 @@ from switch_models import QUEUE_MANAGERS
 from switch_models.queue_managers import DropTail
 
 ECN = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.05}}
+DLCP_ECN = {"preset": "dlcp", "queue_manager": {"name": "ecn", "mark_fraction": 0.05}}   # probes are ECT too
 
 CASES = [   # (spec, preset, fields set): every example's mechanism at a byte scale that runs in seconds
     ("examples/default.toml", "fifo", {}),
@@ -27,14 +30,16 @@ CASES = [   # (spec, preset, fields set): every example's mechanism at a byte sc
     ("examples/dc2.toml", "dlcp", {}),
     ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
     ("examples/default.toml", ECN, {}),                               # CE marks, the window's answer
+    ("examples/default.toml", DLCP_ECN, {"byte_scale": 0.01}),
 ]
-IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else 'ecn'}" for p, s, _ in CASES]
+IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}" for p, s, _ in CASES]
 FAST = {"default-dlcp", "ps-vgg16-ndp"}   # the rest run in `make test`, not in the fast tier
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 
-def simulate(spec, preset, engine, tmp_path):
-    return run_simulation(spec.with_field("engine", engine), preset, tmp_path / engine, log=lambda *_: None)
+def simulate(spec, preset, engine, tmp_path, hosts="auto"):
+    return run_simulation(spec.with_field("engine", engine), preset, tmp_path / f"{engine}-{hosts}",
+                          log=lambda *_: None, hosts=hosts)
 
 
 def spec_of(path, fields, iterations=2):
@@ -55,6 +60,27 @@ def test_both_engines_give_identical_runs(path, preset, fields, tmp_path):
         pd.testing.assert_frame_equal(nat_frames[name].reset_index(drop=True),
                                       py_frames[name].reset_index(drop=True), obj=name)
     assert nat["switch_conservation_ok"] and nat["events"] > 0
+
+
+@pytest.mark.parametrize("path,preset,fields", PARAMS)
+def test_endpoints_in_the_core_give_the_python_run(path, preset, fields, tmp_path):
+    """Packet records (a per-packet table) are taken in Python, so these runs go without."""
+    spec = spec_of(path, fields).with_field("packet_records", False)
+    py, py_frames = simulate(spec, preset, "python", tmp_path)
+    core, core_frames = simulate(spec, preset, "native", tmp_path, hosts="core")
+    assert core["engine_note"].endswith("hosts' endpoints in the core"), core["engine_note"]
+    assert {k: v for k, v in core.items() if k not in WALL} == {k: v for k, v in py.items() if k not in WALL}
+    for name in ("iterations", "tensors", "deliveries", "ports", "queues", "background"):
+        pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
+                                      py_frames[name].reset_index(drop=True), obj=name)
+    assert core["switch_conservation_ok"] and core["events"] > 0
+
+
+def test_packet_records_keep_the_endpoints_in_python(tmp_path):
+    s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "native", tmp_path)
+    assert s["engine_note"].endswith("hosts' endpoints in Python (packet records are taken per packet there)")
+    with pytest.raises(ValueError, match="hosts: 'core' cannot run here: .*packet records"):
+        simulate(spec_of("examples/default.toml", {}), "dlcp", "native", tmp_path, hosts="core")
 
 
 @pytest.mark.slow
@@ -94,7 +120,11 @@ def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_
 
 def test_auto_is_native_when_every_stage_is(tmp_path):
     s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "auto", tmp_path)
-    assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native")
+    assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native; hosts' endpoints in "
+                                                         "Python (packet records are taken per packet there)")
+    s, _ = simulate(spec_of("examples/default.toml", {}).with_field("packet_records", False), "dlcp", "auto",
+                    tmp_path / "no-records")
+    assert s["engine_note"] == "every stage of the pipeline is native; hosts' endpoints in the core"
 
 
 def test_an_unknown_engine_is_a_spec_error():

@@ -2,20 +2,32 @@
 the same object in both worlds (the emulator runs it over UDP in each host's namespace,
 `dlcp_emu.emu.background_udp`; the simulator drives it in virtual time). Each flow is one
 message of job 1 at the lowest priority; its completion time is when the sender learns the
-last byte arrived."""
+last byte arrived.
+
+With `endpoints="native"` the senders and receiver are the compiled ones, which the
+simulator's core runs by themselves (`sim.core_hosts`); Python then starts flows
+(`start_due`) and records them as they finish (`completed`).
+"""
 import numpy as np
 
 from dlcp_emu.transport import Message, ReliableReceiver, ReliableSender, RttEstimator
+from dlcp_emu.transport import native
 
 JOB = 1
 BACKGROUND_UDP_PORT = 9798
 
 
 class BackgroundEndpoint:
-    def __init__(self, index, flows, mtu=1500, link_rate_bps=None):
-        """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host."""
+    def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python"):
+        """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host;
+        endpoints: "python" or "native" (the same, compiled)."""
         self.index, self.mtu, self.link_rate_bps = index, mtu, link_rate_bps
-        self.receiver = ReliableReceiver(index, mtu=mtu)
+        if endpoints not in ("python", "native"):
+            raise ValueError(f"endpoints must be python or native, got {endpoints!r}")
+        self.endpoints = endpoints
+        self.sender_cls = native.ReliableSender if endpoints == "native" else ReliableSender
+        self.receiver = (native.ReliableReceiver if endpoints == "native" else ReliableReceiver)(index, mtu=mtu)
+        self.on_sender = None     # called with each sender as it is made (the core adopts it)
         self.senders = {}
         self.pending = sorted(flows, reverse=True)     # next to start at the end
         self.started = {}
@@ -31,31 +43,45 @@ class BackgroundEndpoint:
             sender = self.senders.get(h.src_rank)
             if sender is not None:
                 sender.receive(h, payload, now, ce)
+                self.completed(sender.take_completed())   # as HostStack: in arrival order
 
     def poll(self, now):
+        self.start_due(now)
+        out = self.receiver.poll(now)
+        for sender in self.senders.values():
+            out.extend(sender.poll(now))
+            self.completed(sender.take_completed())
+        return out
+
+    def start_due(self, now):
+        """The flows whose start has come: each a message to its sender."""
         while self.pending and self.pending[-1][0] <= now:
             start, dst, nbytes, fid = self.pending.pop()
             sender = self.senders.get(dst)
             if sender is None:
                 rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
-                sender = self.senders[dst] = ReliableSender(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
+                sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
+                if self.on_sender is not None:
+                    self.on_sender(sender)
             sender.send(Message(np.zeros(max(1, -(-nbytes // 4)), np.float32), tensor_id=fid,
                                 priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
             self.started[fid] = (dst, nbytes, start)
-        out = self.receiver.poll(now)
-        for sender in self.senders.values():
-            out.extend(sender.poll(now))
-            for r in sender.take_completed():
-                dst, nbytes, start = self.started.pop(r.tensor_id)
-                self.finished.append((r.tensor_id, dst, nbytes, start, r.done_ns))
-        return out
+
+    def next_start(self):
+        return self.pending[-1][0] if self.pending else None
+
+    def completed(self, results):
+        """Flows the senders know to have arrived whole (SendResults)."""
+        for r in results:
+            dst, nbytes, start = self.started.pop(r.tensor_id)
+            self.finished.append((r.tensor_id, dst, nbytes, start, r.done_ns))
 
     def take_finished(self):
         out, self.finished = self.finished, []
         return out
 
     def next_timeout(self):
-        times = [self.pending[-1][0] if self.pending else None, self.receiver.next_timeout()]
+        times = [self.next_start(), self.receiver.next_timeout()]
         times += [s.next_timeout() for s in self.senders.values()]
         return min((t for t in times if t is not None), default=None)
 

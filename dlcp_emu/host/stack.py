@@ -3,7 +3,9 @@ endpoints (a sender per destination, one receiver).
 
 It has the surface of a transport endpoint (`receive(h, payload, now, ce)`, `poll(now)`,
 `next_timeout()`), so the same drivers run it: `transport.udp_driver` on real sockets in a
-Mininet host, the simulator's network in virtual time.
+Mininet host, the simulator's network in virtual time. With `endpoints="native"` its
+endpoints are the compiled ones, which the simulator's core can run by themselves
+(`sim.core_hosts`): then only the agent's part is called from Python (`pump`, `agent_turn`).
 """
 from collections import deque
 
@@ -17,21 +19,30 @@ from dlcp_emu.wire import PacketType
 FEEDBACK = (PacketType.ACK, PacketType.BITMAP)
 TOP_CLASS = 7          # the largest-magnitude class
 TIMER_SAMPLES = 10_000  # compute-timer lateness samples a host keeps (its records carry them)
+ENDPOINTS = ("python", "native")
 
 
 class HostStack:
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
                  loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
-                 link_rate_bps=None, drop_order="magnitude", seed=0):
+                 link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python"):
         """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
         retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults.
-        drop_order, seed: which chunks bounded loss may give up (`MagnitudePolicy`)."""
+        drop_order, seed: which chunks bounded loss may give up (`MagnitudePolicy`).
+        endpoints: "python" (the models) or "native" (the same, compiled)."""
         t = find_transport(transport)
         if t.kernel:
             raise ValueError(f"transport {t.name!r} is the kernel's: it has no packet endpoints to stack")
+        if endpoints not in ENDPOINTS:
+            raise ValueError(f"endpoints must be one of {', '.join(ENDPOINTS)}, got {endpoints!r}")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
         self.link_rate_bps = link_rate_bps
-        self.sender_cls, receiver_cls = t.sender, t.receiver
+        self.endpoints = endpoints
+        if endpoints == "native":
+            self.sender_cls, receiver_cls = t.native_sender, t.native_receiver
+        else:
+            self.sender_cls, receiver_cls = t.sender, t.receiver
+        self.on_sender = None     # called with each sender as it is made (the core adopts it)
         self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound,
                                       drop_order=drop_order, seed=seed)
         self.receiver = receiver_cls(rank, mtu=mtu)
@@ -60,13 +71,7 @@ class HostStack:
         self._pump(now)
 
     def poll(self, now):
-        t = self.agent.next_timer()
-        if t is not None and t <= now:
-            # How late compute ended against the plan: the host side of fidelity.
-            self.timer_lateness.append(now - t)
-            self.timer_lateness_sum += now - t
-            self.agent.on_timer(now)
-            self._pump(now)
+        self.agent_turn(now)
         out = self.receiver.poll(now)
         for sender in self.senders.values():
             out.extend(sender.poll(now))
@@ -82,6 +87,22 @@ class HostStack:
     def done(self):
         return self.agent.done and not any(s.pending for s in self.senders.values())
 
+    # -- the agent's part ---------------------------------------------------------------------
+    def agent_turn(self, now):
+        """What a poll does before its endpoints': the agent's timer, if it is due."""
+        t = self.agent.next_timer()
+        if t is not None and t <= now:
+            # How late compute ended against the plan: the host side of fidelity.
+            self.timer_lateness.append(now - t)
+            self.timer_lateness_sum += now - t
+            self.agent.on_timer(now)
+            self._pump(now)
+
+    def pump(self, now):
+        """Tensors the receiver delivered to the agent, and the agent's sends to the senders:
+        what follows `receive`."""
+        self._pump(now)
+
     # -- glue ------------------------------------------------------------------------------
     def _pump(self, now):
         for d in self.receiver.take_delivered():
@@ -96,6 +117,8 @@ class HostStack:
                 rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
                 sender = self.senders[m.dst] = self.sender_cls(
                     self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy, rtt=rtt)
+                if self.on_sender is not None:
+                    self.on_sender(sender)
             # A message that must arrive whole (sparse) is never droppable; its values are
             # the bucket's largest, so its packets carry the highest magnitude class.
             exact = m.exact

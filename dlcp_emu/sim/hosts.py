@@ -116,6 +116,9 @@ class SimHosts:
             if not self.training:
                 self.loop.stop()
 
+    def collect(self):
+        """Bring the endpoints' records up to date (every one is, here: see CoreHosts)."""
+
     def done(self):
         """Training is over once every agent is: each has all the data it waited for. A
         sender may still wait for its last acknowledgements (after a loss, for a backed-off

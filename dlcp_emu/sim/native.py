@@ -13,7 +13,7 @@ here, keyed by a uid of ours, until the core delivers or drops it.
 from switch_models import REWRITE_CE
 
 from dlcp_native import NativeNetwork
-from dlcp_native.network import DELIVER, FOREVER, NIC_REASON, REASONS
+from dlcp_native.network import AGENT, CARRIED_UID, DELIVER, FOREVER, NIC_REASON, REASONS
 
 # Batches between collections of the core's drops (each frees the Packet held for it): a
 # dropped packet is never delivered, so collecting late changes nothing but memory.
@@ -53,7 +53,7 @@ class NativeLoop:
         limit = FOREVER if until is None else until
         start = self._core.events
         calls = 0
-        deliver, timers = self._net._deliver, self._timers
+        deliver, timers, agents = self._net._deliver, self._timers, self._net.agents
         try:
             while True:
                 budget = None if max_events is None else max_events - (self._core.events - start)
@@ -69,6 +69,8 @@ class NativeLoop:
                     self.major = major
                     if kind == DELIVER:
                         deliver(uid, host, t, rewrite, cls)
+                    elif kind == AGENT:
+                        agents[callback](t)
                     elif callback == self._stop_id:
                         self._stop_id = None
                         self._stops += 1
@@ -94,6 +96,7 @@ class NativeSimNetwork:
         self.hosts = self._native.hosts
         self.switch_names = self._native.switches
         self.handlers = {}
+        self.agents = {}          # stack id -> its agent's turn (a stack in the core)
         self._packets = {}        # uid -> Packet in the network
         self._next_uid = 0
         self._drop_log = []       # (node, time, port, reason, Packet), with record_drops
@@ -106,6 +109,10 @@ class NativeSimNetwork:
 
     def on_receive(self, host, handler):
         self.handlers[self._native.host_index[host]] = handler
+
+    def on_agent(self, stack_id, turn):
+        """turn(now): the agent of that stack in the core has to run."""
+        self.agents[stack_id] = turn
 
     def send(self, host, pkt, now=None):
         now = self.loop.now if now is None else now
@@ -149,7 +156,8 @@ class NativeSimNetwork:
 
     def in_flight(self):
         self._collect_drops()
-        return (self._packets[u] for u in self._native.in_flight().tolist())
+        # The stacks' packets in the core carry no Packet of ours.
+        return (self._packets[u] for u in self._native.in_flight().tolist() if u < CARRIED_UID)
 
     def conservation(self):
         return self._native.conservation()

@@ -25,6 +25,7 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB,
 from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.host.stack import HostStack
+from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
@@ -42,7 +43,16 @@ def sim_transport(spec, pipeline):
     return transport
 
 
-def build(spec, pipeline, keep_results=False):
+HOSTS = ("auto", "core", "python")
+
+
+def build(spec, pipeline, keep_results=False, hosts="auto"):
+    """hosts: where the training job's endpoints run: "core" (compiled, inside the native
+    network: Python per message), "python" (Python per packet; the oracle), or "auto" (the
+    core when the network is native, unless packet records are asked for, which are taken
+    per packet in Python)."""
+    if hosts not in HOSTS:
+        raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
     transport = sim_transport(spec, pipeline)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
@@ -50,6 +60,10 @@ def build(spec, pipeline, keep_results=False):
     w, t = spec.workload, spec.transport
     plan = make_plan(trace, spec.scale,
                      fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
+    # Drops are recorded with the packets, to say where each lost one went.
+    net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
+    in_core, why = _hosts_in_core(net, spec, hosts)
+    net.engine_note += f"; {why}"
     stacks = {}
     compression = compression_for(spec)
 
@@ -66,33 +80,48 @@ def build(spec, pipeline, keep_results=False):
                                 keep_results=keep_results, training=training_of(spec))
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
-                          drop_order=t["drop_order"], seed=spec.seed)
+                          drop_order=t["drop_order"], seed=spec.seed,
+                          endpoints="native" if in_core else "python")
         stacks[rank] = PacketLog(stack) if spec.packet_records else stack
-    # Drops are recorded with the packets, to say where each lost one went.
-    net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
-    hosts = SimHosts(net, stacks, placement.host_of_rank)
-    hosts.background = _background(spec, topo, hosts) if spec.background else {}
+    hosts = (CoreHosts if in_core else SimHosts)(net, stacks, placement.host_of_rank)
+    hosts.background = _background(spec, topo, hosts, "native" if in_core else "python") if spec.background else {}
     return topo, plan, net, hosts
 
 
-def _background(spec, topo, hosts):
+def _hosts_in_core(net, spec, hosts):
+    """(whether the training endpoints run in the core, why) for build's `hosts`."""
+    if hosts == "python":
+        return False, "hosts' endpoints in Python (asked for)"
+    if net.engine != "native":
+        why = "hosts' endpoints in Python (the network is Python's)"
+    elif spec.packet_records:
+        why = "hosts' endpoints in Python (packet records are taken per packet there)"
+    else:
+        return True, "hosts' endpoints in the core"
+    if hosts == "core":
+        raise ValueError(f"hosts: 'core' cannot run here: {why}")
+    return False, why
+
+
+def _background(spec, topo, hosts, endpoints):
     """The emulator's background flows (`runner.background_flows`: same arrivals and sizes)
     on the `reliable` transport's endpoints. Over `reliable` they are what the emulator runs;
     for `tcp` they stand in for kernel TCP, marked as the switches see TCP (not DLCP, one
     flow hash per connection)."""
     names = topo.hosts()
     by_src = background_flows(spec, topo)
-    endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h))
+    endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h), endpoints=endpoints)
                  for i, h in enumerate(names)}
     hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)),
                   udp_port=None if TRANSPORTS[spec.background["transport"]].kernel else BACKGROUND_UDP_PORT)
     return endpoints
 
 
-def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
+def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts="auto"):
+    """hosts: where the training endpoints run (`build`)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    topo, plan, net, hosts = build(spec, pipeline, keep_results)
+    topo, plan, net, hosts = build(spec, pipeline, keep_results, hosts)
     preset = preset_name(pipeline)
     log(f"  engine: {net.engine} ({net.engine_note})")
     wall = time.monotonic()
@@ -122,6 +151,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False):
                 f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
     except KeyboardInterrupt:
         interrupted = "interrupted (Ctrl-C)"
+    hosts.collect()
     if not hosts.done() and interrupted is None:
         interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
                        else "no events left before the agents were done (stalled)")

@@ -7,8 +7,9 @@ linearly with packet-hops. Packets are built before the clock starts (natively, 
 no Python per packet); each size runs `repeat` times and keeps its fastest run, as timeit
 does, because a shared machine only ever slows a run down.
 
-End to end: a whole simulated run of a spec (hosts, transports and agents included) on each
-engine, as `simulate` runs it.
+End to end: a whole simulated run of a spec (hosts, transports and agents included), as
+`simulate` runs it, three ways: the native engine with the hosts' endpoints in the core (the
+default), the native network with the endpoints in Python, and the Python engine.
 """
 import gc
 import random
@@ -26,6 +27,8 @@ from dlcp_emu.sim import SimNetwork
 
 SIZES = (10, 40, 160, 640)   # packets per host
 ENGINES = ("native", "python")
+# End to end: name -> (engine, where the hosts' endpoints run).
+WAYS = {"native": ("native", "core"), "native_network": ("native", "python"), "python": ("python", "python")}
 
 
 def run(k=8, packets_per_host=50, preset="dlcp", rate_bps=10e9, seed=1, engine="python"):
@@ -128,9 +131,9 @@ def scaling_curve(k=8, sizes=SIZES, preset="dlcp", repeat=3, engines=ENGINES):
     return {"engines": out, "python_loop_ns": python_loop_ns(), "fat_tree_k16_build_s": topology_build_s(16)}
 
 
-def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, engines=ENGINES, log=None):
-    """A whole simulated run of the spec on each engine (hosts included): packet-hops per
-    second of each, and whether their summaries are identical (they must be)."""
+def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tuple(WAYS), log=None):
+    """A whole simulated run of the spec each way (`WAYS`): packet-hops per second of each,
+    and whether their summaries are identical (they must be)."""
     import tempfile
 
     from dlcp_emu.experiment.spec import load_spec
@@ -140,18 +143,19 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, engines=E
     spec = spec.with_field("packet_records", False)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for engine in engines:
+        for way in ways:
+            engine, hosts = WAYS[way]
             if log:
-                log(f"end to end: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), {engine} engine")
+                log(f"end to end: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), "
+                    f"{engine} engine, hosts' endpoints in {hosts}")
             gc.collect()
-            s, _ = run_simulation(spec.with_field("engine", engine), preset, f"{tmp}/{engine}", log=lambda *_: None)
-            runs[engine] = s
-    out = {e: {"packet_hops": s["packet_hops"], "events": s["events"], "wall_s": round(s["wall_s"], 3),
-               "packet_hops_per_s": s["packet_hops_per_s"]} for e, s in runs.items()}
-    if len(runs) == 2:
-        a, b = runs.values()
-        out["identical"] = ({k: v for k, v in a.items() if k not in WALL_CLOCK_KEYS}
-                            == {k: v for k, v in b.items() if k not in WALL_CLOCK_KEYS})
+            s, _ = run_simulation(spec.with_field("engine", engine), preset, f"{tmp}/{way}", log=lambda *_: None,
+                                  hosts=hosts)
+            runs[way] = s
+    out = {w: {"packet_hops": s["packet_hops"], "events": s["events"], "wall_s": round(s["wall_s"], 3),
+               "packet_hops_per_s": s["packet_hops_per_s"]} for w, s in runs.items()}
+    same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
+    out["identical"] = all(x == same[0] for x in same)
     return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations, **out}
 
 

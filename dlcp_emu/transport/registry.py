@@ -5,9 +5,12 @@ transport kind means (a new transport is a module of endpoints and a line here).
   run to that bound); the others deliver every byte.
 - `kernel`: the host kernel's TCP, not a sans-I/O endpoint pair: only a real network stack
   has it, so only the emulator runs it.
+- `native_sender`, `native_receiver`: the same endpoints compiled (`transport.native`),
+  which the simulator's core runs without Python per packet.
 """
 from dataclasses import dataclass
 
+from dlcp_emu.transport import native
 from dlcp_emu.transport.receiver import DlcpReceiver, ReliableReceiver
 from dlcp_emu.transport.sender import DlcpSender, ReliableSender
 
@@ -22,6 +25,8 @@ class Transport:
     receiver: type | None = None
     bounded_loss: bool = False
     kernel: bool = False
+    native_sender: type | None = None
+    native_receiver: type | None = None
 
     @property
     def backends(self):
@@ -31,9 +36,11 @@ class Transport:
 TRANSPORTS = {t.name: t for t in (
     Transport("tcp", "kernel TCP connections, as Horovod or Gloo over TCP", kernel=True),
     Transport("reliable", "the packet transport, every byte delivered (retransmission)",
-              ReliableSender, ReliableReceiver),
+              ReliableSender, ReliableReceiver,
+              native_sender=native.ReliableSender, native_receiver=native.ReliableReceiver),
     Transport("dlcp", "bounded loss: small-magnitude chunks may be lost, zero-filled; probe + "
-              "bitmap retransmission of the rest", DlcpSender, DlcpReceiver, bounded_loss=True),
+              "bitmap retransmission of the rest", DlcpSender, DlcpReceiver, bounded_loss=True,
+              native_sender=native.DlcpSender, native_receiver=native.DlcpReceiver),
 )}
 # A spec may also say `auto`: the DLCP transport under DLCP presets, else the reliable one.
 AUTO = "auto"

@@ -10,6 +10,8 @@
 
 #include "bindings.hpp"
 #include "network.hpp"
+#include "transport_receiver.hpp"
+#include "transport_sender.hpp"
 
 namespace dlcp_bindings {
 
@@ -186,15 +188,54 @@ class NetCore {
     return column(uids);
   }
 
+  // A job's endpoints at a host run in the core from now on (Network::attach_stack):
+  // `receiver` a core receiver (dlcp_native._core.*Receiver), kept alive here as long as the
+  // network; wire: (dlcp, ect, udp_port or -1, this host's address, host index by rank,
+  // address by rank). Returns the stack's id.
+  uint32_t attach_stack(int host, int job, const py::object& receiver, const py::tuple& wire, bool agent_reads) {
+    auto* r = receiver.cast<transport::Receiver*>();
+    if (job < 0 || job > 0xFFFF) throw py::value_error("job must be in 0..65535, got " + std::to_string(job));
+    StackWire w{wire[0].cast<bool>(), wire[1].cast<bool>(), wire[2].cast<int64_t>(), wire[3].cast<int64_t>(),
+                wire[4].cast<std::vector<int32_t>>(), wire[5].cast<std::vector<int64_t>>()};
+    const uint32_t id = net_.attach_stack(
+        std::make_unique<HostStack>(host, static_cast<uint16_t>(job), r, std::move(w), agent_reads));
+    held_.append(receiver);
+    return id;
+  }
+
+  void add_sender(uint32_t id, const py::object& sender) {
+    net_.stack(id).add_sender(sender.cast<transport::Sender*>());
+    held_.append(sender);
+  }
+
+  // After the agent ran: its next timer (None: none), then the flush (Network::stack_flush).
+  void stack_flush(uint32_t id, int64_t now, int64_t major, std::optional<int64_t> agent_timer) {
+    net_.stack(id).agent_timer = agent_timer;
+    net_.stack_flush(id, now, major);
+  }
+
+  // The senders' completed tensors since the last call, as take_completed gives them.
+  py::list take_completions(uint32_t id) {
+    py::list out;
+    for (const transport::SendResult& r : std::exchange(net_.stack(id).completions, {}))
+      out.append(py::make_tuple(r.iteration, r.tensor_id, r.nbytes, r.chunks, r.start_ns, r.done_ns, r.packets,
+                                r.retransmissions, r.probe_rounds));
+    return out;
+  }
+
+  int64_t stack_packets_sent(uint32_t id) { return net_.stack(id).packets_sent; }
+
   Network net_;
 
  private:
   std::vector<HostEvent> batch_;
+  py::list held_;  // the endpoints the stacks point to
 };
 
 }  // namespace
 
 void bind_network(py::module_& m) {
+  m.def("python_tuple_hash", &python_tuple_hash, "hash(tuple(items)) as CPython computes it (non-negative ints)");
   py::class_<NetCore>(m, "Network")
       .def(py::init<const py::list&, const py::list&, bool>())
       .def("send", &NetCore::send)
@@ -214,7 +255,13 @@ void bind_network(py::module_& m) {
       .def("conservation", &NetCore::conservation)
       .def("nic", &NetCore::nic)
       .def("queued_bytes", &NetCore::queued_bytes)
-      .def("in_flight", &NetCore::in_flight);
+      .def("in_flight", &NetCore::in_flight)
+      .def("attach_stack", &NetCore::attach_stack, py::arg("host"), py::arg("job"), py::arg("receiver"),
+           py::arg("wire"), py::arg("agent_reads"))
+      .def("add_sender", &NetCore::add_sender)
+      .def("stack_flush", &NetCore::stack_flush)
+      .def("take_completions", &NetCore::take_completions)
+      .def("stack_packets_sent", &NetCore::stack_packets_sent);
 }
 
 }  // namespace dlcp_bindings

@@ -56,6 +56,7 @@ Network::Network(const std::vector<SwitchSetup>& setups, const std::vector<HostS
     wires.push_back(std::move(wire));
   }
   handled_.assign(hosts.size(), 0);
+  host_stacks_.resize(hosts.size());
 }
 
 // -- what the hosts do ----------------------------------------------------------------------
@@ -91,8 +92,7 @@ void Network::set_handled(int host, bool handled) {
 bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t major) {
   const std::optional<int64_t> arrival = nics[host].transmit(pkt.size, now);
   if (!arrival) {
-    if (record_drops)
-      drops.push_back({static_cast<int32_t>(switches.size()) + host, now, 0, BUFFER_FULL, pkt.uid});
+    if (record_drops) note_drop({static_cast<int32_t>(switches.size()) + host, now, 0, BUFFER_FULL, pkt.uid});
     return false;
   }
   pkt.depart = *arrival;
@@ -113,7 +113,7 @@ bool Network::for_driver(const Event& e) const {
   if (e.kind == CALL) return true;
   if (e.kind != HEAD) return false;
   const Peer& peer = wires[e.target].peer;
-  return peer.sw < 0 && handled_[peer.host];
+  return peer.sw < 0 && handled_[peer.host] && pool_[wires[e.target].packets.front()].uid < CARRIED_UID;
 }
 
 uint64_t Network::run(int64_t until, int64_t max_events, std::vector<HostEvent>& batch) {
@@ -156,6 +156,13 @@ uint64_t Network::run(int64_t until, int64_t max_events, std::vector<HostEvent>&
         batch.push_back({CALLBACK, e.target, loop.major(), none});
         break;
       }
+      case STACK_TIMER:
+        stack_timer(e.target, e.time, batch);
+        break;
+    }
+    if (agent_called_) {  // the agent answers before anything else runs
+      agent_called_ = false;
+      break;
     }
   }
   loop.events += n;
@@ -177,6 +184,10 @@ void Network::head_arrives(uint32_t w, std::vector<HostEvent>& batch) {
   pool_.release(slot);
   if (wire.peer.sw < 0) {
     delivered += 1;
+    if (pkt.uid >= CARRIED_UID) {
+      stack_deliver(pkt, wire.peer.host, batch);
+      return;
+    }
     const Delivery d{pkt.uid, wire.peer.host, pkt.depart, pkt.size, pkt.rewrite, pkt.cls, pkt.ce, pkt.arrival};
     if (handled_[wire.peer.host])
       batch.push_back({DELIVER, 0, loop.major(), d});
@@ -188,8 +199,7 @@ void Network::head_arrives(uint32_t w, std::vector<HostEvent>& batch) {
   Switch& sw = *switches[wire.peer.sw];
   const int out = sw.receive(pkt, wire.peer.port, now);
   if (record_drops && !sw.drop_log.records.empty()) {
-    for (const DropRecord& d : sw.drop_log.records)
-      drops.push_back({wire.peer.sw, d.now, d.port, d.reason, d.pkt.uid});
+    for (const DropRecord& d : sw.drop_log.records) note_drop({wire.peer.sw, d.now, d.port, d.reason, d.pkt.uid});
     sw.drop_log.records.clear();
   }
   if (out >= 0) forward(wire.peer.sw, out, now);
@@ -222,6 +232,118 @@ void Network::wake(uint32_t w, int64_t t) {
   if (!wire.waking || wire.wake_at != t) return;  // superseded by an earlier wake-up, which rescheduled
   wire.waking = false;
   forward(wire.sw, wire.port, t);
+}
+
+// -- stacks in the core ------------------------------------------------------------------------
+uint32_t Network::attach_stack(std::unique_ptr<HostStack> stack) {
+  const int host = stack->host;
+  if (host < 0 || host >= static_cast<int>(nics.size()))
+    throw std::out_of_range("no host index " + std::to_string(host));
+  if (!record_drops)
+    throw std::invalid_argument("a stack in the core needs record_drops: a dropped packet's record frees what it carried");
+  for (uint32_t id : host_stacks_[host])
+    if (stacks_[id]->job == stack->job)
+      throw std::invalid_argument("host index " + std::to_string(host) + " has a stack of job " +
+                                  std::to_string(stack->job) + " already");
+  const uint32_t id = static_cast<uint32_t>(stacks_.size());
+  stacks_.push_back(std::move(stack));
+  host_stacks_[host].push_back(id);
+  return id;
+}
+
+HostStack& Network::stack(uint32_t id) const {
+  if (id >= stacks_.size()) throw std::out_of_range("no stack id " + std::to_string(id));
+  return *stacks_[id];
+}
+
+void Network::note_drop(const NetDrop& d) {
+  if (d.uid < CARRIED_UID) {
+    drops.push_back(d);
+    return;
+  }
+  const uint32_t slot = static_cast<uint32_t>(d.uid - CARRIED_UID);
+  carried_[slot] = transport::OutPacket{};  // lets go of the message it pointed into
+  carried_free_.push_back(slot);
+}
+
+void Network::stack_flush(uint32_t id, int64_t now, int64_t major) {
+  HostStack& st = stack(id);
+  const int host = st.host;
+  out_.clear();
+  st.poll(now, out_);
+  for (transport::OutPacket& out : out_) {
+    Packet pkt = st.packet(out);
+    uint32_t slot;
+    if (carried_free_.empty()) {
+      slot = static_cast<uint32_t>(carried_.size());
+      carried_.push_back(std::move(out));
+    } else {
+      slot = carried_free_.back();
+      carried_free_.pop_back();
+      carried_[slot] = std::move(out);
+    }
+    pkt.uid = CARRIED_UID + slot;
+    st.packets_sent += 1;
+    transmit(host, pkt, now, true, major);
+  }
+  const std::optional<int64_t> t = st.next_timeout();
+  if (t && st.armed != t) {
+    st.armed = t;
+    loop.schedule_outside(*t > loop.now ? *t : loop.now, STACK_TIMER, id, major);
+  }
+}
+
+// hosts.py `deliver` for a packet of a stack in the core: the stack of its job at that host
+// takes it (none: it is let go, as hosts.py lets go what no endpoint of the host's takes),
+// with what the switches did to it (trim, CE) applied to what it carries; then its turn.
+void Network::stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>& batch) {
+  const uint32_t slot = static_cast<uint32_t>(pkt.uid - CARRIED_UID);
+  uint32_t id = NO_SLOT;
+  {
+    const transport::OutPacket& out = carried_[slot];
+    for (uint32_t s : host_stacks_[host])
+      if (stacks_[s]->job == out.h.job) id = s;
+    if (id != NO_SLOT) {
+      transport::Header h = out.h;
+      transport::InPayload payload;
+      if (pkt.rewrite & REWRITE_TRIM) {
+        h.flags |= transport::FLAG_TRIMMED;  // and no payload: b"" in Python
+      } else if (h.type == transport::DATA) {
+        payload.data = out.payload();
+        payload.size = h.payload_len;
+        payload.absent = payload.data == nullptr;
+      } else {
+        payload.data = out.control.data();
+        payload.size = out.control.size();
+      }
+      stacks_[id]->receive(h, payload, pkt.depart, (pkt.rewrite & REWRITE_CE) != 0);
+    }
+  }
+  carried_[slot] = transport::OutPacket{};
+  carried_free_.push_back(slot);
+  if (id != NO_SLOT) stack_turn(id, pkt.depart, batch);
+}
+
+// hosts.py `_timer`: only the timer armed last counts.
+void Network::stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch) {
+  HostStack& st = *stacks_[id];
+  if (st.armed != t) return;
+  st.armed.reset();
+  stack_turn(id, t, batch);
+}
+
+// After a stack took a packet, or its timer fired: its agent first if it has to run
+// (the driver answers, then calls stack_flush), else the flush here and now.
+void Network::stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch) {
+  if (stacks_[id]->needs_agent(now)) {
+    Delivery d{};
+    d.host = stacks_[id]->host;
+    d.time = now;
+    batch.push_back({AGENT, id, loop.major(), d});
+    agent_called_ = true;
+    return;
+  }
+  stack_flush(id, now, loop.major());
 }
 
 void Network::in_flight(std::vector<int64_t>& out) const {

@@ -9,9 +9,11 @@
 // it can start the next packet.
 //
 // Everything happens as in the Python network, event for event and in the same order, so the
-// two agree to the nanosecond. The hosts' endpoints stay outside (Python): a delivery to a
-// host that a driver handles, and a driver's own timer, stop the loop and come back as a
-// batch (`run`); deliveries to other hosts are logged.
+// two agree to the nanosecond. A host's endpoints are either outside (Python): a delivery to
+// a host that a driver handles, and a driver's own timer, stop the loop and come back as a
+// batch (`run`), deliveries to other hosts are logged; or in the core (`attach_stack`,
+// host_stack.hpp): their packets, timers and deliveries run here, and the driver is called
+// only when the host's agent has to run (a tensor delivered, its timer due).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "events.hpp"
+#include "host_stack.hpp"
 #include "nic.hpp"
 #include "packet.hpp"
 #include "port.hpp"
@@ -83,11 +86,13 @@ struct NetDrop {
   int64_t uid;
 };
 
-// What comes back to the driver: a delivery to a host it handles, or its own timer.
-enum HostEventKind : uint8_t { DELIVER, CALLBACK };
+// What comes back to the driver: a delivery to a host it handles, its own timer, or a host
+// whose stack is in the core and whose agent must run now (then `stack_flush`; the batch
+// ends there).
+enum HostEventKind : uint8_t { DELIVER, CALLBACK, AGENT };
 struct HostEvent {
   HostEventKind kind;
-  uint32_t callback;  // the id `call_at` returned
+  uint32_t callback;  // the id `call_at` returned; for AGENT, the stack's
   int64_t major;      // schedule what answers this event under this major (events.hpp)
   Delivery delivery;   // for a timer, only its time
 };
@@ -106,6 +111,15 @@ class Network {
   uint32_t call_at(int64_t t, int64_t major = -1);
   // Deliveries to `host` come back to the driver (else they are logged in `deliveries`).
   void set_handled(int host, bool handled);
+
+  // A job's endpoints at a host run in the core from now on (see host_stack.hpp); the
+  // endpoints are the caller's and must outlive the network. Returns the stack's id.
+  uint32_t attach_stack(std::unique_ptr<HostStack> stack);
+  HostStack& stack(uint32_t id) const;
+  // hosts.py `_flush` for a stack in the core: what its endpoints put out goes to the NIC,
+  // and its timer is armed at their next timeout. The driver calls it once the agent has run
+  // (`AGENT`), under that entry's major.
+  void stack_flush(uint32_t id, int64_t now, int64_t major);
 
   // Run events in time order until none is left, the next one is after `until` (then
   // now = until), `max_events` have run (below 0: no limit), or a batch is collected: the
@@ -131,19 +145,32 @@ class Network {
   const bool record_drops;
 
  private:
-  enum Kind : uint8_t { HEAD, WAKE, SEND, CALL };
+  enum Kind : uint8_t { HEAD, WAKE, SEND, CALL, STACK_TIMER };
+  // Packets of the stacks in the core carry uids from here on (a slot in carried_): the
+  // driver's own uids are below.
+  static constexpr int64_t CARRIED_UID = int64_t{1} << 60;
   bool for_driver(const Event& e) const;
   bool transmit(int host, Packet pkt, int64_t now, bool outside, int64_t major);
   void head_arrives(uint32_t w, std::vector<HostEvent>& batch);
   void forward(int sw, int port, int64_t now);
   void wake(uint32_t w, int64_t t);
   void push(uint32_t w, const Packet& pkt, bool outside, int64_t major);
+  void note_drop(const NetDrop& d);
+  void stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>& batch);
+  void stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch);
+  void stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch);
 
   PacketPool pool_;               // packets on wires, and sends waiting for their time
   std::vector<int32_t> sender_;   // by slot: the host of a send waiting for its time
   std::vector<char> handled_;     // by host
   std::vector<Packet> started_;   // scratch for hand_off
   uint32_t callbacks_ = 0;
+  std::vector<std::unique_ptr<HostStack>> stacks_;  // by id
+  std::vector<std::vector<uint32_t>> host_stacks_;  // by host: its stacks' ids (one a job)
+  std::vector<transport::OutPacket> carried_;      // what a stack's packet in flight carries
+  std::vector<uint32_t> carried_free_;
+  std::vector<transport::OutPacket> out_;          // scratch for stack_flush
+  bool agent_called_ = false;                      // an AGENT entry ends the batch
 };
 
 }  // namespace dlcp

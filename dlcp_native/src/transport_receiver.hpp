@@ -110,6 +110,7 @@ class Receiver {
   }
   std::optional<int64_t> next_timeout() const { return std::nullopt; }  // senders drive recovery
   std::vector<Delivery> take_delivered() { return std::exchange(delivered_, {}); }
+  bool has_delivered() const { return !delivered_.empty(); }
   size_t pending() const { return msgs_.size(); }
 
   const bool bounded_loss;

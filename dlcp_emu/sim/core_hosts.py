@@ -1,0 +1,90 @@
+"""Endpoints inside the compiled core: `SimHosts` whose HostStacks (training) and
+BackgroundEndpoints (background flows) have native endpoints (`endpoints="native"`), adopted
+by the core's network (`Network.attach_stack`, dlcp_native/src/host_stack.hpp). The core then
+runs every packet and every transport timer itself; Python is called per message, not per
+packet: when a host's receiver has completed a tensor for its agent, or the agent's timer is
+due (the next compute step, the next background flow), to run the agent and hand the
+endpoints back (`stack_flush`).
+
+Event for event this is what `SimHosts` does with the same endpoints driven from Python
+(deliver -> receive -> pump -> poll -> send, one timer armed at the next timeout), so the
+summaries are identical (tests/test_sim_engines.py).
+"""
+from dlcp_emu.host.background import BackgroundEndpoint
+from dlcp_emu.sim.hosts import TRAINING, SimHosts
+from dlcp_emu.transport.outbound import SendResult
+
+
+class CoreHosts(SimHosts):
+    def __init__(self, net, stacks, host_of_rank):
+        """net: a `NativeSimNetwork`; stacks: {rank: HostStack with native endpoints}."""
+        self.core = net._native._core
+        self.stack_id = {}            # (job, rank) -> the core's stack
+        super().__init__(net, stacks, host_of_rank)
+        for rank, stack in stacks.items():
+            if stack.endpoints != "native":
+                raise ValueError(f"rank {rank}: the core runs native endpoints only, got {stack.endpoints!r}")
+            self._attach(TRAINING, rank, stack.receiver, agent_reads=True)
+            stack.on_sender = self._adopt(TRAINING, rank)
+
+    def add_job(self, job, endpoints, host_of_rank, udp_port=None):
+        """As SimHosts.add_job, for BackgroundEndpoints with native endpoints."""
+        super().add_job(job, endpoints, host_of_rank, udp_port)
+        for rank, ep in endpoints.items():
+            if not isinstance(ep, BackgroundEndpoint) or ep.endpoints != "native":
+                raise ValueError(f"job {job} rank {rank}: the core runs native BackgroundEndpoints only")
+            self._attach(job, rank, ep.receiver, agent_reads=False)
+            ep.on_sender = self._adopt(job, rank)
+
+    def _attach(self, job, rank, receiver, agent_reads):
+        hosts = self.host_of[job]
+        dlcp, port = self.wire[job]
+        ranks = range(max(hosts) + 1)
+        index = self.net._native.host_index
+        wire = (dlcp, port is not None, -1 if port is None else port, self.ip[hosts[rank]],
+                [index[hosts[r]] if r in hosts else -1 for r in ranks],
+                [self.ip[hosts[r]] if r in hosts else 0 for r in ranks])
+        sid = self.core.attach_stack(index[hosts[rank]], job, receiver._core, wire, agent_reads)
+        self.stack_id[(job, rank)] = sid
+        self.net.on_agent(sid, lambda now: self._agent(job, rank, now))
+
+    def _adopt(self, job, rank):
+        def adopt(sender):
+            self.core.add_sender(self.stack_id[(job, rank)], sender._core)
+        return adopt
+
+    def _agent(self, job, rank, now):
+        if job == TRAINING:
+            self.stacks[rank].pump(now)
+        self._flush((job, rank), now)
+
+    def _flush(self, key, now):
+        sid = self.stack_id.get(key)
+        if sid is None:
+            super()._flush(key, now)
+            return
+        job, rank = key
+        ep = self.endpoints[key]
+        if job == TRAINING:
+            ep.agent_turn(now)
+            timer = ep.agent.next_timer()
+        else:
+            ep.start_due(now)
+            timer = ep.next_start()
+        self.core.stack_flush(sid, now, self.loop.major, timer)
+        done = [SendResult(*r) for r in self.core.take_completions(sid)]
+        if job == TRAINING:
+            ep.completions.extend(done)
+            if rank in self.training:
+                self._check_done(rank)
+        else:
+            ep.completed(done)
+
+    def collect(self):
+        """Flows finished since the last turn of their endpoint's agent: into its records."""
+        for (job, rank), sid in self.stack_id.items():
+            done = [SendResult(*r) for r in self.core.take_completions(sid)]
+            if job == TRAINING:
+                self.endpoints[(job, rank)].completions.extend(done)
+            else:
+                self.endpoints[(job, rank)].completed(done)
