@@ -30,7 +30,8 @@ from . import _core
 from .switch import REASONS, _native_stages, _port_tuple, counters_of
 
 FOREVER = 1 << 62
-DELIVER, CALLBACK = 0, 1
+DELIVER, CALLBACK, AGENT = 0, 1, 2
+CARRIED_UID = 1 << 60        # uids of the packets of stacks in the core (network.hpp)
 NIC_REASON = "buffer_full"   # the one reason a NIC drops
 _FIELDS = ("uid", "size", "dst", "flow", "prio", "mag", "layer", "header_size", "rewrite",
            "droppable", "dlcp", "ect", "ce")
