@@ -53,7 +53,7 @@ def spec_of(path, fields, iterations=2):
 def test_both_engines_give_identical_runs(path, preset, fields, tmp_path):
     spec = spec_of(path, fields)
     py, py_frames = simulate(spec, preset, "python", tmp_path)
-    nat, nat_frames = simulate(spec, preset, "native", tmp_path)
+    nat, nat_frames = simulate(spec, preset, "native", tmp_path, hosts="python")
     assert (py["engine"], nat["engine"]) == ("python", "native")
     assert {k: v for k, v in nat.items() if k not in WALL} == {k: v for k, v in py.items() if k not in WALL}
     for name in ("iterations", "tensors", "deliveries", "ports", "queues", "background", "packets"):
@@ -64,23 +64,20 @@ def test_both_engines_give_identical_runs(path, preset, fields, tmp_path):
 
 @pytest.mark.parametrize("path,preset,fields", PARAMS)
 def test_endpoints_in_the_core_give_the_python_run(path, preset, fields, tmp_path):
-    """Packet records (a per-packet table) are taken in Python, so these runs go without."""
-    spec = spec_of(path, fields).with_field("packet_records", False)
+    spec = spec_of(path, fields)
     py, py_frames = simulate(spec, preset, "python", tmp_path)
     core, core_frames = simulate(spec, preset, "native", tmp_path, hosts="core")
     assert core["engine_note"].endswith("hosts' endpoints in the core"), core["engine_note"]
     assert {k: v for k, v in core.items() if k not in WALL} == {k: v for k, v in py.items() if k not in WALL}
-    for name in ("iterations", "tensors", "deliveries", "ports", "queues", "background"):
+    for name in ("iterations", "tensors", "deliveries", "ports", "queues", "background", "packets"):
         pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
                                       py_frames[name].reset_index(drop=True), obj=name)
     assert core["switch_conservation_ok"] and core["events"] > 0
 
 
-def test_packet_records_keep_the_endpoints_in_python(tmp_path):
-    s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "native", tmp_path)
-    assert s["engine_note"].endswith("hosts' endpoints in Python (packet records are taken per packet there)")
-    with pytest.raises(ValueError, match="hosts: 'core' cannot run here: .*packet records"):
-        simulate(spec_of("examples/default.toml", {}), "dlcp", "native", tmp_path, hosts="core")
+def test_endpoints_in_the_core_need_the_native_network(tmp_path):
+    with pytest.raises(ValueError, match="hosts: 'core' cannot run here: .*the network is Python's"):
+        simulate(spec_of("examples/default.toml", {}), "dlcp", "python", tmp_path, hosts="core")
 
 
 @pytest.mark.slow
@@ -121,10 +118,7 @@ def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_
 def test_auto_is_native_when_every_stage_is(tmp_path):
     s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "auto", tmp_path)
     assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native; hosts' endpoints in "
-                                                         "Python (packet records are taken per packet there)")
-    s, _ = simulate(spec_of("examples/default.toml", {}).with_field("packet_records", False), "dlcp", "auto",
-                    tmp_path / "no-records")
-    assert s["engine_note"] == "every stage of the pipeline is native; hosts' endpoints in the core"
+                                                         "the core")
 
 
 def test_an_unknown_engine_is_a_spec_error():

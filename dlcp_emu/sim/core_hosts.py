@@ -10,22 +10,29 @@ Event for event this is what `SimHosts` does with the same endpoints driven from
 (deliver -> receive -> pump -> poll -> send, one timer armed at the next timeout), so the
 summaries are identical (tests/test_sim_engines.py).
 """
+from dlcp_native.network import NIC_REASON, REASONS
+
 from dlcp_emu.host.background import BackgroundEndpoint
+from dlcp_emu.host.packet_log import MAX_RECORDS
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.outbound import SendResult
 
 
 class CoreHosts(SimHosts):
-    def __init__(self, net, stacks, host_of_rank):
-        """net: a `NativeSimNetwork`; stacks: {rank: HostStack with native endpoints}."""
+    def __init__(self, net, stacks, host_of_rank, packet_records=False):
+        """net: a `NativeSimNetwork`; stacks: {rank: HostStack with native endpoints};
+        packet_records: the training packets' records (`PacketLog`'s), taken by the core."""
         self.core = net._native._core
         self.stack_id = {}            # (job, rank) -> the core's stack
+        self.packet_records = packet_records
         super().__init__(net, stacks, host_of_rank)
         for rank, stack in stacks.items():
             if stack.endpoints != "native":
                 raise ValueError(f"rank {rank}: the core runs native endpoints only, got {stack.endpoints!r}")
-            self._attach(TRAINING, rank, stack.receiver, agent_reads=True)
+            sid = self._attach(TRAINING, rank, stack.receiver, agent_reads=True)
             stack.on_sender = self._adopt(TRAINING, rank)
+            if packet_records:
+                self.core.record_packets(sid, MAX_RECORDS)
 
     def add_job(self, job, endpoints, host_of_rank, udp_port=None):
         """As SimHosts.add_job, for BackgroundEndpoints with native endpoints."""
@@ -47,6 +54,7 @@ class CoreHosts(SimHosts):
         sid = self.core.attach_stack(index[hosts[rank]], job, receiver._core, wire, agent_reads)
         self.stack_id[(job, rank)] = sid
         self.net.on_agent(sid, lambda now: self._agent(job, rank, now))
+        return sid
 
     def _adopt(self, job, rank):
         def adopt(sender):
@@ -88,3 +96,26 @@ class CoreHosts(SimHosts):
                 self.endpoints[(job, rank)].completions.extend(done)
             else:
                 self.endpoints[(job, rank)].completed(done)
+
+    # -- per-packet records, from the core ---------------------------------------------------
+    def packet_logs(self):
+        if not self.packet_records:
+            return []
+        return [self.core.packet_records(self.stack_id[(TRAINING, rank)]) for rank in self.stacks]
+
+    def in_flight_keys(self):
+        yield from super().in_flight_keys()
+        yield from self.core.carried_in_flight()
+
+    def training_drops(self):
+        yield from super().training_drops()
+        net = self.net
+        switches = net.switch_names
+        for node, port, reason, job, key in self.core.carried_drops():
+            if job != TRAINING:
+                continue
+            if node < len(switches):
+                name = switches[node]
+                yield key, f"{name}-eth{net._native.port_numbers[name][port]}", REASONS[reason]
+            else:
+                yield key, f"{net.hosts[node - len(switches)]}-eth0", NIC_REASON

@@ -10,6 +10,7 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM
 
+from dlcp_emu.host.packet_log import PacketLog, packet_key
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
@@ -115,6 +116,20 @@ class SimHosts:
             self.training.discard(rank)
             if not self.training:
                 self.loop.stop()
+
+    # -- per-packet records (spec.packet_records: the stacks are PacketLogs) ------------------
+    def packet_logs(self):
+        return [st.records() for st in self.stacks.values() if isinstance(st, PacketLog)]
+
+    def in_flight_keys(self):
+        """The keys (`packet_key`) of the hosts' packets still in the network."""
+        return (packet_key(p.frame[0]) for p in self.net.in_flight() if p.frame is not None)
+
+    def training_drops(self):
+        """(packet key, interface, reason) of every training packet a switch or NIC dropped."""
+        for name, _, port, reason, pkt in self.net.drops():
+            if pkt.frame is not None and pkt.frame[0].job == TRAINING:
+                yield packet_key(pkt.frame[0]), f"{name}-eth{port}", reason
 
     def collect(self):
         """Bring the endpoints' records up to date (every one is, here: see CoreHosts)."""

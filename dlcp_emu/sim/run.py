@@ -22,7 +22,7 @@ from dlcp_emu.experiment.runner import (
 )
 from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
-from dlcp_emu.host.packet_log import PacketLog, packet_key, packet_table
+from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
@@ -47,10 +47,9 @@ HOSTS = ("auto", "core", "python")
 
 
 def build(spec, pipeline, keep_results=False, hosts="auto"):
-    """hosts: where the training job's endpoints run: "core" (compiled, inside the native
-    network: Python per message), "python" (Python per packet; the oracle), or "auto" (the
-    core when the network is native, unless packet records are asked for, which are taken
-    per packet in Python)."""
+    """hosts: where the hosts' endpoints run: "core" (compiled, inside the native network:
+    Python per message), "python" (Python per packet; the oracle), or "auto" (the core when
+    the network is native)."""
     if hosts not in HOSTS:
         raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
     transport = sim_transport(spec, pipeline)
@@ -82,8 +81,11 @@ def build(spec, pipeline, keep_results=False, hosts="auto"):
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
                           drop_order=t["drop_order"], seed=spec.seed,
                           endpoints="native" if in_core else "python")
-        stacks[rank] = PacketLog(stack) if spec.packet_records else stack
-    hosts = (CoreHosts if in_core else SimHosts)(net, stacks, placement.host_of_rank)
+        stacks[rank] = PacketLog(stack) if spec.packet_records and not in_core else stack
+    if in_core:
+        hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)
+    else:
+        hosts = SimHosts(net, stacks, placement.host_of_rank)
     hosts.background = _background(spec, topo, hosts, "native" if in_core else "python") if spec.background else {}
     return topo, plan, net, hosts
 
@@ -94,8 +96,6 @@ def _hosts_in_core(net, spec, hosts):
         return False, "hosts' endpoints in Python (asked for)"
     if net.engine != "native":
         why = "hosts' endpoints in Python (the network is Python's)"
-    elif spec.packet_records:
-        why = "hosts' endpoints in Python (packet records are taken per packet there)"
     else:
         return True, "hosts' endpoints in the core"
     if hosts == "core":
@@ -173,23 +173,13 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queue_table(samples, 0, spec.scale),
               "background": _background_table(topo, hosts, spec.scale),
-              "packets": packet_table([st.records() for st in hosts.stacks.values()
-                                       if isinstance(st, PacketLog)], spec.scale,
-                                      in_flight=(packet_key(p.frame[0]) for p in net.in_flight()
-                                                 if p.frame is not None),
-                                      dropped=_training_drops(net))}
+              "packets": packet_table(hosts.packet_logs(), spec.scale, in_flight=hosts.in_flight_keys(),
+                                      dropped=hosts.training_drops())}
     add_accuracy(spec, records, spec.scale, s, frames)
     finish(run_dir, s, frames, interrupted)
     if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
         s["background"]["model"] = "reliable transport standing in for kernel TCP"
     return s, {**frames, "hosts": hosts}
-
-
-def _training_drops(net):
-    """(packet key, interface, reason) of every training packet a switch or NIC dropped."""
-    for name, _, port, reason, pkt in net.drops():
-        if pkt.frame is not None and pkt.frame[0].job == TRAINING:
-            yield packet_key(pkt.frame[0]), f"{name}-eth{port}", reason
 
 
 def _background_table(topo, hosts, scale):

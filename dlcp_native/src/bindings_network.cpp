@@ -225,9 +225,58 @@ class NetCore {
 
   int64_t stack_packets_sent(uint32_t id) { return net_.stack(id).packets_sent; }
 
+  // Packet records (host/packet_log.py) from now on: at most max_records sent and received.
+  void record_packets(uint32_t id, int64_t max_records) {
+    net_.stack(id).records = std::make_unique<PacketRecords>(max_records);
+    net_.record_carried_drops = true;
+  }
+
+  // PacketLog.records() of the stack: {"sent": [rows], "received": [rows], "overflow": n}.
+  py::dict packet_records(uint32_t id) {
+    py::dict d;
+    const PacketRecords* r = net_.stack(id).records.get();
+    if (r == nullptr) throw py::value_error("stack " + std::to_string(id) + " takes no packet records");
+    py::list sent(r->sent.size()), received(r->received.size());
+    for (size_t i = 0; i < r->sent.size(); ++i) sent[i] = row(r->sent[i]);
+    for (size_t i = 0; i < r->received.size(); ++i) {
+      const PacketRow& x = r->received[i];
+      received[i] = row(x) + py::make_tuple(x.recv_ns, x.ce);
+    }
+    d["sent"] = sent;
+    d["received"] = received;
+    d["overflow"] = r->overflow;
+    return d;
+  }
+
+  // The stacks' packets dropped: (node, port index, reason code, job, packet key) each.
+  py::list carried_drops() const {
+    py::list out;
+    for (const CarriedDrop& d : net_.carried_drops)
+      out.append(py::make_tuple(d.at.node, d.at.port, static_cast<int>(d.at.reason), d.h.job, key(d.h)));
+    return out;
+  }
+
+  // The packet keys of the stacks' packets still in the network.
+  py::list carried_in_flight() const {
+    std::vector<transport::Header> hs;
+    net_.carried_in_flight(hs);
+    py::list out;
+    for (const transport::Header& h : hs) out.append(key(h));
+    return out;
+  }
+
   Network net_;
 
  private:
+  static py::tuple row(const PacketRow& r) {
+    return py::make_tuple(r.src, r.dst, r.type, r.iteration, r.tensor_id, r.chunk, r.send_ts_ns, r.flags, r.priority,
+                          r.mag_class, r.size);
+  }
+  // packet_log.py `packet_key`
+  static py::tuple key(const transport::Header& h) {
+    return py::make_tuple(h.src_rank, h.dst_rank, h.type, h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns);
+  }
+
   std::vector<HostEvent> batch_;
   py::list held_;  // the endpoints the stacks point to
 };
@@ -261,7 +310,11 @@ void bind_network(py::module_& m) {
       .def("add_sender", &NetCore::add_sender)
       .def("stack_flush", &NetCore::stack_flush)
       .def("take_completions", &NetCore::take_completions)
-      .def("stack_packets_sent", &NetCore::stack_packets_sent);
+      .def("stack_packets_sent", &NetCore::stack_packets_sent)
+      .def("record_packets", &NetCore::record_packets)
+      .def("packet_records", &NetCore::packet_records)
+      .def("carried_drops", &NetCore::carried_drops)
+      .def("carried_in_flight", &NetCore::carried_in_flight);
 }
 
 }  // namespace dlcp_bindings

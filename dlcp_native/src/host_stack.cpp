@@ -20,6 +20,22 @@ bool ecn_capable(uint8_t type) { return type == DATA || type == PROBE; }  // tra
 
 }  // namespace
 
+PacketRow packet_row(const Header& h, int64_t payload_len) {
+  PacketRow r;
+  r.src = h.src_rank;
+  r.dst = h.dst_rank;
+  r.type = h.type;
+  r.iteration = h.iteration;
+  r.tensor_id = h.tensor_id;
+  r.chunk = h.chunk_index;
+  r.send_ts_ns = h.send_ts_ns;
+  r.flags = h.flags;
+  r.priority = h.priority;
+  r.mag_class = h.mag_class;
+  r.size = FRAME_OVERHEAD + payload_len;
+  return r;
+}
+
 int64_t python_tuple_hash(const std::vector<int64_t>& items) {
   constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P5 = 2870177450012600261ULL;
   constexpr int64_t MODULUS = (int64_t{1} << 61) - 1;
@@ -51,6 +67,16 @@ void HostStack::add_sender(Sender* sender) {
 }
 
 void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
+  if (records) {  // packet_log.py `receive`
+    if (int64_t(records->received.size()) < records->max_records) {
+      PacketRow r = packet_row(h, int64_t(payload.size));
+      r.recv_ns = now;
+      r.ce = ce;
+      records->received.push_back(r);
+    } else {
+      records->overflow += 1;
+    }
+  }
   if (!is_feedback(h.type)) {
     receiver_->receive(h, payload, now, ce);
     if (!agent_reads_) receiver_->take_delivered();
@@ -65,10 +91,21 @@ void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, 
 }
 
 void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
+  const size_t first = out.size();
   receiver_->poll(now, out);
   for (auto& [rank, sender] : senders_) {
     sender->poll(now, out);
     for (SendResult& r : sender->take_completed()) completions.push_back(r);
+  }
+  if (records) {  // packet_log.py `poll`
+    for (size_t i = first; i < out.size(); ++i) {
+      if (int64_t(records->sent.size()) >= records->max_records) {
+        records->overflow += int64_t(out.size() - i);
+        break;
+      }
+      const OutPacket& p = out[i];
+      records->sent.push_back(packet_row(p.h, p.h.type == DATA ? p.h.payload_len : int64_t(p.control.size())));
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -32,6 +33,28 @@ struct StackWire {
   int64_t ip = 0;                       // this host's IPv4 address, as an int
   std::vector<int32_t> host_of_rank;    // rank -> host index (-1: no such rank)
   std::vector<int64_t> ip_of_rank;      // rank -> its host's address
+};
+
+// host/packet_log.py's rows: every packet a stack sends and receives, up to `max_records`
+// each (then counted in `overflow`). A row: src, dst, type, iteration, tensor_id, chunk,
+// send_ts_ns, flags, priority, mag_class, size; received ones also recv_ns and ce.
+struct PacketRow {
+  uint16_t src, dst;
+  uint8_t type;
+  uint32_t iteration, tensor_id, chunk;
+  int64_t send_ts_ns;
+  uint8_t flags, priority, mag_class;
+  int64_t size;
+  int64_t recv_ns = 0;
+  bool ce = false;
+};
+PacketRow packet_row(const transport::Header& h, int64_t payload_len);
+
+struct PacketRecords {
+  explicit PacketRecords(int64_t max) : max_records(max) {}
+  const int64_t max_records;
+  std::vector<PacketRow> sent, received;
+  int64_t overflow = 0;
 };
 
 class HostStack {
@@ -62,6 +85,7 @@ class HostStack {
   std::optional<int64_t> armed;        // hosts.py `armed`: the timer last scheduled
   std::vector<transport::SendResult> completions;  // since the driver last took them
   int64_t packets_sent = 0;
+  std::unique_ptr<PacketRecords> records;           // null: none taken
 
  private:
   int64_t flow(const transport::Header& h);

@@ -262,6 +262,7 @@ void Network::note_drop(const NetDrop& d) {
     return;
   }
   const uint32_t slot = static_cast<uint32_t>(d.uid - CARRIED_UID);
+  if (record_carried_drops) carried_drops.push_back({d, carried_[slot].h});
   carried_[slot] = transport::OutPacket{};  // lets go of the message it pointed into
   carried_free_.push_back(slot);
 }
@@ -344,6 +345,13 @@ void Network::stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch
     return;
   }
   stack_flush(id, now, loop.major());
+}
+
+void Network::carried_in_flight(std::vector<transport::Header>& out) const {
+  std::vector<int64_t> uids;
+  in_flight(uids);
+  for (int64_t uid : uids)
+    if (uid >= CARRIED_UID) out.push_back(carried_[static_cast<size_t>(uid - CARRIED_UID)].h);
 }
 
 void Network::in_flight(std::vector<int64_t>& out) const {

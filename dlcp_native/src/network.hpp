@@ -86,6 +86,12 @@ struct NetDrop {
   int64_t uid;
 };
 
+// A drop of a stack's packet, with its header (packet records: where each lost one went).
+struct CarriedDrop {
+  NetDrop at;
+  transport::Header h;
+};
+
 // What comes back to the driver: a delivery to a host it handles, its own timer, or a host
 // whose stack is in the core and whose agent must run now (then `stack_flush`; the batch
 // ends there).
@@ -132,6 +138,11 @@ class Network {
 
   // Every packet still in the network (queued, serialising, or on a wire): its uid.
   void in_flight(std::vector<int64_t>& out) const;
+  // The headers of the stacks' packets among them.
+  void carried_in_flight(std::vector<transport::Header>& out) const;
+  // Drops of the stacks' packets are kept in carried_drops from now on.
+  bool record_carried_drops = false;
+  std::vector<CarriedDrop> carried_drops;
 
   EventLoop loop;
   std::vector<std::unique_ptr<Switch>> switches;
