@@ -34,3 +34,14 @@ def test_the_core_takes_only_compiled_endpoints():
     _, _, net, hosts = build(spec, "dlcp", hosts="python")
     with pytest.raises(ValueError, match="rank 0: the core runs native endpoints only, got 'python'"):
         CoreHosts(net, hosts.stacks, {r: hosts.host_of[0][r] for r in hosts.stacks})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.floats(0, 1e6, allow_nan=False, allow_subnormal=True), min_size=1, max_size=300))
+def test_octiles_are_numpys_quantiles_to_the_bit(values):
+    """The chunk classes of a message are its octiles: the fast path must be np.quantile."""
+    import numpy as np
+
+    from dlcp_emu.transport.message import octiles
+    m = np.asarray(values, dtype=np.float64)
+    assert octiles(m).tobytes() == np.quantile(m, np.arange(1, 8) / 8).tobytes()

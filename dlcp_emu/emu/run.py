@@ -51,6 +51,9 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     capture: {"ports": [switch port interfaces], "max_bytes": per file, or None}: pcaps of
     those ports (`emu.capture`), listed in the summary's `captures`. live: the switches'
     ports in the terminal while the run goes on (`liveview`; None: on a terminal, not in CI)."""
+    if spec.payload != "values":
+        raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
+                         "emulator's hosts send real bytes (payload = \"values\")")
     view = LiveView(sys.stdout, live)
     log = view.wrap(log)
     run_dir = Path(run_dir).resolve()   # the run's processes start elsewhere (PROJECT_ROOT)

@@ -104,6 +104,7 @@ DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
 ENGINES = ("auto", "native", "python")   # the simulator's: what each means, dlcp_emu/sim/engines.py
+PAYLOADS = ("values", "sizes")   # float32 gradients, or payload-free (sizes and magnitude classes)
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
 
@@ -125,6 +126,7 @@ class Spec:
     compression: dict
     training: dict | None = None
     engine: str = "auto"
+    payload: str = "values"
     variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -179,6 +181,8 @@ TOP_FIELDS = {
     "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
     "engine": ("auto", one_of(ENGINES), f"one of {', '.join(ENGINES)} (the simulator's engine)"),
+    "payload": ("values", one_of(PAYLOADS), "values (float32 gradients) or sizes (payload-free: sizes and "
+                "magnitude classes only; the simulator's core)"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "workload": (REQUIRED, lambda v: isinstance(v, dict), "a table"),
     "transport": ({"kind": "reliable"}, lambda v: isinstance(v, dict), "a table"),
@@ -286,7 +290,9 @@ def parse_spec(raw, source="spec"):
         _check_scaled_rates(c, topo, top, raw)
     if topo is not None and background and not c.problems:
         _check_background(c, background, topo, top)
-    if not c.problems:
+    if top["payload"] == "sizes":
+        _check_sizes(c, workload, compression, training)
+    elif not c.problems:
         _check_workload_memory(c, workload, top)
     switch = top.get("switch") or {}
     try:
@@ -304,7 +310,8 @@ def parse_spec(raw, source="spec"):
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, compression=compression, training=training,
-                engine=top["engine"], variants=dict(top["variants"]), source=source, raw=raw)
+                engine=top["engine"], payload=top["payload"], variants=dict(top["variants"]), source=source,
+                raw=raw)
 
 
 def _variant(raw, name, source):
@@ -325,6 +332,18 @@ def _check_variants(c, variants, raw, source):
             _variant(raw, name, source)
         except SpecError as e:
             c.problems.extend(f"variants.{name}: {p}" for p in e.problems)
+
+
+def _check_sizes(c, workload, compression, training):
+    """Payload-free runs carry no values: nothing that computes with them can run."""
+    if compression.get("mode", "none") != "none":
+        c.problems.append("payload: 'sizes' carries no values to compress; use payload = \"values\" "
+                          "or compression.mode = \"none\"")
+    if training is not None:
+        c.problems.append("payload: 'sizes' carries no values to train with; use payload = \"values\"")
+    if workload.get("pattern") in PATTERNS and PATTERNS[workload["pattern"]].uses_ps:
+        c.problems.append("payload: 'sizes' runs the collective patterns (ring, ds-sync), not "
+                          "parameter servers, which sum values")
 
 
 def _check_training(c, workload, top):

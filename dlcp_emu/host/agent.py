@@ -18,6 +18,7 @@ bucket at the ratio its workers pushed.
 With a `training.Training` replica the payloads are the model's real gradients, computed at
 the start of backward, and each bucket's result is applied to the replica as it arrives.
 """
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +35,7 @@ from dlcp_emu.host.compression import (
     unpack_into,
     wire_ns_per_byte,
 )
-from dlcp_emu.host.plan import gradient
+from dlcp_emu.host.plan import chunk_magnitudes, gradient
 from dlcp_emu.host.training import Training
 
 
@@ -51,9 +52,11 @@ class Outgoing:
     dst: int
     iteration: int
     tensor_id: int
-    data: np.ndarray          # float32, this message's values (dense or sparse)
+    data: np.ndarray | None   # float32, this message's values (dense or sparse); None: payload-free
     priority: int
     exact: bool = False       # must arrive whole: no byte may be given up (sparse messages)
+    nbytes: int = 0           # payload-free: its size
+    magnitudes: object = None  # payload-free: chunk_bytes -> one |gradient| per chunk
 
 
 @dataclass
@@ -85,7 +88,7 @@ class _Collective:
     """One bucket's synchronisation in progress at this rank."""
     iteration: int
     bucket: object
-    buf: np.ndarray
+    buf: np.ndarray | None    # None: payload-free
     steps: list = field(default_factory=list)   # [(phase, step id, send Transfer|None, recv Transfer|None)]
     k: int = 0
     sent: bool = False
@@ -96,13 +99,17 @@ class _Collective:
     dense_bytes: int = 0
     energy: list = field(default_factory=lambda: [0.0, 0.0])   # kept, total sum of squares
     gathered: set = field(default_factory=set)   # ranges received in all-gather (forwarded on)
+    rng: object = None        # payload-free: the chunk magnitudes' generator
 
 
 class Worker:
     def __init__(self, rank, n_workers, plan, trace, pattern="ring", iterations=3, seed=1,
                  ps_ranks=(), group_size=None, keep_results=False, compression=None,
-                 wire_ns_per_byte=0.0, training=None):
+                 wire_ns_per_byte=0.0, training=None, payload="values"):
+        """payload: "values" (float32 gradients, summed as they arrive) or "sizes"
+        (payload-free: messages carry sizes and chunk magnitudes, nothing is summed)."""
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
+        self.sizes = payload == "sizes"
         self.pattern, self.iterations, self.seed = PATTERNS[pattern], iterations, seed
         self.ps_ranks = tuple(ps_ranks)
         self.group_size = group_size
@@ -219,11 +226,12 @@ class Worker:
                 if key not in self.inbox:
                     return
                 data, lost = self.inbox.pop(key)
-                region = c.buf.view(np.uint8)[recv.start:recv.stop].view(np.float32)
-                if lost and data.size != region.size:
-                    raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
-                                       "sparse messages are sent exact")
-                unpack_into(region, data, add=phase == 0)   # reduce: add; distribute: replace
+                if not self.sizes:
+                    region = c.buf.view(np.uint8)[recv.start:recv.stop].view(np.float32)
+                    if lost and data.size != region.size:
+                        raise RuntimeError(f"rank {self.rank}: a sparse message lost bytes {lost}; "
+                                           "sparse messages are sent exact")
+                    unpack_into(region, data, add=phase == 0)   # reduce: add; distribute: replace
                 c.lost.extend((recv.start + a, recv.start + b) for a, b in lost)
                 if phase == 1:
                     c.gathered.add((recv.start, recv.stop))
@@ -231,6 +239,9 @@ class Worker:
             c.sent = False
 
     def _send(self, c, phase, step, t):
+        if self.sizes:
+            self._send_size(c, phase, step, t)
+            return
         data = c.buf.view(np.uint8)[t.start:t.stop].view(np.float32)
         packed = None
         spec = self.compression
@@ -258,6 +269,15 @@ class Worker:
         self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step),
                                     data, c.bucket.priority, exact=packed is not None))
 
+    def _send_size(self, c, phase, step, t):
+        """Payload-free: the size, and the magnitudes of the chunks it would carry."""
+        n = t.stop - t.start
+        c.sent_bytes += n
+        c.dense_bytes += n
+        mags = functools.partial(chunk_magnitudes, self.trace, self.plan, c.bucket, t.start, n, rng=c.rng)
+        self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step), None,
+                                    c.bucket.priority, nbytes=n, magnitudes=mags))
+
     def _residual(self, c, phase):
         """Error feedback's memory of a bucket's sends of one phase, by byte range."""
         key = (c.bucket.index, phase)
@@ -266,11 +286,15 @@ class Worker:
         return self.residuals[key]
 
     def _begin(self, iteration, bucket, now):
-        if self.training is not None:
+        if self.sizes:
+            buf = None
+        elif self.training is not None:
             buf = self.training.values(bucket.layer_ids)
         else:
             buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
         c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
+        if self.sizes:
+            c.rng = np.random.default_rng([self.seed, self.rank, iteration, bucket.index])
         c.steps = self.pattern.steps(self.rank, bucket.nbytes, workers=self.n, ps_ranks=self.ps_ranks,
                                      iteration=iteration, group_size=self.group_size, seed=self.seed)
         return c
@@ -306,7 +330,7 @@ class Worker:
 
 
 def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compression,
-                link_rate_bps, mtu, keep_results=False, training=None):
+                link_rate_bps, mtu, keep_results=False, training=None, payload="values"):
     """A worker as both backends build it: `spec_workload` the spec's [workload] fields,
     compression a CompressionSpec, the link rate the host's (scaled), training a
     TrainingSpec (real gradients of a real model) or None (the trace's synthetic ones)."""
@@ -315,7 +339,7 @@ def make_worker(rank, workers, plan, trace, spec_workload, seed, ps_ranks, compr
     return Worker(rank, workers, plan, trace, w["pattern"], w["iterations"], seed=seed,
                   ps_ranks=ps_ranks, group_size=w.get("group_size"), keep_results=keep_results,
                   compression=compression, wire_ns_per_byte=wire_ns_per_byte(link_rate_bps, mtu),
-                  training=replica)
+                  training=replica, payload=payload)
 
 
 class ParameterServer:

@@ -3,6 +3,7 @@
 Times are integer ns, already multiplied by the time-dilation factor; gradient sizes are
 already multiplied by the byte scale (rounded to whole float32 values, at least one).
 """
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,25 +76,59 @@ def gradient(trace, plan, bucket, rank, iteration, seed):
         mags = np.concatenate([trace.sample_magnitudes(lid, int(c), rng)
                                for lid, c in zip(bucket.layer_ids, counts)]).astype(np.float32)
     else:
-        # float32 throughout, and each distribution computed only where it is used: float64
-        # with every branch evaluated everywhere cost more than the network time it feeds.
         dist, mu, sigma = (np.repeat(a[list(bucket.layer_ids)].astype(np.float32), counts)
                            for a in params)
-        mags = rng.standard_normal(n, dtype=np.float32)
-        mags *= sigma
-        mags += mu
-        lognormal, normal = dist == 0, dist == 1
-        if lognormal.all():
-            np.exp(mags, out=mags)
-        else:
-            uniform = ~(lognormal | normal)
-            mags[lognormal] = np.exp(mags[lognormal])
-            mags[normal] = np.abs(mags[normal])
-            u = 2 * rng.random(int(uniform.sum()), dtype=np.float32) - 1
-            mags[uniform] = mu[uniform] + sigma[uniform] * np.float32(np.sqrt(3)) * u
+        mags = _draws(dist, mu, sigma, rng)
     # Random signs: flip the sign bit of about half the values.
     signs = rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)
     return (mags.view(np.uint32) ^ signs).view(np.float32)
+
+
+def _draws(dist, mu, sigma, rng):
+    """|gradient| draws, one per entry of the per-draw parameter arrays (float32).
+    float32 throughout, and each distribution computed only where it is used: float64
+    with every branch evaluated everywhere cost more than the network time it feeds."""
+    mags = rng.standard_normal(len(dist), dtype=np.float32)
+    mags *= sigma
+    mags += mu
+    lognormal, normal = dist == 0, dist == 1
+    if lognormal.all():
+        np.exp(mags, out=mags)
+    else:
+        uniform = ~(lognormal | normal)
+        mags[lognormal] = np.exp(mags[lognormal])
+        mags[normal] = np.abs(mags[normal])
+        u = 2 * rng.random(int(uniform.sum()), dtype=np.float32) - 1
+        mags[uniform] = mu[uniform] + sigma[uniform] * np.float32(np.sqrt(3)) * u
+    return mags
+
+
+@functools.lru_cache(maxsize=4096)
+def _bucket_ends(sizes):
+    """Where each member layer of a bucket ends, in bytes (as `gradient` lays them out)."""
+    ends = np.cumsum(np.fromiter((n // 4 * 4 for n in sizes), dtype=np.int64, count=len(sizes)))
+    ends.flags.writeable = False
+    return ends
+
+
+def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
+    """Payload-free runs (`payload = "sizes"`): one |gradient| per `chunk_bytes` piece of
+    bytes [start, start + nbytes) of a bucket, a draw of the distribution of the layer that
+    holds the piece's first byte (from `rng`: the collective's, drawn from in the order its
+    messages are sent, so a rank's draws are the same in every run). What a chunk of
+    real values would give is the mean of its values' magnitudes, which varies less: the
+    classes a message's chunks get then differ by layer more than within one."""
+    ends = _bucket_ends(bucket.sizes)
+    firsts = start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64)
+    lids = np.asarray(bucket.layer_ids)[np.minimum(np.searchsorted(ends, firsts, side="right"), len(ends) - 1)]
+    if plan.mag_params is None:   # a chunk table: per layer, as the trace samples it
+        out = np.empty(len(lids), dtype=np.float64)
+        for lid in dict.fromkeys(lids.tolist()):
+            at = lids == lid
+            out[at] = trace.sample_magnitudes(lid, int(at.sum()), rng)
+        return out
+    dist, mu, sigma = (a[lids].astype(np.float32) for a in plan.mag_params)
+    return _draws(dist, mu, sigma, rng)
 
 
 _DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}

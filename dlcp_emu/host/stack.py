@@ -25,11 +25,12 @@ ENDPOINTS = ("python", "native")
 class HostStack:
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
                  loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
-                 link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python"):
+                 link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python", store=True):
         """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
         retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults.
         drop_order, seed: which chunks bounded loss may give up (`MagnitudePolicy`).
-        endpoints: "python" (the models) or "native" (the same, compiled)."""
+        endpoints: "python" (the models) or "native" (the same, compiled); store: False for
+        payload-free runs (native endpoints: the receiver keeps no bytes)."""
         t = find_transport(transport)
         if t.kernel:
             raise ValueError(f"transport {t.name!r} is the kernel's: it has no packet endpoints to stack")
@@ -45,7 +46,9 @@ class HostStack:
         self.on_sender = None     # called with each sender as it is made (the core adopts it)
         self.policy = MagnitudePolicy(droppable_fraction=droppable_fraction, loss_bound=loss_bound,
                                       drop_order=drop_order, seed=seed)
-        self.receiver = receiver_cls(rank, mtu=mtu)
+        if not store and endpoints != "native":
+            raise ValueError("a payload-free stack (store=False) needs native endpoints")
+        self.receiver = receiver_cls(rank, mtu=mtu) if store else receiver_cls(rank, mtu=mtu, store=False)
         self.senders = {}
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
                                   #  {magnitude class: lost bytes})
@@ -106,10 +109,10 @@ class HostStack:
     # -- glue ------------------------------------------------------------------------------
     def _pump(self, now):
         for d in self.receiver.take_delivered():
-            self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.data.nbytes,
+            self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.nbytes,
                                     d.lost_bytes, d.first_ns, d.done_ns,
                                     {int(k): int(v) for k, v in d.lost_bytes_by_class.items()}))
-            data = np.asarray(d.data, dtype=np.float32).ravel()
+            data = None if d.data is None else np.asarray(d.data, dtype=np.float32).ravel()
             self.agent.on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
         for m in self.agent.take_sends():
             sender = self.senders.get(m.dst)
@@ -122,7 +125,10 @@ class HostStack:
             # A message that must arrive whole (sparse) is never droppable; its values are
             # the bucket's largest, so its packets carry the highest magnitude class.
             exact = m.exact
+            sized = m.data is None      # payload-free: the chunks' magnitudes come with it
             sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
                                 priority=m.priority, job=self.job, src_rank=self.rank,
                                 dst_rank=m.dst, mag_class=TOP_CLASS if exact else None,
-                                droppable=False if exact else None), now)
+                                droppable=False if exact else None,
+                                chunk_magnitudes=m.magnitudes(sender.payload_size) if sized else None),
+                        now, **({"nbytes": m.nbytes} if sized else {}))

@@ -62,6 +62,9 @@ def build(spec, pipeline, keep_results=False, hosts="auto"):
     # Drops are recorded with the packets, to say where each lost one went.
     net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
     in_core, why = _hosts_in_core(net, spec, hosts)
+    if spec.payload == "sizes" and not in_core:
+        raise ValueError(f"payload: 'sizes' (payload-free) runs with the hosts' endpoints in the native core; "
+                         f"here {why}")
     net.engine_note += f"; {why}"
     stacks = {}
     compression = compression_for(spec)
@@ -76,11 +79,11 @@ def build(spec, pipeline, keep_results=False, hosts="auto"):
         else:
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
-                                keep_results=keep_results, training=training_of(spec))
+                                keep_results=keep_results, training=training_of(spec), payload=spec.payload)
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
                           drop_order=t["drop_order"], seed=spec.seed,
-                          endpoints="native" if in_core else "python")
+                          endpoints="native" if in_core else "python", store=spec.payload == "values")
         stacks[rank] = PacketLog(stack) if spec.packet_records and not in_core else stack
     if in_core:
         hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)

@@ -98,6 +98,29 @@ class ChunkPlan:
     bound_bytes: int   # bytes the receiver may zero-fill (>= droppable bytes by construction)
 
 
+_OCTILES = np.arange(1, 8) / 8
+
+
+def octiles(m: np.ndarray) -> np.ndarray:
+    """np.quantile(m, [1/8 .. 7/8]) of a 1-D float64 array without NaN, to the bit (numpy's
+    "linear" method, step for step: virtual index (n - 1) q, its floor and the next as
+    neighbours, and numpy's _lerp), at a fraction of its cost: np.quantile's generality took
+    80 us a message, a third of the Python a payload-free message costs."""
+    n = len(m)
+    s = np.sort(m)
+    virtual = (n - 1) * _OCTILES
+    prev = np.floor(virtual).astype(np.intp)
+    nxt = np.minimum(prev + 1, n - 1)
+    prev = np.minimum(prev, n - 1)
+    gamma = virtual - prev
+    a, b = s[prev], s[nxt]
+    diff = b - a
+    out = a + diff * gamma
+    upper = gamma >= 0.5
+    out[upper] = (b - diff * (1 - gamma))[upper]
+    return out
+
+
 @dataclass(frozen=True)
 class MagnitudePolicy:
     """Turns chunk magnitudes into magnitude classes and droppable flags.
@@ -145,7 +168,7 @@ class MagnitudePolicy:
         m = np.asarray(magnitudes, dtype=np.float64)
         edges = self.class_edges
         if edges is None:
-            edges = np.quantile(m, np.arange(1, 8) / 8)
+            edges = octiles(m)
         return np.searchsorted(np.asarray(edges), m, side="left").astype(np.uint8)
 
     def plan(self, magnitudes: np.ndarray, total_bytes: int, chunk_size: int,

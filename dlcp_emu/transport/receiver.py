@@ -53,6 +53,7 @@ class Delivery:
     packets: int = 0               # data packets received, including duplicates and trims
     duplicates: int = 0
     trimmed: int = 0
+    nbytes: int = 0                # the tensor's size (data.nbytes; payload-free: data is None)
 
 
 class _Inbound:
@@ -228,7 +229,7 @@ class Receiver:
         self._delivered.append(Delivery(
             job, src, self.rank, it, tensor, data, st.first_ns, now, lost, lost_bytes, ranges,
             by_bytes, by_chunks, st.bound if self.bounded_loss else 0,
-            st.packets, st.dups, st.trimmed))
+            st.packets, st.dups, st.trimmed, total))
         del self._msgs[st.key]
         self._done[st.key] = None
         if len(self._done) > self.remember:

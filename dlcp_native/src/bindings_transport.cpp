@@ -124,7 +124,8 @@ py::tuple delivery(Delivery& d) {
   std::copy(d.lost_chunks.begin(), d.lost_chunks.end(), lost.mutable_data());
   return py::make_tuple(d.job, d.src_rank, d.dst_rank, d.iteration, d.tensor_id, delivered_data(d), d.first_ns,
                         d.done_ns, lost, d.lost_bytes, ranges, by_class(d.lost_bytes_by_class),
-                        by_class(d.lost_chunks_by_class), d.bound_bytes, d.packets, d.duplicates, d.trimmed);
+                        by_class(d.lost_chunks_by_class), d.bound_bytes, d.packets, d.duplicates, d.trimmed,
+                        d.total);
 }
 
 CongestionControl::Ecn ecn_mode(const std::string& ecn) {

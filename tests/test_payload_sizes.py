@@ -1,0 +1,53 @@
+"""Payload-free runs (`payload = "sizes"`): messages carry sizes and chunk magnitude classes,
+no float32 values, so a large run does not hold every rank's gradients. They move the same
+bytes as the run with values, and what needs values is refused by name."""
+import pytest
+
+from dlcp_emu.experiment.spec import SpecError, load_spec
+from dlcp_emu.sim.run import run_simulation
+
+
+def _spec(**fields):
+    spec = load_spec("examples/default.toml").with_field("workload.iterations", 3)
+    for name, value in fields.items():
+        spec = spec.with_field(name.replace("__", "."), value)
+    return spec
+
+
+def test_sizes_move_the_bytes_of_values_and_time_them_alike(tmp_path):
+    runs = {p: run_simulation(_spec(byte_scale=0.01, payload=p), "dlcp", tmp_path / p, log=lambda *_: None)
+            for p in ("values", "sizes")}
+    (values, vf), (sizes, sf) = runs["values"], runs["sizes"]
+    # Every message has the size it has with values: the same bytes for every tensor.
+    assert sf["deliveries"]["nbytes"].sum() == vf["deliveries"]["nbytes"].sum() > 0
+    assert len(sf["deliveries"]) == len(vf["deliveries"])
+    # The chunks' classes are drawn, not computed from values: close, not equal.
+    assert sizes["iteration_time_mean_s"] == pytest.approx(values["iteration_time_mean_s"], rel=0.05)
+    assert 0 < sizes["loss_fraction"] <= sizes["loss_bound"]
+    assert sizes["engine_note"].endswith("hosts' endpoints in the core")
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"compression__mode": "fixed", "compression__method": "topk", "compression__ratio": 0.1},
+     "payload: 'sizes' carries no values to compress"),
+    ({"workload__pattern": "ps"}, "payload: 'sizes' runs the collective patterns"),
+])
+def test_what_needs_values_is_refused_by_name(fields, message):
+    with pytest.raises(SpecError, match=message):
+        _spec(payload="sizes", **fields)
+
+
+def test_an_unknown_payload_names_the_allowed(tmp_path):
+    with pytest.raises(SpecError, match="payload: .*values .*or sizes"):
+        _spec(payload="floats")
+
+
+def test_sizes_need_the_endpoints_in_the_core(tmp_path):
+    with pytest.raises(ValueError, match="payload: 'sizes' .*runs with the hosts' endpoints in the native core"):
+        run_simulation(_spec(payload="sizes", engine="python"), "dlcp", tmp_path, log=lambda *_: None)
+
+
+def test_the_emulator_refuses_sizes(tmp_path):
+    from dlcp_emu.emu.run import run_emulation
+    with pytest.raises(ValueError, match="payload: 'sizes' .*runs in the simulator only"):
+        run_emulation(_spec(payload="sizes"), "dlcp", tmp_path, log=lambda *_: None)
