@@ -72,6 +72,7 @@ GOOD = {
     ("mtu",): [576, 1500, 9000],
     ("time_limit_s",): [1, 60, 86400],
     ("packet_records",): [True, False],
+    ("payload",): ["values", "sizes"],
     ("topology", "kind"): ["star", "dumbbell", "leaf-spine", "fat-tree"],
     ("topology", "hosts"): [1, 2, 3, 16],
     ("topology", "rate_bps"): [1, 1e3, 1e9, 100e9],

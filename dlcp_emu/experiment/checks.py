@@ -67,4 +67,6 @@ def integer(lo, hi=None):
 
 
 def one_of(options):
-    return lambda v: v in options
+    # The options are names: anything else is none of them (and a table `in` a dict of
+    # options would raise instead of being refused).
+    return lambda v: isinstance(v, str) and v in options

@@ -124,7 +124,10 @@ def _check_background(c, background, topo, top):
         / (8 * mean_flow_bytes(background["distribution"]))
     expected = per_s * top["time_limit_s"]
     if expected > MAX_BACKGROUND_FLOWS:
+        count = f"{expected:,.0f}" if expected < 1e12 else f"{expected:.3g}"
         c.problems.append(
-            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} "
-            f"means about {expected:,.0f} flows, above the {MAX_BACKGROUND_FLOWS:,} a run holds; "
-            f"lower background.load or time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.0f} s here)")
+            f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} means "
+            f"about {count} flows ({len(hosts):,} hosts, links at {port.link.rate_bps:g} bit/s: topology "
+            f"hosts and rate_bps), above the {MAX_BACKGROUND_FLOWS:,} a run holds; lower "
+            f"background.load, time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.3g} s here) or the "
+            f"topology's hosts or rate_bps")
