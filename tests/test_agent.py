@@ -7,7 +7,8 @@ from dlcp_emu.scale import Scale
 import pandas as pd
 import pytest
 
-from dlcp_emu.host.agent import ParameterServer, Worker
+from dlcp_emu.host.agent import Worker
+from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.sim import EventLoop
 from workloads import Trace, get_model

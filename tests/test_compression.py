@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from dlcp_emu.host.agent import ParameterServer, Worker
+from dlcp_emu.host.agent import Worker
+from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.compression import (
     CompressionSpec,
     Dc2Controller,

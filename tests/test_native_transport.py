@@ -19,7 +19,7 @@ from dlcp_emu.transport import feedback as fb
 from dlcp_emu.transport import native
 from dlcp_emu.transport import sender as py_sender
 from dlcp_emu.wire import DlcpHeader, Flags, PacketType
-from transport_channel import LossyChannel, run_pair
+from transport_channel import ChannelStuck, LossyChannel, run_pair
 from transport_helpers import tensor
 from transport_twins import Twin, endpoints
 
@@ -118,19 +118,31 @@ def check_outcome(sc, s, r):
     assert s.calls > 0 and r.calls > 0
 
 
+def run_and_check(sc):
+    """The twins answer alike at every call (Twin checks each). A receiver that remembers
+    fewer completed tensors than there are messages may strand a sender (it forgets a tensor
+    whose last ACK was lost and takes its retransmission for a new one): both twins then
+    stall alike, and only there is not finishing allowed."""
+    try:
+        s, r = run_twins(sc)
+    except ChannelStuck:
+        if sc["remember"] >= len(sc["messages"]):
+            raise
+        return
+    check_outcome(sc, s, r)
+
+
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(sc=scenarios())
 def test_native_endpoints_answer_as_the_python_ones(sc):
-    s, r = run_twins(sc)
-    check_outcome(sc, s, r)
+    run_and_check(sc)
 
 
 @settings(max_examples=40, deadline=None)
 @given(sc=scenarios(max_values=8_000, max_messages=3))
 def test_native_endpoints_answer_as_the_python_ones_quick(sc):
-    s, r = run_twins(sc)
-    check_outcome(sc, s, r)
+    run_and_check(sc)
 
 
 @settings(max_examples=30, deadline=None)

@@ -69,6 +69,7 @@ def _bench_sim(args):
     log = None if args.json else lambda m: print(m, file=sys.stderr, flush=True)
     result = bench_sim.scaling_curve(k=args.k, repeat=args.repeat)
     e2e = bench_sim.end_to_end(args.spec, byte_scale=args.byte_scale, iterations=args.iterations, log=log)
+    grow = bench_sim.growth(log=log)
     net = result["engines"]
     out = {"packet_hops_per_s": e2e["native"]["packet_hops_per_s"],
            "python_packet_hops_per_s": e2e["python"]["packet_hops_per_s"],
@@ -78,7 +79,7 @@ def _bench_sim(args):
            "network_packet_hops_per_s": net["native"]["packet_hops_per_s"],
            "network_python_packet_hops_per_s": net["python"]["packet_hops_per_s"],
            "network_ratio": round(net["native"]["packet_hops_per_s"] / net["python"]["packet_hops_per_s"], 1),
-           "k": args.k, "end_to_end": e2e, **result}
+           "k": args.k, "end_to_end": e2e, "growth": grow, **result}
     if args.plot:
         bench_sim.plot(result, args.plot)
     if args.json:
@@ -100,6 +101,16 @@ def _bench_sim(args):
         r = e2e[way]
         print(f"  {what}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s: {r['packet_hops_per_s']:,}/s")
     print(f"  native / python = {out['ratio']}x; summaries identical: {e2e['identical']}")
+    print("how a whole run's cost grows (native engine, endpoints in the core):")
+    for what, key in (("bytes: default.toml, dlcp, 1 iteration, byte scale", "byte_scale"),
+                      ("hosts: ring over a fat tree, payload-free, hosts", "hosts")):
+        g = grow[what.split(":")[0]]
+        print(f"  {what}:")
+        for r in g["runs"]:
+            print(f"    {r[key]:>6g}: {r['packet_hops']:>11,} packet-hops in {r['wall_s']:7.2f} s: "
+                  f"{r['packet_hops_per_s']:>11,}/s")
+        print(f"    wall time = {g['fit_intercept_s']:.3f} s + {g['ns_per_packet_hop']:g} ns x packet-hops "
+              f"(R² {g['fit_r2']})")
     print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
           f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
     if args.plot:

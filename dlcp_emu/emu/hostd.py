@@ -34,7 +34,8 @@ import time
 
 import numpy as np
 
-from dlcp_emu.host.agent import ParameterServer, make_worker
+from dlcp_emu.host.agent import make_worker
+from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.training import TrainingSpec, trace_of_training

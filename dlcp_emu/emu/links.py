@@ -12,7 +12,11 @@ dropped (`host_rx_dropped`). A frame cut by a ring is received (and dropped as
 Stopping a network without losing frames (`drain`): the hosts stop first (the caller),
 then the switches go on forwarding until the network is quiet: every switch holds nothing
 (queued, in flight, on a host's emulated link), every host's egress queue is empty and every
-link balances, twice running with the same counters. Only then are the switches stopped.
+link balances, with the same counters for QUIET_S. Only then are the switches stopped. A
+host's kernel may still send once its programs have ended (a TCP FIN or segment retransmitted
+after its minimum timeout of 200 ms, the answer to it): QUIET_S outlasts that timeout, so
+such a frame is forwarded and counted before the switches stop (once, CI saw a host send one
+frame more than its switch had read).
 Stopping them all at once while frames were on their way (each stopped reading before its
 upstream had drained) lost frames between switches that no counter saw.
 """
@@ -23,6 +27,7 @@ import time
 LOST_AT_SWITCH = "rx_ring_full"
 LOST_AT_HOST = "host_rx_dropped"
 POLL_S = 0.002
+QUIET_S = 0.3   # counters unchanged this long: the network is quiet (> TCP's 200 ms minimum RTO)
 
 
 def host_counters(pid):
@@ -139,7 +144,7 @@ def drain(net, topology, switches, base, timeout_s, paced=False):
             intf = topology.intf_name(h, port.number)
             while host_backlog(net.get(h), intf) and time.monotonic() < deadline:
                 time.sleep(0.005)
-    before = None
+    before, since = None, None
     while time.monotonic() < deadline:
         stats = fresh_stats(switches, deadline)
         if stats is None:
@@ -148,9 +153,11 @@ def drain(net, topology, switches, base, timeout_s, paced=False):
         check = link_balance(topology, dict(stats), hosts, base)
         counters = [(r["tx"], r["rx"]) for r in check["links"]]
         if check["ok"] and _held(stats) == 0:
-            if counters == before:
+            if counters != before:
+                before, since = counters, time.monotonic()
+            elif time.monotonic() - since >= QUIET_S:
                 return True
-            before = counters
+            time.sleep(QUIET_S / 10)   # a look every 30 ms is enough while it stays quiet
         else:
             before = None
     return False

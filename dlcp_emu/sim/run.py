@@ -20,7 +20,8 @@ from dlcp_emu.experiment.runner import (
     summary,
     tables,
 )
-from dlcp_emu.host.agent import ParameterServer, Worker, make_worker
+from dlcp_emu.host.agent import Worker, make_worker
+from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.plan import make_plan

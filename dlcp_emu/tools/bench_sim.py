@@ -159,6 +159,48 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
     return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations, **out}
 
 
+def _fit(runs):
+    """Wall time = intercept + slope x packet-hops over `runs` (dicts with wall_s, packet_hops)."""
+    x = np.array([r["packet_hops"] for r in runs], float)
+    y = np.array([r["wall_s"] for r in runs])
+    slope, intercept = np.polyfit(x, y, 1)
+    r2 = 1 - ((y - (slope * x + intercept)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    return {"ns_per_packet_hop": round(slope * 1e9, 1), "fit_intercept_s": round(intercept, 4),
+            "fit_r2": round(float(r2), 5)}
+
+
+def _simulated(spec, label, log):
+    import tempfile
+
+    from dlcp_emu.sim.run import run_simulation
+    if log:
+        log(f"growth: {label}")
+    gc.collect()
+    with tempfile.TemporaryDirectory() as tmp:
+        s, _ = run_simulation(spec, spec.switch, tmp, log=lambda *_: None)
+    return {"packet_hops": s["packet_hops"], "wall_s": round(s["wall_s"], 3),
+            "packet_hops_per_s": s["packet_hops_per_s"], "events": s["events"]}
+
+
+def growth(byte_scales=(0.025, 0.05, 0.1, 0.2), ks=(4, 6, 8), log=None):
+    """How a whole run's cost grows (native engine, endpoints in the core): with bytes,
+    `examples/default.toml` (dlcp, 1 iteration) at each byte scale; with hosts, one ring
+    all-reduce iteration of ResNet-50 over every host of a fat tree of each k (payload-free,
+    byte scale 0.05, `examples/fat-tree-1024-sim.toml` made smaller). Each with a straight-line
+    fit of wall time against packet-hops."""
+    from dlcp_emu.experiment.spec import load_spec
+    base = load_spec("examples/default.toml").with_field("workload.iterations", 1) \
+        .with_field("packet_records", False).with_field("switch", {"preset": "dlcp"})
+    by_bytes = [{"byte_scale": b, **_simulated(base.with_field("byte_scale", b), f"default.toml at byte scale {b:g}",
+                                                log)} for b in byte_scales]
+    tree = load_spec("examples/fat-tree-1024-sim.toml").with_field("byte_scale", 0.05)
+    by_hosts = []
+    for k in ks:
+        spec = tree.with_field("workload.workers", k ** 3 // 4).with_field("topology.k", k)
+        by_hosts.append({"hosts": k ** 3 // 4, **_simulated(spec, f"ring over a fat tree k={k}", log)})
+    return {"bytes": {"runs": by_bytes, **_fit(by_bytes)}, "hosts": {"runs": by_hosts, **_fit(by_hosts)}}
+
+
 def plot(result, path):
     import matplotlib
     matplotlib.use("Agg")

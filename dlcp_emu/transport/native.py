@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from dlcp_native import _core
 
-from dlcp_emu.transport.message import DEFAULT_MTU, MagnitudePolicy, Message, transport_payload_size
+from dlcp_emu.transport.message import (
+    DEFAULT_MTU,
+    ChunkPlan,
+    MagnitudePolicy,
+    Message,
+    transport_payload_size,
+)
 from dlcp_emu.transport.outbound import SendResult, prepare
 from dlcp_emu.transport.receiver import Delivery
 from dlcp_emu.wire import DlcpHeader, Flags, PacketType
@@ -67,6 +73,19 @@ def rtt_settings(rtt) -> dict:
             "granularity_ns": rtt.granularity_ns}
 
 
+def planner(policy: MagnitudePolicy):
+    """`policy.plan` in the core (`_core.plan_chunks`, identical: tests/test_native_plan.py),
+    or the policy's own for drop_order "random" (numpy's generator shuffles)."""
+    if policy.drop_order != "magnitude":
+        return policy.plan
+    fraction, bound, edges = policy.droppable_fraction, policy.loss_bound, policy.class_edges
+
+    def plan(magnitudes, total_bytes, chunk_size, droppable_allowed=True, salt=()):
+        return ChunkPlan(*_core.plan_chunks(magnitudes, total_bytes, chunk_size, fraction, bound,
+                                            droppable_allowed, edges))
+    return plan
+
+
 class _Busy:
     """`key in busy`: whether the core is sending that (iteration, tensor_id)."""
 
@@ -89,6 +108,7 @@ class Sender:
         self.src_rank, self.dst_rank, self.job = src_rank, dst_rank, job
         self.payload_size = transport_payload_size(mtu)
         self.policy = policy or MagnitudePolicy()
+        self._plan = planner(self.policy)
         self.reorder_fraction = reorder_fraction
         self._core = self._core_class(src_rank, dst_rank, job, mtu, cc_settings(cc or CongestionControl()),
                                       rtt_settings(rtt or RttEstimator()), reorder_fraction)
@@ -100,7 +120,7 @@ class Sender:
                 raise ValueError(f"{name} must be in 0..{_U32}, got {getattr(msg, name)}")
         p = prepare(msg, job=self.job, src_rank=self.src_rank, dst_rank=self.dst_rank,
                     payload_size=self.payload_size, policy=self.policy,
-                    bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes)
+                    bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan)
         self._core.send(msg.iteration, msg.tensor_id, msg.priority, p.data, p.total, p.mag, p.drop,
                         p.bound, now)
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "transport_message.hpp"
 #include "transport_pair.hpp"
 #include "transport_receiver.hpp"
 #include "transport_sender.hpp"
@@ -166,6 +167,19 @@ void bind_endpoints(py::module_& m, const char* sender, const char* receiver) {
 }  // namespace
 
 void bind_transport(py::module_& m) {
+  m.def(
+      "plan_chunks",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& mags, int64_t total,
+         int64_t chunk_size, double droppable_fraction, double loss_bound, bool droppable_allowed,
+         const std::optional<std::vector<double>>& edges) {
+        if (mags.ndim() != 1) throw py::value_error("magnitudes must be one-dimensional");
+        const std::vector<double> m(mags.data(), mags.data() + mags.size());
+        const ChunkPlan p = plan_chunks(m, total, chunk_size, droppable_fraction, loss_bound, droppable_allowed, edges);
+        return py::make_tuple(py::bytes(reinterpret_cast<const char*>(p.mag_class.data()), p.mag_class.size()),
+                              py::bytes(reinterpret_cast<const char*>(p.droppable.data()), p.droppable.size()),
+                              p.bound_bytes);
+      },
+      "MagnitudePolicy.plan (drop_order magnitude) in the core: (mag_class, droppable, bound_bytes)");
   // Congestion control and RTT estimator: what a sender's `cc` and `rtt` show, and objects of
   // their own for the tests that hold them to the Python ones operation by operation.
   py::class_<CongestionControl>(m, "TransportCongestion")

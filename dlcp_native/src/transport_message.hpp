@@ -1,13 +1,15 @@
 // What the transports carry (dlcp_emu/transport/message.py): one tensor of float32 values
 // cut into fixed-size chunks, each with a magnitude class and a droppable flag.
 //
-// Which chunks are droppable, and their classes, is decided per message by the Python
-// MagnitudePolicy (numpy quantiles, a stable argsort and, for drop_order "random", numpy's
-// generator) and handed in as a ChunkPlan: that is per message, not per packet, and keeps
-// the draws identical to the Python endpoints' by construction.
+// Which chunks are droppable, and their classes, is decided per message by MagnitudePolicy:
+// `plan_chunks` below is its `plan` for drop_order "magnitude" (numpy's octiles, stable
+// argsort and searchsorted, step for step: tests/test_native_plan.py holds it to the Python
+// one); drop_order "random" stays Python (numpy's generator). It is per message, not per
+// packet, and handed to the sender as a ChunkPlan.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace dlcp::transport {
@@ -28,5 +30,14 @@ struct ChunkPlan {
   std::vector<uint8_t> droppable;  // 1 where the chunk may be lost
   int64_t bound_bytes = 0;         // bytes the receiver may zero-fill
 };
+
+// np.quantile(m, [1/8 .. 7/8]) ("linear", as numpy computes it) of values without NaN.
+std::vector<double> octiles(const std::vector<double>& m);
+
+// message.py MagnitudePolicy.plan with drop_order "magnitude": classes against `edges` (7
+// increasing thresholds; none: the message's octiles), droppable chunks the smallest
+// `droppable_fraction` of them taken while their bytes stay within floor(loss_bound * total).
+ChunkPlan plan_chunks(const std::vector<double>& m, int64_t total, int64_t chunk_size, double droppable_fraction,
+                      double loss_bound, bool droppable_allowed, const std::optional<std::vector<double>>& edges);
 
 }  // namespace dlcp::transport

@@ -1,0 +1,50 @@
+"""The chunk plan of a message (magnitude classes, droppable chunks, the loss bound) as the
+core makes it for the native senders (`_core.plan_chunks`) is `MagnitudePolicy.plan`'s, bit
+for bit: ties (a stable sort), the last short chunk, fixed class edges, no room to drop."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlcp_emu.transport.message import MagnitudePolicy
+from dlcp_emu.transport.native import planner
+
+CHUNK = st.sampled_from([4, 64, 1424, 8948])
+# Few distinct magnitudes make ties, which only a stable sort orders as numpy's does.
+MAGS = st.lists(st.sampled_from([0.0, 1e-9, 0.5, 1.0, 3.0]) | st.floats(0, 1e3, allow_nan=False),
+                min_size=1, max_size=300)
+BOUND = st.floats(0, 0.05) | st.floats(0, 1)     # small bounds cut inside the candidates
+EDGES = st.none() | st.lists(st.floats(0, 10, allow_nan=False), min_size=7, max_size=7).map(sorted)
+
+
+@settings(max_examples=600, deadline=None)
+@given(MAGS, CHUNK, st.integers(0, 3), st.floats(0, 1), BOUND, st.booleans(), EDGES, st.booleans())
+def test_the_core_plans_chunks_as_the_policy_does(mags, chunk, short, fraction, bound, allowed, edges, f32):
+    n = len(mags)
+    total = n * chunk - min(short * 4, chunk - 4)      # the last chunk may be short
+    policy = MagnitudePolicy(droppable_fraction=fraction, loss_bound=bound, class_edges=edges)
+    m = np.asarray(mags, dtype=np.float32 if f32 else np.float64)
+    want = policy.plan(m, total, chunk, droppable_allowed=allowed)
+    got = planner(policy)(m, total, chunk, droppable_allowed=allowed)
+    assert got == want
+
+
+@pytest.mark.parametrize("n", [17, 100, 1000])
+def test_ties_are_taken_in_chunk_order_as_a_stable_sort_takes_them(n):
+    policy = MagnitudePolicy(droppable_fraction=0.5, loss_bound=0.2)
+    m = np.ones(n)
+    m[::7] = 0.5
+    want = policy.plan(m, n * 1424, 1424)
+    assert want.droppable != bytes(n) and want.droppable != bytes([1]) * n   # the cut falls among ties
+    assert planner(policy)(m, n * 1424, 1424) == want
+
+
+def test_a_wrong_number_of_magnitudes_is_refused_as_python_refuses_it():
+    plan = planner(MagnitudePolicy())
+    with pytest.raises(ValueError, match=r"need one magnitude per chunk \(2 chunks of 1424 bytes\), got shape \(3,\)"):
+        plan(np.ones(3), 2000, 1424)
+
+
+def test_a_random_drop_order_keeps_the_policys_own_plan():
+    policy = MagnitudePolicy(drop_order="random", seed=3)
+    assert planner(policy) == policy.plan
