@@ -156,6 +156,14 @@ class NativeSwitch:
         """(packets in, packets accounted): in = sent + dropped by reason + queued + in flight."""
         return self._core.conservation()
 
+    def queued_bytes(self):
+        """[live bytes queued at each port], in the order of `port_numbers`."""
+        return self._core.queued_bytes()
+
+    def buffer_bytes(self):
+        """{port number: its buffer in bytes}."""
+        return {n: cfg.buffer_bytes for n, cfg in zip(self.port_numbers, self._configs)}
+
     def counters(self):
         """Everything counted, as plain data, in the form `switch_models.Switch.counters` has."""
         return counters_of(self.name, self.spec, self.port_numbers, self._configs, self._core.counters())

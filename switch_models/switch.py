@@ -139,6 +139,14 @@ class Switch:
                       for n, p in self.ports.items()},
         }
 
+    def queued_bytes(self):
+        """[live bytes queued at each port], in port number order (the buffer occupancy)."""
+        return [p.bytes for _, p in sorted(self.ports.items())]
+
+    def buffer_bytes(self):
+        """{port number: its buffer in bytes}."""
+        return {n: p.buffer_bytes for n, p in self.ports.items()}
+
     def conservation(self):
         """(packets in, packets accounted): in = sent + dropped by reason + queued + in flight.
         The two are equal unless a packet was lost without a reason."""

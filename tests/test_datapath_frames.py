@@ -242,10 +242,45 @@ def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay
 
 
 def test_build_switch_routes_macs_and_flood_keys():
-    sw = build_switch(load_config(config(pipeline="dlcp")))
+    sw, engine, _ = build_switch(load_config(config(pipeline="dlcp", engine="python")))
+    assert engine == "python"
     assert set(sw.routes) == {mac_bytes(H1), mac_bytes(H2), 1, 2}
     assert [p.number for p in sw.routes[2]] == [2]
     assert sw.spec.name == "dlcp"
+
+
+def test_build_switch_is_native_when_every_stage_is_and_says_why():
+    from dlcp_native import NativeSwitch
+    sw, engine, why = build_switch(load_config(config(pipeline="dlcp")))
+    assert (type(sw), engine, why) == (NativeSwitch, "native", "every stage of the pipeline is native")
+    assert sw.spec.name == "dlcp" and sw.port_numbers == (1, 2)
+
+
+@pytest.fixture
+def python_only_scheduler():
+    from switch_models import SCHEDULERS
+    from switch_models.schedulers import Strict
+    saved = dict(SCHEDULERS._classes)
+
+    @SCHEDULERS.register("mine")
+    class Mine(Strict):
+        pass
+    yield "mine"
+    SCHEDULERS._classes.clear()
+    SCHEDULERS._classes.update(saved)
+
+
+def test_build_switch_runs_a_python_only_stage_in_python_and_says_why(python_only_scheduler):
+    cfg = config(pipeline={"preset": "fifo", "scheduler": python_only_scheduler})
+    sw, engine, why = build_switch(load_config(cfg))
+    assert engine == "python" and "scheduler 'mine' is a Python-only stage" in why
+    with pytest.raises(ConfigError, match="engine: 'native' cannot run this pipeline .*'mine'"):
+        build_switch(load_config({**cfg, "engine": "native"}))
+
+
+def test_an_unknown_switch_engine_is_named():
+    with pytest.raises(ConfigError, match="engine must be one of auto, native, python, got 'fast'"):
+        load_config(config(engine="fast"))
 
 
 def test_lateness_percentiles():

@@ -217,10 +217,12 @@ def test_tcp_is_paced_at_the_port_rate(tmp_path):
 
 
 @pytest.mark.slow
-def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
+@pytest.mark.parametrize("engine", ["auto", "python"])
+def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path, engine):
     """h1 and h2 each send 100 Mbit/s to h3's 100 Mbit/s port (2:1). Classes: high (prio 0,
     mag 7, not droppable) 20%, mid (prio 4, mag 6, droppable) 20%, low (prio 7, mag 0,
-    droppable) 60%."""
+    droppable) 60%. The switch model compiled (auto: every stage of dlcp is native) and in
+    Python."""
     # 1 MB of buffer: the mid class is refused only above 87.5 % of it, the low one above
     # 50 %. A switch that fell behind takes the frames that waited beyond one batch as
     # arrived at its last poll, all at once (datapath: the model's clock never runs back),
@@ -233,7 +235,7 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
     for k in range(3):
         # Unpaced hosts: the raw senders' bursts reach the switch as they leave, as before
         # hosts were paced by default: this test is about the switch's classes alone.
-        with emulate(tmp_path / f"try-{k}", t, "dlcp", pace_hosts=False) as run:
+        with emulate(tmp_path / f"try-{k}", t, "dlcp", pace_hosts=False, switch_opts={"engine": engine}) as run:
             rx = start_receiver(run, tmp_path, "h3", 8, idle=1.0)
             start = time.monotonic() + 0.5
             senders = [traffic(run, h, *sender_args(t, h, "h3", pps, 2.0, classes, start_at=start))
@@ -241,6 +243,7 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path):
             sent = [finish(s) for s in senders]
             got = finish(rx)
         assert_conserved(run.stats)
+        assert run.stats["s1"]["engine"] == ("native" if engine == "auto" else "python")
         mid_sent = sum(s["per_class"][1] for s in sent)
         if got["classes"]["4:6:1"]["count"] == mid_sent or not run.stats["s1"]["fell_behind"]:
             break

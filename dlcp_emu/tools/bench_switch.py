@@ -207,6 +207,14 @@ def run(trial_s=2.0, bridge=True, log=None):
                dlcp_lossless_generator_bound=ll["generator_bound"],
                dlcp_conservation_ok=st["conservation"]["ok"])
 
+    log("dlcp in Python (the same process with the Python model)")
+    with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU, "engine": "python"}, pace_hosts=False) as r:
+        b = Bench(r, t, trial_s, log)
+        p64 = b.max_rate(60)
+    detail["python_dlcp"] = {"max_64": p64, "engine": r.stats["s1"].get("engine")}
+    res.update(python_dlcp_pps_64=p64["forwarded_pps"], python_dlcp_pps_64_generator_bound=p64["generator_bound"],
+               dlcp_engine=st.get("engine"), dlcp_engine_note=st.get("engine_note"))
+
     log("forward (same process, no model)")
     with EmulationRun(t, "fifo", mode="forward", switch_opts={"cpu": SW_CPU}, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)

@@ -159,6 +159,12 @@ class Core {
 
   std::optional<int64_t> next_event_time() const { return sw_.next_event_time(); }
   int64_t backlog() const { return sw_.backlog(); }
+  // Live bytes queued at each port, by index (the buffer occupancy a queue sample records).
+  std::vector<int64_t> queued_bytes() const {
+    std::vector<int64_t> out;
+    for (const auto& p : sw_.ports) out.push_back(p->bytes);
+    return out;
+  }
   std::pair<int64_t, int64_t> conservation() const { return sw_.conservation(); }
 
   py::dict counters() const { return dlcp_bindings::counters(sw_); }
@@ -243,6 +249,7 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Core::poll)
       .def("next_event_time", &Core::next_event_time)
       .def("backlog", &Core::backlog)
+      .def("queued_bytes", &Core::queued_bytes)
       .def("conservation", &Core::conservation)
       .def("counters", &Core::counters)
       .def("disable_idle_fast_path", &Core::disable_idle_fast_path)

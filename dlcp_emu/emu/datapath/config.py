@@ -14,22 +14,30 @@ Config (JSON)::
      "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "stall_limit_ns": 20000000,
      "batch": 64,
      "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0,
-     "queue_path": "...i64" or null, "queue_sample_ns": 1000000}
+     "queue_path": "...i64" or null, "queue_sample_ns": 1000000,
+     "engine": "auto" | "native" | "python"}
+
+engine: the switch model's (`build_switch`): the compiled one (`dlcp_native.NativeSwitch`,
+identical to `switch_models.Switch`, tests/test_native_*.py), the Python one, or auto: native
+unless the pipeline has a stage only Python has.
 
 queue_path: where queue occupancy samples go (`streams.RowWriter`: t_ns and the queued
 bytes of each port, one row at most every queue_sample_ns, appended each stats interval);
 null: none are taken.
 """
+from dlcp_native import NativeSwitch, NotNativeError
+
 from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES
 from switch_models import PortConfig, Switch
 
 
 RUNT_KEY = b"\x00" * 6      # route key of frames too short to carry a MAC: never routed
 MODES = ("model", "forward")
+ENGINES = ("auto", "native", "python")
 CONFIG_KEYS = {"name", "mode", "pipeline", "seed", "ports", "routes", "flood", "stats_path",
                "ready_path", "pcap_dir", "pcap_ports", "pcap_max_bytes", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
                "batch", "parent_pid", "cpu", "rx_ring", "drain_s", "rt_priority",
-               "queue_sample_ns", "queue_path"}
+               "queue_sample_ns", "queue_path", "engine"}
 
 
 PORT_KEYS = {"number", "intf", "rate_bps", "delay_ns", "buffer_bytes", "peer_paced"}
@@ -58,6 +66,9 @@ def load_config(cfg):
         if key not in out:
             raise ConfigError(f"config needs {key!r}")
     out.setdefault("mode", "model")
+    out.setdefault("engine", "auto")
+    if out["engine"] not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {out['engine']!r}")
     if out["mode"] not in MODES:
         raise ConfigError(f"mode must be one of {MODES}, got {out['mode']!r}")
     out.setdefault("pipeline", "fifo")
@@ -130,11 +141,22 @@ def flood_table(port_numbers, flood_ports):
 
 
 def build_switch(cfg):
-    """The model for a config: routes keyed by destination MAC bytes, plus one key per port
-    (its number) that routes a flood copy out of that port alone."""
+    """(model, engine, why) for a config: routes keyed by destination MAC bytes, plus one key
+    per port (its number) that routes a flood copy out of that port alone; the model compiled
+    or Python's as cfg["engine"] says (see the module's docstring)."""
     ports = {p["number"]: PortConfig(float(p["rate_bps"]), int(p.get("delay_ns", 0)),
                                      int(p.get("buffer_bytes", 256 * 1024)))
              for p in cfg["ports"]}
     routes = {mac_bytes(dst): tuple(nums) for dst, nums in cfg["routes"].items()}
     routes.update({n: (n,) for n in ports})
-    return Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
+    engine = cfg.get("engine", "auto")
+    if engine == "python":
+        return Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"]), "python", "asked for"
+    try:
+        model = NativeSwitch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
+    except NotNativeError as e:
+        if engine == "native":
+            raise ConfigError(f"engine: 'native' cannot run this pipeline ({e})") from None
+        return (Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"]), "python",
+                f"the pipeline has a stage the native core lacks ({e})")
+    return model, "native", "asked for" if engine == "native" else "every stage of the pipeline is native"

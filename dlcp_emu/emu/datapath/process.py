@@ -56,7 +56,7 @@ class Datapath:
         self.ports = sorted(cfg["ports"], key=lambda p: p["number"])
         self.numbers = [p["number"] for p in self.ports]
         self.intf = {p["number"]: p["intf"] for p in self.ports}
-        self.switch = build_switch(cfg) if self.mode == "model" else None
+        self.switch, self.engine, self.engine_note = build_switch(cfg) if self.mode == "model" else (None, None, None)
         self.queues = QueueSamples(cfg["queue_path"], self.numbers) if cfg["queue_path"] and self.mode == "model" else None
         self.flood = flood_table(self.numbers, cfg["flood"])
         self.routes = {mac_bytes(d): tuple(n) for d, n in cfg["routes"].items()}
@@ -234,7 +234,7 @@ class Datapath:
         housekeeping = self._housekeeping_due()
         idle = self.cfg["stats_interval_s"]
         samples = self.queues.rows if self.queues is not None else None
-        sample_ports = [sw.ports[n] for n in self.numbers]
+        queued_bytes = sw.queued_bytes     # per port, in port number order (self.numbers)
         sample_ns, next_sample = int(self.cfg["queue_sample_ns"]), 0
         floor = 0           # the model's clock so far: arrivals are never given one earlier
         loops = 0
@@ -282,7 +282,7 @@ class Datapath:
                     take(due)
             now = clock()
             if now >= next_sample and samples is not None:
-                samples.append((now, *[p.bytes for p in sample_ports]))
+                samples.append((now, *queued_bytes()))
                 next_sample = now + sample_ns
             floor = now + self.send_ahead
             send_due(floor, sends)

@@ -70,7 +70,7 @@ def datapath_stats(dp, final=False):
     sent = sum(tx_frames.values())
     out.update(
         pipeline=c["pipeline"], model=c, rx_frames=rx_frames, tx_frames=tx_frames,
-        port_buffer_bytes={n: sw.ports[n].buffer_bytes for n in dp.numbers},
+        port_buffer_bytes=sw.buffer_bytes(), engine=dp.engine, engine_note=dp.engine_note,
         rx_truncated=truncated,
         flood_frames=dict(dp.flood_frames), flood_copies=dict(dp.flood_copies),
         not_flooded=dict(dp.not_flooded),
