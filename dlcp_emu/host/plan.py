@@ -111,24 +111,40 @@ def _bucket_ends(sizes):
     return ends
 
 
-def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
+def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng, cache=None):
     """Payload-free runs (`payload = "sizes"`): one |gradient| per `chunk_bytes` piece of
     bytes [start, start + nbytes) of a bucket, a draw of the distribution of the layer that
     holds the piece's first byte (from `rng`: the collective's, drawn from in the order its
     messages are sent, so a rank's draws are the same in every run). What a chunk of
     real values would give is the mean of its values' magnitudes, which varies less: the
-    classes a message's chunks get then differ by layer more than within one."""
-    ends = _bucket_ends(bucket.sizes)
-    firsts = start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64)
-    lids = np.asarray(bucket.layer_ids)[np.minimum(np.searchsorted(ends, firsts, side="right"), len(ends) - 1)]
+    classes a message's chunks get then differ by layer more than within one. cache: a dict
+    the caller keeps, where which layer each chunk is in is kept per message shape (a ring
+    sends the same shapes every iteration)."""
+    key = (bucket.index, start, nbytes, chunk_bytes)
+    layers = None if cache is None else cache.get(key)
+    if layers is None:
+        layers = _chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
+        if cache is not None:
+            cache[key] = layers
     if plan.mag_params is None:   # a chunk table: per layer, as the trace samples it
+        lids = layers
         out = np.empty(len(lids), dtype=np.float64)
         for lid in dict.fromkeys(lids.tolist()):
             at = lids == lid
             out[at] = trace.sample_magnitudes(lid, int(at.sum()), rng)
         return out
-    dist, mu, sigma = (a[lids].astype(np.float32) for a in plan.mag_params)
-    return _draws(dist, mu, sigma, rng)
+    return _draws(*layers, rng)
+
+
+def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
+    """The layer of each chunk's first byte: its id (a chunk table), or its magnitude
+    distribution's (dist, mu, sigma) as float32 arrays."""
+    ends = _bucket_ends(bucket.sizes)
+    firsts = start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64)
+    lids = np.asarray(bucket.layer_ids)[np.minimum(np.searchsorted(ends, firsts, side="right"), len(ends) - 1)]
+    if plan.mag_params is None:
+        return lids
+    return tuple(a[lids].astype(np.float32) for a in plan.mag_params)
 
 
 _DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}
