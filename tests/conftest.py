@@ -38,3 +38,19 @@ def pytest_runtest_setup(item):
         pytest.fail(f"emulation tests need {missing} (required here: CI or DLCP_REQUIRE_ROOT is set)",
                     pytrace=False)
     pytest.skip(f"emulation tests need {missing}")
+
+
+@pytest.fixture
+def python_only_stage():
+    """register(registry, base) -> "mine": a stage only Python has (a subclass of `base`
+    registered as "mine"), the way a user adds one; every registry is restored afterwards."""
+    saved = []
+
+    def register(registry, base):
+        saved.append((registry, dict(registry._classes)))
+        registry.register("mine")(type("Mine", (base,), {}))
+        return "mine"
+    yield register
+    for registry, classes in reversed(saved):
+        registry._classes.clear()
+        registry._classes.update(classes)

@@ -256,22 +256,10 @@ def test_build_switch_is_native_when_every_stage_is_and_says_why():
     assert sw.spec.name == "dlcp" and sw.port_numbers == (1, 2)
 
 
-@pytest.fixture
-def python_only_scheduler():
+def test_build_switch_runs_a_python_only_stage_in_python_and_says_why(python_only_stage):
     from switch_models import SCHEDULERS
     from switch_models.schedulers import Strict
-    saved = dict(SCHEDULERS._classes)
-
-    @SCHEDULERS.register("mine")
-    class Mine(Strict):
-        pass
-    yield "mine"
-    SCHEDULERS._classes.clear()
-    SCHEDULERS._classes.update(saved)
-
-
-def test_build_switch_runs_a_python_only_stage_in_python_and_says_why(python_only_scheduler):
-    cfg = config(pipeline={"preset": "fifo", "scheduler": python_only_scheduler})
+    cfg = config(pipeline={"preset": "fifo", "scheduler": python_only_stage(SCHEDULERS, Strict)})
     sw, engine, why = build_switch(load_config(cfg))
     assert engine == "python" and "scheduler 'mine' is a Python-only stage" in why
     with pytest.raises(ConfigError, match="engine: 'native' cannot run this pipeline .*'mine'"):

@@ -94,20 +94,9 @@ def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
     assert frames["ports"]["marked"].sum() > 0
 
 
-@pytest.fixture
-def python_only_queue_manager():
-    saved = dict(QUEUE_MANAGERS._classes)
-
-    @QUEUE_MANAGERS.register("mine")
-    class Mine(DropTail):
-        pass
-    yield "mine"
-    QUEUE_MANAGERS._classes.clear()
-    QUEUE_MANAGERS._classes.update(saved)
-
-
-def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_queue_manager, tmp_path):
-    spec = spec_of("examples/default.toml", {}).with_field("switch", {"preset": "fifo", "queue_manager": "mine"})
+def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_stage, tmp_path):
+    mine = python_only_stage(QUEUE_MANAGERS, DropTail)
+    spec = spec_of("examples/default.toml", {}).with_field("switch", {"preset": "fifo", "queue_manager": mine})
     s, _ = run_simulation(spec, spec.switch, tmp_path / "auto", log=lambda *_: None)
     assert s["engine"] == "python"
     assert "queue manager 'mine' is a Python-only stage" in s["engine_note"]
