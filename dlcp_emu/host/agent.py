@@ -110,7 +110,6 @@ class Worker:
         (payload-free: messages carry sizes and chunk magnitudes, nothing is summed)."""
         self.rank, self.n, self.plan, self.trace = rank, n_workers, plan, trace
         self.sizes = payload == "sizes"
-        self._chunk_layers = {}      # payload-free: each message shape's chunk layers
         self.pattern, self.iterations, self.seed = PATTERNS[pattern], iterations, seed
         self.ps_ranks = tuple(ps_ranks)
         self.group_size = group_size
@@ -275,8 +274,7 @@ class Worker:
         n = t.stop - t.start
         c.sent_bytes += n
         c.dense_bytes += n
-        mags = functools.partial(chunk_magnitudes, self.trace, self.plan, c.bucket, t.start, n, rng=c.rng,
-                                 cache=self._chunk_layers)
+        mags = functools.partial(chunk_magnitudes, self.trace, self.plan, c.bucket, t.start, n, rng=c.rng)
         self.outbox.append(Outgoing(t.dst, c.iteration, tensor_id(c.bucket.index, phase, step), None,
                                     c.bucket.priority, nbytes=n, magnitudes=mags))
 

@@ -34,6 +34,9 @@ class Plan:
     compute_ns: int                     # forward + backward of one iteration
     scale: Scale
     mag_params: tuple | None = field(default=None, compare=False, repr=False)
+    # Payload-free runs: the layer of each chunk of each message shape, shared by every rank
+    # (a ring's ranks send the same shapes: 2 x workers of them, not workers squared).
+    chunk_layers: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def bytes_per_iteration(self):
@@ -111,21 +114,18 @@ def _bucket_ends(sizes):
     return ends
 
 
-def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng, cache=None):
+def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
     """Payload-free runs (`payload = "sizes"`): one |gradient| per `chunk_bytes` piece of
     bytes [start, start + nbytes) of a bucket, a draw of the distribution of the layer that
     holds the piece's first byte (from `rng`: the collective's, drawn from in the order its
     messages are sent, so a rank's draws are the same in every run). What a chunk of
     real values would give is the mean of its values' magnitudes, which varies less: the
-    classes a message's chunks get then differ by layer more than within one. cache: a dict
-    the caller keeps, where which layer each chunk is in is kept per message shape (a ring
-    sends the same shapes every iteration)."""
+    classes a message's chunks get then differ by layer more than within one. Which layer
+    each chunk is in is kept per message shape, in the plan (`Plan.chunk_layers`)."""
     key = (bucket.index, start, nbytes, chunk_bytes)
-    layers = None if cache is None else cache.get(key)
+    layers = plan.chunk_layers.get(key)
     if layers is None:
-        layers = _chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
-        if cache is not None:
-            cache[key] = layers
+        layers = plan.chunk_layers[key] = _chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
     if plan.mag_params is None:   # a chunk table: per layer, as the trace samples it
         lids = layers
         out = np.empty(len(lids), dtype=np.float64)
