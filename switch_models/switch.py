@@ -141,7 +141,7 @@ class Switch:
 
     def queued_bytes(self):
         """[live bytes queued at each port], in port number order (the buffer occupancy)."""
-        return [p.bytes for _, p in sorted(self.ports.items())]
+        return [p.bytes for p in self.ports.values()]   # ports are made in number order
 
     def buffer_bytes(self):
         """{port number: its buffer in bytes}."""

@@ -6,7 +6,8 @@ last byte arrived.
 
 With `endpoints="native"` the senders and receiver are the compiled ones, which the
 simulator's core runs by themselves (`sim.core_hosts`); Python then starts flows
-(`start_due`) and records them as they finish (`completed`).
+(`agent_turn`, at `agent_timer`) and records them as they finish (`completed`): the agent's
+part of a HostStack, under the same names.
 """
 import numpy as np
 
@@ -46,14 +47,14 @@ class BackgroundEndpoint:
                 self.completed(sender.take_completed())   # as HostStack: in arrival order
 
     def poll(self, now):
-        self.start_due(now)
+        self.agent_turn(now)
         out = self.receiver.poll(now)
         for sender in self.senders.values():
             out.extend(sender.poll(now))
             self.completed(sender.take_completed())
         return out
 
-    def start_due(self, now):
+    def agent_turn(self, now):
         """The flows whose start has come: each a message to its sender."""
         while self.pending and self.pending[-1][0] <= now:
             start, dst, nbytes, fid = self.pending.pop()
@@ -67,7 +68,8 @@ class BackgroundEndpoint:
                                 priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
             self.started[fid] = (dst, nbytes, start)
 
-    def next_start(self):
+    def agent_timer(self):
+        """When the next flow starts (None: no flow is left to start)."""
         return self.pending[-1][0] if self.pending else None
 
     def completed(self, results):
@@ -81,7 +83,7 @@ class BackgroundEndpoint:
         return out
 
     def next_timeout(self):
-        times = [self.next_start(), self.receiver.next_timeout()]
+        times = [self.agent_timer(), self.receiver.next_timeout()]
         times += [s.next_timeout() for s in self.senders.values()]
         return min((t for t in times if t is not None), default=None)
 

@@ -5,7 +5,8 @@ It has the surface of a transport endpoint (`receive(h, payload, now, ce)`, `pol
 `next_timeout()`), so the same drivers run it: `transport.udp_driver` on real sockets in a
 Mininet host, the simulator's network in virtual time. With `endpoints="native"` its
 endpoints are the compiled ones, which the simulator's core can run by themselves
-(`sim.core_hosts`): then only the agent's part is called from Python (`pump`, `agent_turn`).
+(`sim.core_hosts`): then only the agent's part is called from Python (`pump`, `agent_turn`,
+`agent_timer`, `completed`).
 """
 from collections import deque
 
@@ -61,24 +62,24 @@ class HostStack:
     # -- endpoint surface ---------------------------------------------------------------
     def start(self, now):
         self.agent.start(now)
-        self._pump(now)
+        self.pump(now)
 
     def receive(self, h, payload, now, ce=False):
         if h.type in FEEDBACK:
             sender = self.senders.get(h.src_rank)
             if sender is not None:
                 sender.receive(h, payload, now, ce)
-                self.completions.extend(sender.take_completed())
+                self.completed(sender.take_completed())
         else:
             self.receiver.receive(h, payload, now, ce)
-        self._pump(now)
+        self.pump(now)
 
     def poll(self, now):
         self.agent_turn(now)
         out = self.receiver.poll(now)
         for sender in self.senders.values():
             out.extend(sender.poll(now))
-            self.completions.extend(sender.take_completed())
+            self.completed(sender.take_completed())
         return out
 
     def next_timeout(self):
@@ -99,15 +100,19 @@ class HostStack:
             self.timer_lateness.append(now - t)
             self.timer_lateness_sum += now - t
             self.agent.on_timer(now)
-            self._pump(now)
+            self.pump(now)
+
+    def agent_timer(self):
+        """When the agent's part next has to run (None: never without input)."""
+        return self.agent.next_timer()
+
+    def completed(self, results):
+        """Tensors the senders know to have arrived (SendResults), for the records."""
+        self.completions.extend(results)
 
     def pump(self, now):
         """Tensors the receiver delivered to the agent, and the agent's sends to the senders:
         what follows `receive`."""
-        self._pump(now)
-
-    # -- glue ------------------------------------------------------------------------------
-    def _pump(self, now):
         for d in self.receiver.take_delivered():
             self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.nbytes,
                                     d.lost_bytes, d.first_ns, d.done_ns,

@@ -10,8 +10,6 @@ Event for event this is what `SimHosts` does with the same endpoints driven from
 (deliver -> receive -> pump -> poll -> send, one timer armed at the next timeout), so the
 summaries are identical (tests/test_sim_engines.py).
 """
-from dlcp_native.network import NIC_REASON, REASONS
-
 from dlcp_emu.host.background import BackgroundEndpoint
 from dlcp_emu.host.packet_log import MAX_RECORDS
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
@@ -24,6 +22,7 @@ class CoreHosts(SimHosts):
         packet_records: the training packets' records (`PacketLog`'s), taken by the core."""
         self.core = net._native._core
         self.stack_id = {}            # (job, rank) -> the core's stack
+        self._rank_tables = {}        # job -> (host index, address) by rank
         self.packet_records = packet_records
         super().__init__(net, stacks, host_of_rank)
         for rank, stack in stacks.items():
@@ -46,11 +45,13 @@ class CoreHosts(SimHosts):
     def _attach(self, job, rank, receiver, agent_reads):
         hosts = self.host_of[job]
         dlcp, port = self.wire[job]
-        ranks = range(max(hosts) + 1)
         index = self.net._native.host_index
+        if job not in self._rank_tables:     # the same for every stack of the job
+            ranks = range(max(hosts) + 1)
+            self._rank_tables[job] = ([index[hosts[r]] if r in hosts else -1 for r in ranks],
+                                      [self.ip[hosts[r]] if r in hosts else 0 for r in ranks])
         wire = (dlcp, port is not None, -1 if port is None else port, self.ip[hosts[rank]],
-                [index[hosts[r]] if r in hosts else -1 for r in ranks],
-                [self.ip[hosts[r]] if r in hosts else 0 for r in ranks])
+                *self._rank_tables[job])
         sid = self.core.attach_stack(index[hosts[rank]], job, receiver._core, wire, agent_reads)
         self.stack_id[(job, rank)] = sid
         self.net.on_agent(sid, lambda now: self._agent(job, rank, now))
@@ -63,7 +64,7 @@ class CoreHosts(SimHosts):
 
     def _agent(self, job, rank, now):
         if job == TRAINING:
-            self.stacks[rank].pump(now)
+            self.stacks[rank].pump(now)     # the tensors it completed (background: none read)
         self._flush((job, rank), now)
 
     def _flush(self, key, now):
@@ -71,31 +72,21 @@ class CoreHosts(SimHosts):
         if sid is None:
             super()._flush(key, now)
             return
-        job, rank = key
         ep = self.endpoints[key]
-        if job == TRAINING:
-            ep.agent_turn(now)
-            timer = ep.agent.next_timer()
-        else:
-            ep.start_due(now)
-            timer = ep.next_start()
-        self.core.stack_flush(sid, now, self.loop.major, timer)
-        done = [SendResult(*r) for r in self.core.take_completions(sid)]
-        if job == TRAINING:
-            ep.completions.extend(done)
-            if rank in self.training:
-                self._check_done(rank)
-        else:
-            ep.completed(done)
+        ep.agent_turn(now)
+        self.core.stack_flush(sid, now, self.loop.major, ep.agent_timer())
+        self._collect(key, sid)
+        job, rank = key
+        if job == TRAINING and rank in self.training:
+            self._check_done(rank)
 
     def collect(self):
-        """Flows finished since the last turn of their endpoint's agent: into its records."""
-        for (job, rank), sid in self.stack_id.items():
-            done = [SendResult(*r) for r in self.core.take_completions(sid)]
-            if job == TRAINING:
-                self.endpoints[(job, rank)].completions.extend(done)
-            else:
-                self.endpoints[(job, rank)].completed(done)
+        """Tensors and flows finished since their endpoint's agent last ran: into its records."""
+        for key, sid in self.stack_id.items():
+            self._collect(key, sid)
+
+    def _collect(self, key, sid):
+        self.endpoints[key].completed([SendResult(*r) for r in self.core.take_completions(sid)])
 
     # -- per-packet records, from the core ---------------------------------------------------
     def packet_logs(self):
@@ -109,13 +100,6 @@ class CoreHosts(SimHosts):
 
     def training_drops(self):
         yield from super().training_drops()
-        net = self.net
-        switches = net.switch_names
-        for node, port, reason, job, key in self.core.carried_drops():
-            if job != TRAINING:
-                continue
-            if node < len(switches):
-                name = switches[node]
-                yield key, f"{name}-eth{net._native.port_numbers[name][port]}", REASONS[reason]
-            else:
-                yield key, f"{net.hosts[node - len(switches)]}-eth0", NIC_REASON
+        for name, port, reason, job, key in self.net.carried_drops():
+            if job == TRAINING:
+                yield key, f"{name}-eth{port}", reason

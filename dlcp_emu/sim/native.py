@@ -141,13 +141,24 @@ class NativeSimNetwork:
             for u in uid.tolist():
                 del packets[u]
             return
-        n_switches = len(self.switch_names)
         for nd, t, p, r, u in zip(node.tolist(), time.tolist(), port.tolist(), reason.tolist(), uid.tolist()):
-            if nd < n_switches:
-                name = self.switch_names[nd]
-                self._drop_log.append((name, t, self._native.port_numbers[name][p], REASONS[r], packets.pop(u)))
-            else:
-                self._drop_log.append((self.hosts[nd - n_switches], t, 0, NIC_REASON, packets.pop(u)))
+            name, number, why = self._where(nd, p, r)
+            self._drop_log.append((name, t, number, why, packets.pop(u)))
+
+    def _where(self, node, port, reason):
+        """(node name, port number, reason) of a drop the core recorded: node and port indices
+        (switches first, then the hosts' NICs, whose one port is 0), reason code."""
+        n_switches = len(self.switch_names)
+        if node < n_switches:
+            name = self.switch_names[node]
+            return name, self._native.port_numbers[name][port], REASONS[reason]
+        return self.hosts[node - n_switches], 0, NIC_REASON
+
+    def carried_drops(self):
+        """(node name, port number, reason, job, packet key) of each packet of the stacks in
+        the core that was dropped (with their packet records on)."""
+        for node, port, reason, job, key in self._native._core.carried_drops():
+            yield (*self._where(node, port, reason), job, key)
 
     # -- what came out, as SimNetwork says it ----------------------------------------------
     def drops(self):

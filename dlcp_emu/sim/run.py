@@ -98,10 +98,9 @@ def _hosts_in_core(net, spec, hosts):
     """(whether the training endpoints run in the core, why) for build's `hosts`."""
     if hosts == "python":
         return False, "hosts' endpoints in Python (asked for)"
-    if net.engine != "native":
-        why = "hosts' endpoints in Python (the network is Python's)"
-    else:
+    if net.engine == "native":
         return True, "hosts' endpoints in the core"
+    why = "hosts' endpoints in Python (the network is Python's)"
     if hosts == "core":
         raise ValueError(f"hosts: 'core' cannot run here: {why}")
     return False, why

@@ -91,6 +91,12 @@ py::dict counters(const Switch& sw) {
   return out;
 }
 
+std::vector<int64_t> queued_bytes(const Switch& sw) {
+  std::vector<int64_t> out;
+  for (const auto& p : sw.ports) out.push_back(p->bytes);
+  return out;
+}
+
 }  // namespace dlcp_bindings
 
 namespace {
@@ -159,12 +165,7 @@ class Core {
 
   std::optional<int64_t> next_event_time() const { return sw_.next_event_time(); }
   int64_t backlog() const { return sw_.backlog(); }
-  // Live bytes queued at each port, by index (the buffer occupancy a queue sample records).
-  std::vector<int64_t> queued_bytes() const {
-    std::vector<int64_t> out;
-    for (const auto& p : sw_.ports) out.push_back(p->bytes);
-    return out;
-  }
+  std::vector<int64_t> queued_bytes() const { return dlcp_bindings::queued_bytes(sw_); }
   std::pair<int64_t, int64_t> conservation() const { return sw_.conservation(); }
 
   py::dict counters() const { return dlcp_bindings::counters(sw_); }

@@ -21,6 +21,8 @@ std::vector<dlcp::PortConfig> port_configs(const std::vector<py::tuple>& ports);
 dlcp::PipelineSpec pipeline(const py::dict& stages);
 // A switch's counters by port index, reasons by code (dlcp_native/switch.py names them).
 py::dict counters(const dlcp::Switch& sw);
+// Live bytes queued at each port of a switch, by index (a queue sample's occupancy).
+std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
 
 void bind_network(py::module_& m);
 void bind_transport(py::module_& m);

@@ -176,11 +176,7 @@ class NetCore {
   }
 
   // Live bytes queued at each port of switch `s` (the buffer occupancy).
-  std::vector<int64_t> queued_bytes(int s) const {
-    std::vector<int64_t> out;
-    for (const auto& p : net_.switches.at(s)->ports) out.push_back(p->bytes);
-    return out;
-  }
+  std::vector<int64_t> queued_bytes(int s) const { return dlcp_bindings::queued_bytes(*net_.switches.at(s)); }
 
   py::array_t<int64_t> in_flight() const {
     std::vector<int64_t> uids;
@@ -222,8 +218,6 @@ class NetCore {
                                 r.retransmissions, r.probe_rounds));
     return out;
   }
-
-  int64_t stack_packets_sent(uint32_t id) { return net_.stack(id).packets_sent; }
 
   // Packet records (host/packet_log.py) from now on: at most max_records sent and received.
   void record_packets(uint32_t id, int64_t max_records) {
@@ -284,7 +278,10 @@ class NetCore {
 }  // namespace
 
 void bind_network(py::module_& m) {
-  m.def("python_tuple_hash", &python_tuple_hash, "hash(tuple(items)) as CPython computes it (non-negative ints)");
+  m.def(
+      "python_tuple_hash",
+      [](const std::vector<int64_t>& items) { return python_tuple_hash(items.data(), items.size()); },
+      "hash(tuple(items)) as CPython computes it (non-negative ints)");
   py::class_<NetCore>(m, "Network")
       .def(py::init<const py::list&, const py::list&, bool>())
       .def("send", &NetCore::send)
@@ -310,7 +307,6 @@ void bind_network(py::module_& m) {
       .def("add_sender", &NetCore::add_sender)
       .def("stack_flush", &NetCore::stack_flush)
       .def("take_completions", &NetCore::take_completions)
-      .def("stack_packets_sent", &NetCore::stack_packets_sent)
       .def("record_packets", &NetCore::record_packets)
       .def("packet_records", &NetCore::packet_records)
       .def("carried_drops", &NetCore::carried_drops)

@@ -9,7 +9,6 @@ namespace {
 
 using namespace transport;
 
-constexpr int64_t FRAME_OVERHEAD = 90;  // Eth + IPv4 + UDP + DLCP (wire/layout.py)
 constexpr int64_t ETH_MIN = 60;         // shorter frames are padded on a wire
 constexpr int TENSOR_LAYER_SHIFT = 16;
 constexpr uint8_t NOT_DLCP_PRIORITY = 7;
@@ -36,17 +35,18 @@ PacketRow packet_row(const Header& h, int64_t payload_len) {
   return r;
 }
 
-int64_t python_tuple_hash(const std::vector<int64_t>& items) {
+int64_t python_tuple_hash(const int64_t* items, size_t n) {
   constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P5 = 2870177450012600261ULL;
   constexpr int64_t MODULUS = (int64_t{1} << 61) - 1;
   uint64_t acc = P5;
-  for (const int64_t v : items) {
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t v = items[i];
     if (v < 0 || v >= MODULUS) throw std::invalid_argument("python_tuple_hash: an item out of 0 .. 2**61 - 2");
     acc += uint64_t(v) * P2;
     acc = (acc << 31) | (acc >> 33);
     acc *= P1;
   }
-  acc += uint64_t(items.size()) ^ (P5 ^ 3527539ULL);
+  acc += uint64_t(n) ^ (P5 ^ 3527539ULL);
   if (acc == ~uint64_t{0}) return 1546275796;
   return static_cast<int64_t>(acc);
 }
@@ -104,7 +104,7 @@ void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
         break;
       }
       const OutPacket& p = out[i];
-      records->sent.push_back(packet_row(p.h, p.h.type == DATA ? p.h.payload_len : int64_t(p.control.size())));
+      records->sent.push_back(packet_row(p.h, int64_t(p.in_payload().size)));
     }
   }
 }
@@ -134,7 +134,7 @@ int64_t HostStack::flow(const Header& h) {
 
 Packet HostStack::packet(const OutPacket& out) {
   const Header& h = out.h;
-  const int64_t payload = h.type == DATA ? h.payload_len : int64_t(out.control.size());
+  const int64_t payload = int64_t(out.in_payload().size);
   Packet p;
   p.size = FRAME_OVERHEAD + payload > ETH_MIN ? FRAME_OVERHEAD + payload : ETH_MIN;
   p.dst = wire_.host_of_rank.at(h.dst_rank);

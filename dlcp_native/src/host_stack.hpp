@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -21,7 +22,11 @@ namespace dlcp {
 
 // CPython's hash of a tuple of non-negative ints below 2**61 - 1 (tuplehash, 64-bit): the
 // flow hash SimHosts gives a packet is `hash(5-tuple)`, and the core must give the same.
-int64_t python_tuple_hash(const std::vector<int64_t>& items);
+int64_t python_tuple_hash(const int64_t* items, size_t n);
+// The same for a tuple written out: a per-packet hash allocates nothing.
+inline int64_t python_tuple_hash(std::initializer_list<int64_t> items) {
+  return python_tuple_hash(items.begin(), items.size());
+}
 
 // How a job's packets look on the wire (hosts.py `wire`): DLCP, or plain traffic (priority 7,
 // no magnitude); ECN-capable data and probes, or never (the stand-in for kernel TCP); one
@@ -84,7 +89,6 @@ class HostStack {
   std::optional<int64_t> agent_timer;  // set by the driver after every call of the agent
   std::optional<int64_t> armed;        // hosts.py `armed`: the timer last scheduled
   std::vector<transport::SendResult> completions;  // since the driver last took them
-  int64_t packets_sent = 0;
   std::unique_ptr<PacketRecords> records;           // null: none taken
 
  private:

@@ -263,6 +263,21 @@ void Network::note_drop(const NetDrop& d) {
   }
   const uint32_t slot = static_cast<uint32_t>(d.uid - CARRIED_UID);
   if (record_carried_drops) carried_drops.push_back({d, carried_[slot].h});
+  let_go(slot);
+}
+
+uint32_t Network::carry(transport::OutPacket&& out) {
+  if (carried_free_.empty()) {
+    carried_.push_back(std::move(out));
+    return static_cast<uint32_t>(carried_.size() - 1);
+  }
+  const uint32_t slot = carried_free_.back();
+  carried_free_.pop_back();
+  carried_[slot] = std::move(out);
+  return slot;
+}
+
+void Network::let_go(uint32_t slot) {
   carried_[slot] = transport::OutPacket{};  // lets go of the message it pointed into
   carried_free_.push_back(slot);
 }
@@ -274,17 +289,7 @@ void Network::stack_flush(uint32_t id, int64_t now, int64_t major) {
   st.poll(now, out_);
   for (transport::OutPacket& out : out_) {
     Packet pkt = st.packet(out);
-    uint32_t slot;
-    if (carried_free_.empty()) {
-      slot = static_cast<uint32_t>(carried_.size());
-      carried_.push_back(std::move(out));
-    } else {
-      slot = carried_free_.back();
-      carried_free_.pop_back();
-      carried_[slot] = std::move(out);
-    }
-    pkt.uid = CARRIED_UID + slot;
-    st.packets_sent += 1;
+    pkt.uid = CARRIED_UID + carry(std::move(out));
     transmit(host, pkt, now, true, major);
   }
   const std::optional<int64_t> t = st.next_timeout();
@@ -306,22 +311,15 @@ void Network::stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>&
       if (stacks_[s]->job == out.h.job) id = s;
     if (id != NO_SLOT) {
       transport::Header h = out.h;
-      transport::InPayload payload;
+      transport::InPayload payload = out.in_payload();
       if (pkt.rewrite & REWRITE_TRIM) {
-        h.flags |= transport::FLAG_TRIMMED;  // and no payload: b"" in Python
-      } else if (h.type == transport::DATA) {
-        payload.data = out.payload();
-        payload.size = h.payload_len;
-        payload.absent = payload.data == nullptr;
-      } else {
-        payload.data = out.control.data();
-        payload.size = out.control.size();
+        h.flags |= transport::FLAG_TRIMMED;
+        payload = transport::InPayload{};  // no payload: b"" in Python
       }
       stacks_[id]->receive(h, payload, pkt.depart, (pkt.rewrite & REWRITE_CE) != 0);
     }
   }
-  carried_[slot] = transport::OutPacket{};
-  carried_free_.push_back(slot);
+  let_go(slot);
   if (id != NO_SLOT) stack_turn(id, pkt.depart, batch);
 }
 

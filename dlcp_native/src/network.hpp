@@ -167,6 +167,8 @@ class Network {
   void wake(uint32_t w, int64_t t);
   void push(uint32_t w, const Packet& pkt, bool outside, int64_t major);
   void note_drop(const NetDrop& d);
+  uint32_t carry(transport::OutPacket&& out);  // a slot of carried_ for what a stack's packet carries
+  void let_go(uint32_t slot);
   void stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>& batch);
   void stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch);
   void stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch);

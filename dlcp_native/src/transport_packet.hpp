@@ -17,7 +17,8 @@ constexpr uint8_t FLAG_RETRANSMISSION = 0x02;
 constexpr uint8_t FLAG_TRIMMED = 0x04;
 constexpr uint8_t FLAG_LAST_CHUNK = 0x08;
 
-constexpr int64_t IPV4_LEN = 20, UDP_LEN = 8, HEADER_LEN = 48;
+constexpr int64_t ETH_LEN = 14, IPV4_LEN = 20, UDP_LEN = 8, HEADER_LEN = 48;
+constexpr int64_t FRAME_OVERHEAD = ETH_LEN + IPV4_LEN + UDP_LEN + HEADER_LEN;  // 90: wire/layout.py
 constexpr int64_t MAX_PAYLOAD = 0xFFFF - IPV4_LEN - UDP_LEN - HEADER_LEN;  // 65459
 
 // The DLCP header's fields (magic, version and reserved are implicit, as in DlcpHeader).
@@ -47,6 +48,14 @@ struct Buffer {
   std::shared_ptr<void> owner;
 };
 
+// A payload an endpoint is given: valid during the call only (endpoints copy what they keep).
+// data == nullptr with size 0 is an empty payload; `absent` marks a payload-free packet.
+struct InPayload {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool absent = false;
+};
+
 // One packet an endpoint sends. DATA: bytes [off, off + payload_len) of `buf`; the others:
 // `control`.
 struct OutPacket {
@@ -59,14 +68,15 @@ struct OutPacket {
     if (h.type == DATA) return buf && buf->data ? buf->data + off : nullptr;
     return control.data();
   }
+  // What the peer is given when it arrives whole (a payload-free DATA packet: `absent`).
+  InPayload in_payload() const {
+    InPayload in;
+    in.data = payload();
+    in.size = h.type == DATA ? h.payload_len : control.size();
+    in.absent = h.type == DATA && in.data == nullptr;
+    return in;
+  }
 };
 
-// A payload an endpoint is given: valid during the call only (endpoints copy what they keep).
-// data == nullptr with size 0 is an empty payload; `absent` marks a payload-free packet.
-struct InPayload {
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  bool absent = false;
-};
 
 }  // namespace dlcp::transport

@@ -6,12 +6,6 @@
 
 namespace dlcp::transport {
 
-namespace {
-
-constexpr int64_t FRAME_OVERHEAD = 90;  // Ethernet + IPv4 + UDP + DLCP header
-
-}  // namespace
-
 // CPython's random_seed for an int: its 32-bit words, least significant first, into the
 // reference init_by_array of MT19937.
 PyRandom::PyRandom(uint64_t seed) {
@@ -89,14 +83,6 @@ struct Later {  // min-heap on (t, seq), as Python's heap of (t, seq, ...)
   bool operator()(const Arrival& a, const Arrival& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
 };
 
-InPayload payload_of(const OutPacket& p) {
-  InPayload in;
-  in.data = p.payload();
-  in.size = p.h.type == DATA ? p.h.payload_len : p.control.size();
-  in.absent = p.h.type == DATA && in.data == nullptr;
-  return in;
-}
-
 }  // namespace
 
 PairStats run_pair(Sender& sender, Receiver& receiver, PairChannel& forward, PairChannel& backward,
@@ -142,9 +128,9 @@ PairStats run_pair(Sender& sender, Receiver& receiver, PairChannel& forward, Pai
       Arrival a = std::move(heap.back());
       heap.pop_back();
       if (a.to_receiver)
-        receiver.receive(a.pkt.h, payload_of(a.pkt), now, false);
+        receiver.receive(a.pkt.h, a.pkt.in_payload(), now, false);
       else
-        sender.receive(a.pkt.h, payload_of(a.pkt), now, false);
+        sender.receive(a.pkt.h, a.pkt.in_payload(), now, false);
     }
   }
   st.end_ns = now;

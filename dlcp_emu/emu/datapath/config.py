@@ -150,13 +150,14 @@ def build_switch(cfg):
     routes = {mac_bytes(dst): tuple(nums) for dst, nums in cfg["routes"].items()}
     routes.update({n: (n,) for n in ports})
     engine = cfg.get("engine", "auto")
-    if engine == "python":
-        return Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"]), "python", "asked for"
+    model = NativeSwitch if engine != "python" else Switch
     try:
-        model = NativeSwitch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
+        switch = model(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
     except NotNativeError as e:
         if engine == "native":
             raise ConfigError(f"engine: 'native' cannot run this pipeline ({e})") from None
-        return (Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"]), "python",
-                f"the pipeline has a stage the native core lacks ({e})")
-    return model, "native", "asked for" if engine == "native" else "every stage of the pipeline is native"
+        switch = Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
+        return switch, "python", f"the pipeline has a stage the native core lacks ({e})"
+    if engine == "auto":
+        return switch, "native", "every stage of the pipeline is native"
+    return switch, engine, "asked for"
