@@ -159,6 +159,8 @@ def assert_same_state(py, nat, counters=True):
     assert nat.conservation() == py.conservation()
     assert nat.backlog() == py.backlog()
     assert nat.next_event_time() == py.next_event_time()
+    assert nat.queued_bytes() == py.queued_bytes()       # what a queue sample records
+    assert nat.buffer_bytes() == py.buffer_bytes()
     assert len(nat.drop_log) == len(py.drop_log)
     if counters:
         assert nat.counters() == py.counters()
