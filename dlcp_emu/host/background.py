@@ -11,6 +11,7 @@ part of a HostStack, under the same names.
 """
 import numpy as np
 
+from dlcp_emu.host.endpoints import AgentEndpoints
 from dlcp_emu.transport import Message, ReliableReceiver, ReliableSender, RttEstimator
 from dlcp_emu.transport import native
 
@@ -18,7 +19,7 @@ JOB = 1
 BACKGROUND_UDP_PORT = 9798
 
 
-class BackgroundEndpoint:
+class BackgroundEndpoint(AgentEndpoints):
     def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python"):
         """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host;
         endpoints: "python" or "native" (the same, compiled)."""
@@ -45,14 +46,6 @@ class BackgroundEndpoint:
             if sender is not None:
                 sender.receive(h, payload, now, ce)
                 self.completed(sender.take_completed())   # as HostStack: in arrival order
-
-    def poll(self, now):
-        self.agent_turn(now)
-        out = self.receiver.poll(now)
-        for sender in self.senders.values():
-            out.extend(sender.poll(now))
-            self.completed(sender.take_completed())
-        return out
 
     def agent_turn(self, now):
         """The flows whose start has come: each a message to its sender."""
@@ -81,11 +74,6 @@ class BackgroundEndpoint:
     def take_finished(self):
         out, self.finished = self.finished, []
         return out
-
-    def next_timeout(self):
-        times = [self.agent_timer(), self.receiver.next_timeout()]
-        times += [s.next_timeout() for s in self.senders.values()]
-        return min((t for t in times if t is not None), default=None)
 
 
 def flow_rows(finished, started, t0, ip_of):

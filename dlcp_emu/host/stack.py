@@ -12,6 +12,7 @@ from collections import deque
 
 import numpy as np
 
+from dlcp_emu.host.endpoints import AgentEndpoints
 from dlcp_emu.transport import MagnitudePolicy, Message, RttEstimator
 from dlcp_emu.transport import transport as find_transport
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
@@ -23,7 +24,7 @@ TIMER_SAMPLES = 10_000  # compute-timer lateness samples a host keeps (its recor
 ENDPOINTS = ("python", "native")
 
 
-class HostStack:
+class HostStack(AgentEndpoints):
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
                  loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
                  link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python", store=True):
@@ -74,18 +75,7 @@ class HostStack:
             self.receiver.receive(h, payload, now, ce)
         self.pump(now)
 
-    def poll(self, now):
-        self.agent_turn(now)
-        out = self.receiver.poll(now)
-        for sender in self.senders.values():
-            out.extend(sender.poll(now))
-            self.completed(sender.take_completed())
-        return out
-
-    def next_timeout(self):
-        times = [self.agent.next_timer(), self.receiver.next_timeout()]
-        times += [s.next_timeout() for s in self.senders.values()]
-        return min((t for t in times if t is not None), default=None)
+    # poll, next_timeout: AgentEndpoints
 
     @property
     def done(self):
