@@ -22,6 +22,8 @@ def test_background_flows_complete_beside_training(tmp_path, transport):
     s, frames = run_emulation(spec, "fifo", tmp_path, log=lambda m: None)
     assert s["completed"] and s["switch_conservation_ok"]
     assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
+    # Hosts were muted once quiet: what their kernels sent later is counted, not on a link.
+    assert set(s["host_frames_after_stop"]) == {f"h{i}" for i in range(1, 7)}
     bg = frames["background"]
     done = bg[bg["state"] == "done"]
     # Hosts without a worker (2 of 6) source and sink flows too; most flows that started

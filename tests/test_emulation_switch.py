@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from dlcp_emu.emu import cleanup
+from dlcp_emu.emu import cleanup, links
 from dlcp_emu.emu.run import cpu_steal_s
 from dlcp_emu.emu.net import EmulationRun, root_interfaces
 from topologies import build
@@ -180,6 +180,22 @@ def test_a_stop_mid_flow_accounts_for_every_frame_on_every_link(tmp_path):
     l2_h2 = next(r for r in checked["links"] if r["link"] == "l2:1->h2:0")
     assert l2_h2["tx"] > 2000 and l2_h2["rx"] + sum(l2_h2["lost"].values()) == l2_h2["tx"]
     assert checked["frames"] > 4 * 2000
+
+
+def test_a_muted_host_puts_nothing_on_its_link_and_counts_what_it_tried(tmp_path):
+    """What a stop does once the network is quiet, before the switches stop: a muted host's
+    kernel (a TCP retransmission seconds late, here pings) puts no frame on its link, and what
+    it tried is counted at its egress; the stop still drains and every link balances."""
+    t = build("star", hosts=2, rate_bps=100 * MBPS)
+    with emulate(tmp_path, t, "fifo") as run:
+        h1, h2 = run.host("h1"), run.host("h2")
+        assert " 3 received" in h1.cmd(f"ping -c 3 -i 0.2 -W 1 {h2.IP()}")
+        run.mute_hosts()
+        tx = links.host_counters(h1.pid)["h1-eth0"]["tx"]
+        assert " 0 received" in h1.cmd(f"ping -c 3 -i 0.2 -W 1 {h2.IP()}")
+        assert links.host_counters(h1.pid)["h1-eth0"]["tx"] == tx
+        assert run.host_queue_drops()["h1"] >= 3
+    assert run.host_muted["h1"] >= 3 and run.host_muted["h2"] == 0
 
 
 def pacing_figures(run, client, server, rate):

@@ -12,11 +12,12 @@ dropped (`host_rx_dropped`). A frame cut by a ring is received (and dropped as
 Stopping a network without losing frames (`drain`): the hosts stop first (the caller),
 then the switches go on forwarding until the network is quiet: every switch holds nothing
 (queued, in flight, on a host's emulated link), every host's egress queue is empty and every
-link balances, with the same counters for QUIET_S. Only then are the switches stopped. A
-host's kernel may still send once its programs have ended (a TCP FIN or segment retransmitted
-after its minimum timeout of 200 ms, the answer to it): QUIET_S outlasts that timeout, so
-such a frame is forwarded and counted before the switches stop (once, CI saw a host send one
-frame more than its switch had read).
+link balances, with the same counters for QUIET_S. A host's kernel may still send once its
+programs have ended (a TCP FIN or segment retransmitted after a timeout that backs off from
+200 ms to seconds, the answer to it): CI saw a host send one frame more than its switch had
+read, twice. So the hosts are then muted (`EmulatedNetwork.mute_hosts`: their egress drops
+and counts what they send), the switches forward what was sent until then, quiet for
+MUTED_QUIET_S, and only then are they stopped.
 Stopping them all at once while frames were on their way (each stopped reading before its
 upstream had drained) lost frames between switches that no counter saw.
 """
@@ -28,6 +29,7 @@ LOST_AT_SWITCH = "rx_ring_full"
 LOST_AT_HOST = "host_rx_dropped"
 POLL_S = 0.002
 QUIET_S = 0.3   # counters unchanged this long: the network is quiet (> TCP's 200 ms minimum RTO)
+MUTED_QUIET_S = 0.05  # the same once hosts are muted: only frames already sent can still move
 
 
 def host_counters(pid):
@@ -134,7 +136,7 @@ def _held(stats):
                for st in stats.values())
 
 
-def drain(net, topology, switches, base, timeout_s, paced=False):
+def drain(net, topology, switches, base, timeout_s, paced=False, quiet_s=QUIET_S):
     """After the hosts have stopped: wait, bounded, until the network is quiet (see the
     module's docstring). True if it was, False at the deadline."""
     deadline = time.monotonic() + timeout_s
@@ -155,9 +157,9 @@ def drain(net, topology, switches, base, timeout_s, paced=False):
         if check["ok"] and _held(stats) == 0:
             if counters != before:
                 before, since = counters, time.monotonic()
-            elif time.monotonic() - since >= QUIET_S:
+            elif time.monotonic() - since >= quiet_s:
                 return True
-            time.sleep(QUIET_S / 10)   # a look every 30 ms is enough while it stays quiet
+            time.sleep(quiet_s / 10)   # ten looks while it stays quiet
         else:
             before = None
     return False

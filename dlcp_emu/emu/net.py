@@ -75,6 +75,7 @@ class EmulationRun:
         self.pace_hosts = pace_hosts
         self.paced = False
         self.host_drops = {}     # host -> packets its pacing queue dropped (read at stop)
+        self.host_muted = {}     # host -> frames its kernel tried to send once muted at stop
         self.net = None
         self.state = None
         self.stats = {}
@@ -266,8 +267,9 @@ class EmulationRun:
                     node.monitor(timeoutms=100)
 
     def host_queue_drops(self):
-        """{host: packets its egress queue (the pacing tbf) dropped}: losses no switch saw
-        (None for a host whose shell is still busy: unknown, not zero)."""
+        """{host: packets its egress queue dropped}: losses no switch saw (the pacing tbf's
+        during a run; once muted, the frames its kernel sent after the network went quiet).
+        None for a host whose shell is still busy: unknown, not zero."""
         import re
         drops = {}
         for h in self.net.hosts if self.net is not None else ():
@@ -279,6 +281,18 @@ class EmulationRun:
                     m = re.search(r"dropped (\d+)", h.cmd(f"tc -s qdisc show dev {intf.name}"))
                     drops[h.name] = drops.get(h.name, 0) + (int(m.group(1)) if m else 0)
         return drops
+
+    def mute_hosts(self):
+        """Once the network is quiet at stop: every host's egress becomes a queue that holds
+        nothing (pfifo, limit 0), so that a frame its kernel sends later (a TCP FIN or ACK
+        retransmitted after a backed-off timeout, seconds on) is dropped and counted there
+        rather than leaving a link unbalanced after its switch has stopped reading."""
+        for h in self.net.hosts:
+            for intf in h.intfList():
+                if intf.name != "lo":
+                    out = h.cmd(f"tc qdisc replace dev {intf.name} root pfifo limit 0")
+                    if out.strip():
+                        raise RuntimeError(f"muting {h.name} {intf.name} failed: {out.strip()}")
 
     # -- teardown ---------------------------------------------------------------------------
     def _checks_links(self):
@@ -295,6 +309,14 @@ class EmulationRun:
         if self._checks_links() and switches and all(s._alive() for s in switches):
             self.drained = links.drain(self.net, self.topology, switches, self._host_base,
                                        DRAIN_TIMEOUT_S, paced=self.paced)
+            if self.paced:
+                self.host_drops = self.host_queue_drops()
+            if self.drained:
+                # Hosts muted, what their kernels sent until then is forwarded: a short quiet
+                # then suffices, as no host can add a frame.
+                self.mute_hosts()
+                self.drained = links.drain(self.net, self.topology, switches, self._host_base,
+                                           DRAIN_TIMEOUT_S, quiet_s=links.MUTED_QUIET_S)
         for s in switches:
             s._signal(signal.SIGTERM)
         for s in switches:
@@ -303,6 +325,8 @@ class EmulationRun:
             self.links = links.link_balance(self.topology, dict(self.stats),
                                             links.hosts_counters(self.net, self.topology),
                                             self._host_base)
+            if self.drained:
+                self.host_muted = self.host_queue_drops()
         return self.stats
 
     def stop(self):
@@ -317,8 +341,6 @@ class EmulationRun:
                 # The hosts first, so that no frame enters the network while it drains.
                 self.interrupt_commands()
                 self.stop_programs()
-                if self.paced and self.net is not None:
-                    self.host_drops = self.host_queue_drops()
                 self.stop_switches()
             finally:
                 self.stop_programs()

@@ -152,6 +152,9 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     s["link_frames"] = checked.get("frames")
     s["links_unbalanced"] = checked.get("unbalanced")
     s["network_drained"] = run.drained
+    # Frames a host's kernel sent after the network went quiet at stop (late TCP
+    # retransmissions): dropped at its muted egress, counted, outside the links' balance.
+    s["host_frames_after_stop"] = run.host_muted
     if capture:
         s["captures"] = listing(run.stats, run_dir)
     # What was not as written: a host's records stream with a torn last line (a crash) or
