@@ -32,6 +32,12 @@ def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796, ecn=E
                               payload=bytes(payload)))
 
 
+@pytest.fixture(params=["native", "python"])
+def engine(request):
+    """The switch process's model and loop: compiled (datapath.cpp) or Python (process.py)."""
+    return request.param
+
+
 class Rig:
     """A Datapath whose ports are the near ends of socketpairs; the test holds the far ends."""
 
@@ -74,13 +80,15 @@ class Rig:
         self.thread.join(5)
         assert not self.thread.is_alive()
         stats = self.dp.stats(final=True)
+        if self.dp.cfg.get("engine") in ("native", "python") and self.dp.mode == "model":
+            assert stats["loop"] == self.dp.cfg["engine"], stats["loop_note"]
         self.dp.close()
         for s in self.far.values():
             s.close()
         return stats
 
 
-def test_paces_at_the_port_rate_and_conserves(tmp_path):
+def test_paces_at_the_port_rate_and_conserves(tmp_path, engine):
     """Ten 1000-byte frames at once into a 1 Mbit/s port leave 8192 us apart (1024 bytes with
     the Ethernet overhead): 73.7 ms from the first to the last. The span must be within 10%
     below and 20% above: a pacer at half or double the rate is far outside. A try whose
@@ -88,7 +96,7 @@ def test_paces_at_the_port_rate_and_conserves(tmp_path):
     f = frame(payload=910)
     expected_us = 9 * 8192
     for attempt in range(3):
-        rig = Rig(tmp_path / f"try-{attempt}", rate=1e6)
+        rig = Rig(tmp_path / f"try-{attempt}", engine=engine, rate=1e6)
         for _ in range(10):
             rig.far[1].send(f)
         got = rig.recv(2, 10, timeout=3)
@@ -105,11 +113,11 @@ def test_paces_at_the_port_rate_and_conserves(tmp_path):
     assert stats["lateness"]["count"] == 10
 
 
-def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_it(tmp_path):
+def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_it(tmp_path, engine):
     """Port 1 faces a paced host: a frame read from it is whole one serialisation later
     (socketpairs carry no kernel times: from when it was read), then serialised again on the
     way out. 1024 us each at 8 Mbit/s."""
-    rig = Rig(tmp_path, rate=8e6, paced=(1,))
+    rig = Rig(tmp_path, engine=engine, rate=8e6, paced=(1,))
     f = frame(payload=910)
     sent = time.monotonic_ns()
     rig.far[1].send(f)
@@ -119,22 +127,22 @@ def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_i
     assert stats["conservation"]["ok"] and stats["tx_frames"][2] == 1
 
 
-def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path):
+def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path, engine):
     """Five frames at 8 kbit/s take 5 s to cross the host's link; stopped at once with a short
     drain, the switch gives them to its model anyway: counted as queued, none lost unseen."""
-    rig = Rig(tmp_path, rate=8e3, paced=(1,), drain_s=0.05)
+    rig = Rig(tmp_path, engine=engine, rate=8e3, paced=(1,), drain_s=0.05, stats_interval_s=0.02)
     for _ in range(5):
         rig.far[1].send(frame(payload=910))
     deadline = time.monotonic() + 5
-    while len(rig.dp.ingress.arriving) < 5 and time.monotonic() < deadline:
+    while rig.dp.frames_on_link() < 5 and time.monotonic() < deadline:
         time.sleep(0.001)
     stats = rig.stop()
     c = stats["conservation"]
     assert c["ok"] and c["frames_in"] == 5 and c["sent"] + c["queued"] == 5, c
 
 
-def test_floods_broadcast_on_tree_ports_through_the_model(tmp_path):
-    rig = Rig(tmp_path, rate=1e9)
+def test_floods_broadcast_on_tree_ports_through_the_model(tmp_path, engine):
+    rig = Rig(tmp_path, engine=engine, rate=1e9)
     arp = bytes.fromhex("ffffffffffff") + bytes.fromhex(H[1].replace(":", "")) + b"\x08\x06" + bytes(28)
     rig.far[1].send(arp)
     assert [g[1] for g in rig.recv(2, 1)] == [arp]
@@ -148,8 +156,8 @@ def test_floods_broadcast_on_tree_ports_through_the_model(tmp_path):
     assert stats["conservation"]["ok"]
 
 
-def test_unknown_destination_is_counted_not_lost(tmp_path):
-    rig = Rig(tmp_path, rate=1e9)
+def test_unknown_destination_is_counted_not_lost(tmp_path, engine):
+    rig = Rig(tmp_path, engine=engine, rate=1e9)
     stray = bytearray(frame())
     stray[0:6] = bytes.fromhex("0000000000aa")
     rig.far[1].send(bytes(stray))
@@ -159,11 +167,11 @@ def test_unknown_destination_is_counted_not_lost(tmp_path):
     assert stats["conservation"]["dropped"] == {"no_route": 1} and stats["conservation"]["ok"]
 
 
-def test_a_send_the_kernel_refuses_is_a_drop_not_sent(tmp_path):
+def test_a_send_the_kernel_refuses_is_a_drop_not_sent(tmp_path, engine):
     """A frame larger than the out port's socket takes (EMSGSIZE here; a 9000-byte frame on a
     1500-MTU veth is the same refusal) is dropped as tx_refused: 'sent' is what the kernel
     took."""
-    rig = Rig(tmp_path, rate=1e9, mtu=9000)
+    rig = Rig(tmp_path, engine=engine, rate=1e9, mtu=9000)
     rig.dp.socks[2].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2048)
     big, small = frame(payload=8000), frame(payload=100)
     rig.far[1].send(big)
@@ -176,11 +184,11 @@ def test_a_send_the_kernel_refuses_is_a_drop_not_sent(tmp_path):
     assert c["ok"], c
 
 
-def test_malformed_and_invalid_dlcp_frames_are_dropped_and_counted(tmp_path):
+def test_malformed_and_invalid_dlcp_frames_are_dropped_and_counted(tmp_path, engine):
     """A frame with the DLCP magic and an unknown flag bit, and one too short for an
     Ethernet header, never reach the model: each is dropped under its reason, and counted
     in."""
-    rig = Rig(tmp_path, rate=1e9)
+    rig = Rig(tmp_path, engine=engine, rate=1e9)
     bad_flags = bytearray(frame())
     bad_flags[46] |= 0x40
     rig.far[1].send(bytes(bad_flags))
@@ -197,7 +205,7 @@ def test_malformed_and_invalid_dlcp_frames_are_dropped_and_counted(tmp_path):
     assert c["ok"], c
 
 
-def test_trimming_is_applied_to_the_frame(tmp_path):
+def test_trimming_is_applied_to_the_frame(tmp_path, engine):
     """NDP preset at a slow port (8.3 ms a full frame: all 20 arrive while the first is
     sent): once 8 are queued, DLCP packets are cut to their header, which goes ahead of
     every queued full frame. The frames leave in the order the model gives the same
@@ -209,7 +217,7 @@ def test_trimming_is_applied_to_the_frame(tmp_path):
         model.receive(parse(f), 1, 0)
     order = [p.frame for _, p in model.poll(10**12)]
     expected = [decode_frame(f).header.tensor_id for f in order]
-    rig = Rig(tmp_path, rate=1e6, pipeline="ndp")
+    rig = Rig(tmp_path, engine=engine, rate=1e6, pipeline="ndp")
     for f in sent:
         rig.far[1].send(f)
     got = [decode_frame(g[1]) for g in rig.recv(2, 20, timeout=10)]
@@ -224,7 +232,7 @@ def test_trimming_is_applied_to_the_frame(tmp_path):
     assert [g.header.tensor_id for g in got] == expected
 
 
-def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path):
+def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path, engine):
     """16 frames at once into a 1 Mbit/s port (8 ms each: they all arrive while the first is
     sent), ECT(0) and Not-ECT in turn. The `ecn` queue manager marks an ECT packet that
     arrives above 5 kB queued; the frames leave CE exactly as the model, given the same
@@ -238,7 +246,7 @@ def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path):
         model.receive(parse(f), 1, 0)
     expected = sorted(i for i, (_, p) in enumerate(model.poll(10**12)) if p.rewrite & REWRITE_CE)
     assert expected and all(i % 2 == 0 for i in expected)
-    rig = Rig(tmp_path, rate=1e6, pipeline=pipeline, buffer_bytes=20_000)
+    rig = Rig(tmp_path, engine=engine, rate=1e6, pipeline=pipeline, buffer_bytes=20_000)
     for f in sent:
         rig.far[1].send(f)
     got = [decode_frame(g[1]) for g in rig.recv(2, 16, timeout=5)]  # checks every checksum
@@ -262,8 +270,8 @@ def test_forward_mode_passes_frames_straight(tmp_path):
     assert stats["rx_frames"][1] == 5 and stats["tx_frames"][2] == 5 and "model" not in stats
 
 
-def test_stats_file_is_written_periodically(tmp_path):
-    rig = Rig(tmp_path, stats_interval_s=0.05)
+def test_stats_file_is_written_periodically(tmp_path, engine):
+    rig = Rig(tmp_path, engine=engine, stats_interval_s=0.05)
     rig.far[1].send(frame())
     rig.recv(2, 1)
     deadline = time.monotonic() + 3
@@ -275,11 +283,11 @@ def test_stats_file_is_written_periodically(tmp_path):
     assert data["switch"] == "s1" and data["final"] is False
 
 
-def test_queue_samples_go_to_their_file_and_memory_holds_one_interval(tmp_path):
+def test_queue_samples_go_to_their_file_and_memory_holds_one_interval(tmp_path, engine):
     """Occupancy samples are appended to queue_path each stats interval and forgotten: the
     switch holds at most an interval's worth however long it runs, and the file holds every
     sample taken, with the backlog that really built up at the congested port."""
-    rig = Rig(tmp_path, rate=8e6, stats_interval_s=0.05, queue_sample_ns=200_000,
+    rig = Rig(tmp_path, engine=engine, rate=8e6, stats_interval_s=0.05, queue_sample_ns=200_000,
               queue_path=str(tmp_path / "s1.queues.i64"))
     got = []
     reader = threading.Thread(target=lambda: got.extend(rig.recv(2, 480, timeout=5)))
@@ -378,10 +386,10 @@ def test_process_records_survive_pid_checks():
 
 
 @pytest.mark.parametrize("stall_limit_ns, behind", [(1, True), (10**12, False)])
-def test_one_late_packet_beyond_the_stall_limit_means_behind(tmp_path, stall_limit_ns, behind):
+def test_one_late_packet_beyond_the_stall_limit_means_behind(tmp_path, stall_limit_ns, behind, engine):
     """p99 lateness hides a single stall; the worst packet's lateness against stall_limit_ns
     does not (real packets always leave a little late: over 1 ns)."""
-    rig = Rig(tmp_path, late_threshold_ns=10**12, stall_limit_ns=stall_limit_ns)
+    rig = Rig(tmp_path, engine=engine, late_threshold_ns=10**12, stall_limit_ns=stall_limit_ns)
     rig.far[1].send(frame())
     assert len(rig.recv(2, 1)) == 1
     stats = rig.stop()

@@ -171,6 +171,8 @@ class Core {
   py::dict counters() const { return dlcp_bindings::counters(sw_); }
 
   // The slow path alone: every packet goes through the queue manager and the scheduler.
+  Switch& model() { return sw_; }
+
   void disable_idle_fast_path() {
     for (auto& p : sw_.ports) p->idle_limit = 0;
   }
@@ -228,6 +230,8 @@ class Core {
 
 }  // namespace
 
+dlcp::Switch& dlcp_bindings::core_switch(py::handle core) { return core.cast<Core&>().model(); }
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The switch pipeline compiled: see dlcp_native.NativeSwitch.";
   py::register_exception<SpecError>(m, "SpecError", PyExc_ValueError);
@@ -255,6 +259,7 @@ PYBIND11_MODULE(_core, m) {
       .def("counters", &Core::counters)
       .def("disable_idle_fast_path", &Core::disable_idle_fast_path)
       .def("run_batch", &Core::run_batch);
+  dlcp_bindings::bind_datapath(m);
   dlcp_bindings::bind_network(m);
   dlcp_bindings::bind_transport(m);
 }

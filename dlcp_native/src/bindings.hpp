@@ -24,6 +24,10 @@ py::dict counters(const dlcp::Switch& sw);
 // Live bytes queued at each port of a switch, by index (a queue sample's occupancy).
 std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
 
+// The model inside a dlcp_native._core.Switch object (the datapath loop drives it).
+dlcp::Switch& core_switch(py::handle core);
+
+void bind_datapath(py::module_& m);
 void bind_network(py::module_& m);
 void bind_transport(py::module_& m);
 

@@ -23,9 +23,15 @@ class Lateness:
     def fold(self):
         if not self.pending:
             return
-        np = self.np
-        a = np.asarray(self.pending, dtype=np.int64)
+        a = self.np.asarray(self.pending, dtype=self.np.int64)
         self.pending.clear()
+        self.add(a)
+
+    def add(self, a):
+        """Fold in an array of values at once (what the compiled loop measured)."""
+        if not len(a):
+            return
+        np = self.np
         a = np.maximum(a, 0)
         self.n += len(a)
         self.total += int(a.sum())

@@ -37,6 +37,7 @@ from dlcp_emu.emu.datapath.forward import run_forward
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
+from dlcp_emu.emu.datapath.native_loop import NativeLoop
 from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.queues import QueueSamples
 from dlcp_emu.emu.datapath.sendahead import send_due
@@ -92,6 +93,8 @@ class Datapath:
         self.started_ns = None
         self.started_wall = None
         self.loops = 0
+        self.loop, self.loop_note = None, None     # which forwarding loop runs, and why
+        self.native_loop = None
 
     # -- set-up ------------------------------------------------------------------------
     def open(self):
@@ -133,20 +136,20 @@ class Datapath:
         cfg = self.cfg
         self.socks = dict(socks)
         self.rings = {}
-        if cfg["rx_ring"]:
-            # A ring slot holds the frame after the kernel's tpacket header: the next power
-            # of two above a full frame (2048 for 1500, 16384 for jumbo 9000).
-            frame_size = 1 << (mtu + 18 + 128 - 1).bit_length()
+        # The loop compiled when the model is; capture files are written by the Python loop.
+        if self.engine == "native" and not cfg["pcap_dir"]:
+            self.loop, self.loop_note = "native", "the model is native and nothing is captured"
+        elif self.mode == "model":
+            self.loop = "python"
+            self.loop_note = ("capture is written by the Python loop" if self.engine == "native"
+                              else "the model is Python")
+        # A ring slot holds the frame after the kernel's tpacket header: the next power of
+        # two above a full frame (2048 for 1500, 16384 for jumbo 9000).
+        frame_size = max(2048, 1 << (mtu + 18 + 128 - 1).bit_length()) if cfg["rx_ring"] else 0
+        if frame_size and self.loop != "native":
             for n, sock in self.socks.items():
                 if sock.family == socket.AF_PACKET:
-                    self.rings[n] = RxRing(sock, frame_size=max(2048, frame_size))
-                    # Frames queued before the ring existed would keep select reporting
-                    # the socket readable; they arrived before we were ready: discard.
-                    try:
-                        while True:
-                            sock.recv(65536)
-                    except (BlockingIOError, InterruptedError):
-                        pass
+                    self.rings[n] = RxRing(sock, frame_size=frame_size)
         # Room for the largest frame (Ethernet header and a VLAN tag on top of the MTU):
         # recv allocates this much per call, so not 64 KB.
         self.bufsize = mtu + 18 + 1
@@ -156,6 +159,18 @@ class Datapath:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
+        if self.loop == "native":
+            self.native_loop = NativeLoop(self, frame_size)
+        if frame_size:
+            # Frames queued before a ring existed would keep the socket readable; they
+            # arrived before we were ready: discard.
+            for sock in self.socks.values():
+                if sock.family == socket.AF_PACKET:
+                    try:
+                        while True:
+                            sock.recv(65536)
+                    except (BlockingIOError, InterruptedError):
+                        pass
         self.started_ns = time.monotonic_ns()
         self.started_wall = time.time()
 
@@ -212,6 +227,9 @@ class Datapath:
         return time.monotonic_ns() + int(self.cfg["stats_interval_s"] * 1e9)
 
     def _run_model(self):
+        if self.native_loop is not None:
+            self.native_loop.run(self)
+            return
         sw = self.switch
         next_event = sw.next_event_time
         clock = time.monotonic_ns
@@ -380,7 +398,41 @@ class Datapath:
     def stats(self, final=False):
         return datapath_stats(self, final)
 
+    # What the stats read of the receive side, wherever the loop keeps it.
+    def has_rings(self):
+        if self.native_loop is not None:
+            return self.native_loop.has_rings
+        return bool(self.rings)
+
+    def ring_states(self):
+        if self.native_loop is not None:
+            return self.native_loop.ring_states()
+        return {n: r.state() for n, r in self.rings.items()}
+
+    def truncated_frames(self):
+        """{port: frames larger than a ring slot} (read, unusable)."""
+        if self.native_loop is not None:
+            return {n: self.native_loop.truncated(n) for n in self.numbers}
+        return {n: self.rings[n].truncated if n in self.rings else 0 for n in self.numbers}
+
+    def host_link_drops(self):
+        """{reason: frames} the paced hosts' link models dropped (they never reach the model)."""
+        if self.native_loop is not None:
+            return self.native_loop.host_link_drops()
+        drops = {}
+        for nic in self.ingress.links.values():
+            for reason, k in nic.drops.items():
+                drops[reason] = drops.get(reason, 0) + k
+        return drops
+
+    def frames_on_link(self):
+        """Frames read, still on a paced host's emulated link."""
+        if self.native_loop is not None:
+            return self.native_loop.on_link()
+        return len(self.ingress.arriving)
+
     def close(self):
+        self.native_loop = None         # unmaps its rings
         for r in getattr(self, "rings", {}).values():
             r.close()
         for s in self.socks.values():

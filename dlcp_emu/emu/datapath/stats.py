@@ -21,8 +21,9 @@ def datapath_stats(dp, final=False):
         "rx_socket_drops": dict(dp.socket_drops),
         "rx_errors": dict(dp.rx_errors), "tx_errors": dict(dp.tx_errors),
         "rewrite_errors": dp.rewrite_errors,
-        "rx_rings": {n: r.state() for n, r in getattr(dp, "rings", {}).items()} if final else None,
-        "rx_ring": bool(getattr(dp, "rings", None)),
+        "rx_rings": dp.ring_states() if final else None,
+        "rx_ring": dp.has_rings(),
+        "loop": dp.loop, "loop_note": dp.loop_note,
         "realtime": getattr(dp, "realtime", False),
         "queue_samples": dp.queues.stats() if dp.queues is not None else None,
         "lateness": lat,
@@ -40,8 +41,7 @@ def datapath_stats(dp, final=False):
         return out
     sw = dp.switch
     c = sw.counters()
-    truncated = {n: dp.rings[n].truncated if n in getattr(dp, "rings", {}) else 0
-                 for n in dp.numbers}
+    truncated = dp.truncated_frames()
     # Frames in: every frame read from a port, and those its ring cut (read, unusable).
     rx_frames = {n: dp.rx_frames[n] + truncated[n] for n in dp.numbers}
     tx_model = {n: c["ports"][n]["tx_packets"] for n in dp.numbers}
@@ -54,16 +54,15 @@ def datapath_stats(dp, final=False):
     if c["no_route"]:
         drops["no_route"] = c["no_route"]
     # Frames the host's link could not hold (the NIC model's queue) never reach the model.
-    for nic in dp.ingress.links.values():
-        for reason, k in nic.drops.items():
-            drops["host_link_" + reason] = drops.get("host_link_" + reason, 0) + k
+    for reason, k in dp.host_link_drops().items():
+        drops["host_link_" + reason] = drops.get("host_link_" + reason, 0) + k
     before_model = {"rx_truncated": sum(truncated.values()), **dp.refused,
                     "off_flood_tree": sum(dp.not_flooded.values())}
     for reason, k in (*before_model.items(), ("tx_refused", sum(dp.tx_errors.values()))):
         if k:
             drops[reason] = drops.get(reason, 0) + k
     queued = sum(p["queued_packets"] + p["inflight_packets"] for p in c["ports"].values())
-    on_link = len(dp.ingress.arriving)       # read, still on a paced host's emulated link
+    on_link = dp.frames_on_link()            # read, still on a paced host's emulated link
     copies = sum(dp.flood_copies.values()) - sum(dp.flood_frames.values())
     taken, accounted = sw.conservation()
     frames_in = sum(rx_frames.values())

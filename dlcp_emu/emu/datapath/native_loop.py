@@ -1,0 +1,96 @@
+"""The switch process's forwarding loop compiled (`dlcp_native._core.Datapath`,
+dlcp_native/src/datapath.cpp): what `Datapath._run_model` and `_drain_model` do per frame
+(rings, kernel arrival times, a paced host's link, parsing, flooding, the model, rewrites,
+send-ahead, lateness, queue samples) with no Python per frame.
+
+It runs when the switch's model is the compiled one and no capture is asked for (pcap files
+are written by the Python loop). Python keeps the rest: it calls `run` until the next
+housekeeping, a signal (the wake-up fd) or full measurement buffers, then folds what the loop
+measured into the same histograms and files, and the stats read the same counters."""
+import socket
+import time
+
+from switch_models.nic import BUFFER_FULL
+
+WAKE, FULL = 1, 2
+PENDING_LIMIT = 1 << 16     # measurements the loop keeps before Python folds them
+
+
+class NativeLoop:
+    def __init__(self, dp, ring_frame_size):
+        """dp: the attached `Datapath` (its switch a `NativeSwitch`); ring_frame_size: the
+        receive ring's slot on AF_PACKET ports (0: no rings)."""
+        from dlcp_native import _core
+        sw = dp.switch
+        ports = []
+        for p in dp.ports:
+            sock = dp.socks[p["number"]]
+            ring = ring_frame_size if sock.family == socket.AF_PACKET else 0
+            ports.append((sock.fileno(), ring, dp.bufsize, bool(p.get("peer_paced")),
+                          float(p["rate_bps"]), int(p.get("delay_ns", 0))))
+        index = {n: i for i, n in enumerate(dp.numbers)}
+        routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
+        sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
+        self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
+                                   [[index[q] for q in dp.flood[n]] for n in dp.numbers],
+                                   int(dp.cfg["batch"]), dp.wake_r, sample_ns, PENDING_LIMIT)
+        self.numbers = dp.numbers
+        self.has_rings = any(p[1] for p in ports)
+        self.last = self.core.counters()
+
+    def run(self, dp):
+        """`Datapath._run_model`'s loop, until a stop is asked for; then its drain."""
+        core = self.core
+        clock = time.monotonic_ns
+        housekeeping = dp._housekeeping_due()
+        while not dp.stopping:
+            why = core.run(housekeeping, dp.clock_offset)
+            self.collect(dp)
+            if why == WAKE:
+                dp._drain_wakeup()      # the signal's handler has run: the flags are set
+            now = clock()
+            if now >= housekeeping or dp.report_now or why == FULL:
+                dp.housekeeping()
+                housekeeping = dp._housekeeping_due()
+                took = housekeeping - now - dp.housekeeping_interval_ns
+                dp.housekeeping_max_ns = max(dp.housekeeping_max_ns, took)
+        core.drain(time.monotonic_ns() + int(dp.cfg["drain_s"] * 1e9))
+        self.collect(dp)
+
+    def collect(self, dp):
+        """What the loop measured and counted since the last call, into the Datapath's
+        histograms, queue rows and counters (what `datapath_stats` reads)."""
+        core = self.core
+        dp.lateness.add(core.take_lateness())
+        dp.rx_wait.add(core.take_rx_wait())
+        samples = core.take_samples()
+        if dp.queues is not None and len(samples):
+            dp.queues.rows.extend(map(tuple, samples.reshape(-1, len(self.numbers) + 1).tolist()))
+        dp.send_ahead = core.send_ahead
+        dp.loops = core.loops
+        c = core.counters()
+        for n, p in zip(self.numbers, c["ports"]):
+            for key in ("rx_frames", "tx_errors", "rx_errors", "flood_frames", "flood_copies", "not_flooded"):
+                getattr(dp, key)[n] = p[key]
+        dp.refused.update(malformed=c["malformed"], invalid_dlcp=c["invalid_dlcp"])
+        dp.rewrite_errors = c["rewrite_errors"]
+        self.last = c
+
+    def truncated(self, n):
+        return self.last["ports"][self.numbers.index(n)]["truncated"]
+
+    def ring_states(self):
+        out = {}
+        for i, n in enumerate(self.numbers):
+            state = self.core.ring_state(i)
+            if state is not None:
+                out[n] = state
+        return out
+
+    def host_link_drops(self):
+        """{reason: frames} the paced hosts' link models dropped (all of them buffer_full)."""
+        k = sum(p["host_link_drops"] for p in self.last["ports"])
+        return {BUFFER_FULL: k} if k else {}
+
+    def on_link(self):
+        return self.last["on_link"]

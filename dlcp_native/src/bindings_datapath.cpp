@@ -1,0 +1,126 @@
+// Python bindings of the compiled forwarding loop (dlcp_native._core.Datapath) and of the
+// frame parser and rewrites (for the differential tests against frames.py and rewrite.py).
+// dlcp_emu/emu/datapath/native_loop.py drives it.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "datapath.hpp"
+#include "frames.hpp"
+
+namespace py = pybind11;
+using namespace dlcp;
+
+namespace dlcp_bindings {
+
+namespace {
+
+py::array_t<int64_t> take(std::vector<int64_t>& v) {
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  v.clear();
+  return out;
+}
+
+std::vector<uint8_t> bytes_of(const py::bytes& b) {
+  const std::string s = b;
+  return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+void bind_datapath(py::module_& m) {
+  py::class_<Datapath>(m, "Datapath")
+      .def(py::init([](py::object core, const std::vector<py::tuple>& ports,
+                       std::unordered_map<uint64_t, int32_t> routes, std::vector<int32_t> port_route,
+                       std::vector<std::vector<int>> flood, size_t batch, int wake_fd, int64_t sample_ns,
+                       int64_t pending_limit) {
+             std::vector<DatapathPort> specs;
+             for (const py::tuple& t : ports)
+               specs.push_back({t[0].cast<int>(), t[1].cast<uint32_t>(), t[2].cast<size_t>(), t[3].cast<bool>(),
+                                t[4].cast<double>(), t[5].cast<int64_t>()});
+             return std::make_unique<Datapath>(core_switch(core), specs, std::move(routes), std::move(port_route),
+                                               std::move(flood), batch, wake_fd, sample_ns, pending_limit);
+           }),
+           py::keep_alive<1, 2>())
+      .def("run",
+           [](Datapath& d, int64_t until, int64_t clock_offset) {
+             py::gil_scoped_release released;
+             return static_cast<int>(d.run(until, clock_offset));
+           })
+      .def("drain",
+           [](Datapath& d, int64_t deadline) {
+             py::gil_scoped_release released;
+             d.drain(deadline);
+           })
+      .def("take_lateness", [](Datapath& d) { return take(d.lateness); })
+      .def("take_rx_wait", [](Datapath& d) { return take(d.rx_wait); })
+      .def("take_samples", [](Datapath& d) { return take(d.samples); })
+      .def_readwrite("send_ahead", &Datapath::send_ahead)
+      .def_readonly("loops", &Datapath::loops)
+      .def("counters",
+           [](const Datapath& d) {
+             py::list ports;
+             for (size_t i = 0; i < d.counters.size(); ++i) {
+               const DatapathPortCounters& c = d.counters[i];
+               py::dict p;
+               p["rx_frames"] = c.rx_frames;
+               p["tx_errors"] = c.tx_errors;
+               p["rx_errors"] = c.rx_errors;
+               p["flood_frames"] = c.flood_frames;
+               p["flood_copies"] = c.flood_copies;
+               p["not_flooded"] = c.not_flooded;
+               const RxRing* r = d.ring(i);
+               p["truncated"] = r ? r->truncated : 0;
+               const HostNic* nic = d.nic(i);
+               p["host_link_drops"] = nic ? nic->drops : 0;
+               ports.append(p);
+             }
+             py::dict out;
+             out["ports"] = ports;
+             out["malformed"] = d.malformed;
+             out["invalid_dlcp"] = d.invalid_dlcp;
+             out["rewrite_errors"] = d.rewrite_errors;
+             out["on_link"] = d.on_link();
+             return out;
+           })
+      .def("ring_state", [](const Datapath& d, size_t port) -> py::object {
+        const RxRing* r = d.ring(port);
+        if (!r) return py::none();
+        const size_t waiting = r->waiting();
+        py::dict s;
+        s["next"] = r->next();
+        s["slots"] = r->slots();
+        s["waiting"] = waiting;
+        s["truncated"] = r->truncated;
+        s["resyncs"] = r->resyncs;
+        return s;
+      });
+
+  // frames.py `parse`: None for a refused frame's reason, else the Packet's fields.
+  m.def("parse_frame", [](const py::bytes& frame) -> py::object {
+    const std::vector<uint8_t> f = bytes_of(frame);
+    Packet p;
+    switch (parse_frame(f.data(), f.size(), p)) {
+      case Parsed::MALFORMED: return py::str("malformed");
+      case Parsed::INVALID_DLCP: return py::str("invalid_dlcp");
+      case Parsed::PACKET: break;
+    }
+    return py::make_tuple(p.size, p.flow, p.prio, p.mag, p.layer, p.droppable, p.dlcp, p.ect, p.ce,
+                          p.header_size);
+  });
+  // rewrite.py `trim_frame` (None where Python raises) and `mark_ce` on a copy.
+  m.def("trim_frame", [](const py::bytes& frame) -> py::object {
+    std::vector<uint8_t> f = bytes_of(frame);
+    if (!trim_frame(f)) return py::none();
+    return py::bytes(reinterpret_cast<const char*>(f.data()), f.size());
+  });
+  m.def("mark_ce", [](const py::bytes& frame) {
+    std::vector<uint8_t> f = bytes_of(frame);
+    const bool ce = mark_ce(f);
+    return py::make_tuple(ce, py::bytes(reinterpret_cast<const char*>(f.data()), f.size()));
+  });
+}
+
+}  // namespace dlcp_bindings
