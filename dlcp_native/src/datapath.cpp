@@ -39,7 +39,7 @@ int64_t Datapath::clock() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// process.py `_run_model`, one round per iteration.
+// python_loop.py `run_model`, one round per iteration.
 Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
   std::vector<pollfd> fds;
   for (const DatapathPort& p : ports_) fds.push_back({p.fd, POLLIN, 0});
@@ -164,7 +164,7 @@ void Datapath::take_due() {
   due_.clear();
 }
 
-// process.py `_take`.
+// python_loop.py `take`.
 void Datapath::take(int64_t t, int port, const std::vector<uint8_t>& frame) {
   Packet pkt;
   switch (parse_frame(frame.data(), frame.size(), pkt)) {
@@ -226,7 +226,7 @@ void Datapath::send_due(int64_t until) {
   send_ahead = ahead;
 }
 
-// process.py `_drain_model`.
+// python_loop.py `drain_model`.
 void Datapath::drain(int64_t deadline) {
   while (true) {
     std::optional<int64_t> t = sw_.next_event_time();

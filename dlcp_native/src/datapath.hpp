@@ -1,5 +1,5 @@
-// The switch process's forwarding loop compiled (dlcp_emu/emu/datapath/process.py
-// `_run_model`, ingress.py, sendahead.py): frames from the ports' receive rings, through the
+// The switch process's forwarding loop compiled (dlcp_emu/emu/datapath/python_loop.py
+// `run_model`, ingress.py, sendahead.py): frames from the ports' receive rings, through the
 // sans-I/O Switch, out of the ports' sockets on the model's schedule, with no Python per frame.
 // The Python process keeps everything around it (set-up, signals, stats, queue samples'
 // files) and calls `run` until its next housekeeping; what the loop measured (lateness, ring
@@ -50,7 +50,7 @@ class Datapath {
   Return run(int64_t until, int64_t clock_offset);
   // After a stop: read nothing more, let what the model holds and the frames still on a
   // host's link go on schedule until `deadline`; those still on a link then are handed to
-  // the model at once, so that each is counted (process.py `_drain_model`).
+  // the model at once, so that each is counted (python_loop.py `drain_model`).
   void drain(int64_t deadline);
 
   // What the loop measured since the caller last took it.
@@ -87,7 +87,7 @@ class Datapath {
   void settle(int64_t now, size_t sources);
   void due_from_links(int64_t now);
   // Hand the due frames to the model in order of arrival; a broadcast becomes a copy per
-  // flood port (process.py `_take`).
+  // flood port (python_loop.py `take`).
   void take_due();
   void take(int64_t t, int port, const std::vector<uint8_t>& frame);
   void receive(Packet pkt, int port, int64_t t, const std::vector<uint8_t>& frame);

@@ -1,5 +1,5 @@
 """The switch process's forwarding loop compiled (`dlcp_native._core.Datapath`,
-dlcp_native/src/datapath.cpp): what `Datapath._run_model` and `_drain_model` do per frame
+dlcp_native/src/datapath.cpp): what python_loop.py's `run_model` and `drain_model` do per frame
 (rings, kernel arrival times, a paced host's link, parsing, flooding, the model, rewrites,
 send-ahead, lateness, queue samples) with no Python per frame.
 
@@ -14,6 +14,16 @@ from switch_models.nic import BUFFER_FULL
 
 WAKE, FULL = 1, 2
 PENDING_LIMIT = 1 << 16     # measurements the loop keeps before Python folds them
+
+
+def choose_loop(mode, engine, pcap_dir):
+    """(loop, why): compiled when the model is; capture files are written by the Python loop."""
+    if mode != "model":
+        return None, None
+    if engine == "native" and not pcap_dir:
+        return "native", "the model is native and nothing is captured"
+    return "python", ("capture is written by the Python loop" if engine == "native"
+                      else "the model is Python")
 
 
 class NativeLoop:
@@ -39,7 +49,7 @@ class NativeLoop:
         self.last = self.core.counters()
 
     def run(self, dp):
-        """`Datapath._run_model`'s loop, until a stop is asked for; then its drain."""
+        """python_loop.run_model's loop, until a stop is asked for; then its drain."""
         core = self.core
         clock = time.monotonic_ns
         housekeeping = dp._housekeeping_due()

@@ -2,12 +2,13 @@
 
     python -m dlcp_emu.emu.datapath --config FILE.json
 
-One process per switch, one AF_PACKET socket per port, one loop: `select` on the sockets
-with a timeout to the model's next event (select has microsecond resolution, poll/epoll only
-milliseconds; timer slack is set to 1 ns so the kernel wakes us on time), drain the ready
-sockets in bounded batches, parse each frame into a `Packet` (`frames.py`), hand it to the
-model, then send what the model releases, with its rewrites applied. How late each frame
-left against the model's schedule (`pkt.depart`) is recorded: the emulation's fidelity.
+One process per switch, one AF_PACKET socket per port, one loop: wait on the sockets with a
+timeout to the model's next event (microsecond resolution; timer slack is set to 1 ns so the
+kernel wakes us on time), drain the ready sockets in bounded batches, parse each frame into a
+`Packet` (`frames.py`), hand it to the model, then send what the model releases, with its
+rewrites applied. How late each frame left against the model's schedule (`pkt.depart`) is
+recorded: the emulation's fidelity. The loop is compiled (`native_loop.py`) when the model
+is and nothing is captured, else Python's (`python_loop.py`); the stats say which (`loop`).
 
 Mode `forward` skips the model (recv -> route -> send): the bare cost of the I/O, for the
 benchmark. Broadcast and multicast frames are flooded on the loop-free tree ports the config
@@ -25,7 +26,6 @@ hides a single stall, which holds every packet the switch has).
 """
 import gc
 import os
-import select
 import signal
 import socket
 import time
@@ -34,13 +34,13 @@ from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
 from dlcp_emu.emu.datapath.config import build_switch, flood_table, load_config, mac_bytes
 from dlcp_emu.emu.datapath.forward import run_forward
-from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, copy_for, make_parser
+from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
-from dlcp_emu.emu.datapath.native_loop import NativeLoop
+from dlcp_emu.emu.datapath.native_loop import NativeLoop, choose_loop
 from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.queues import QueueSamples
-from dlcp_emu.emu.datapath.sendahead import send_due
+from dlcp_emu.emu.datapath.python_loop import run_model
 from dlcp_emu.emu.datapath.sockets import (
     PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
     open_port_socket, send_functions, socket_drops,
@@ -136,13 +136,7 @@ class Datapath:
         cfg = self.cfg
         self.socks = dict(socks)
         self.rings = {}
-        # The loop compiled when the model is; capture files are written by the Python loop.
-        if self.engine == "native" and not cfg["pcap_dir"]:
-            self.loop, self.loop_note = "native", "the model is native and nothing is captured"
-        elif self.mode == "model":
-            self.loop = "python"
-            self.loop_note = ("capture is written by the Python loop" if self.engine == "native"
-                              else "the model is Python")
+        self.loop, self.loop_note = choose_loop(self.mode, self.engine, cfg["pcap_dir"])
         # A ring slot holds the frame after the kernel's tpacket header: the next power of
         # two above a full frame (2048 for 1500, 16384 for jumbo 9000).
         frame_size = max(2048, 1 << (mtu + 18 + 128 - 1).bit_length()) if cfg["rx_ring"] else 0
@@ -229,139 +223,12 @@ class Datapath:
     def _run_model(self):
         if self.native_loop is not None:
             self.native_loop.run(self)
-            return
-        sw = self.switch
-        next_event = sw.next_event_time
-        clock = time.monotonic_ns
-        sel = select.select
-        batch = self.cfg["batch"]
-        lat = self.lateness.pending
-        lat_limit = 1 << 16
-        waits = self.rx_wait.pending
-        arriving = self.ingress.arriving
-        drains = self._drains()
-        by_sock = {self.socks[n]: (n, drains[n]) for n in self.numbers}
-        rlist = [*by_sock, self.wake_r]
-        peeks = self._peeks()
-        sends = [None] * (max(self.numbers) + 1)   # indexed by port number
-        for n, f in self._senders().items():
-            sends[n] = f
-        arrivals, take, send_due = self.ingress.arrivals, self._take, self._send_due
-        rx_frames = self.rx_frames
-        waits_append = waits.append
-        housekeeping = self._housekeeping_due()
-        idle = self.cfg["stats_interval_s"]
-        samples = self.queues.rows if self.queues is not None else None
-        queued_bytes = sw.queued_bytes     # per port, in port number order (self.numbers)
-        sample_ns, next_sample = int(self.cfg["queue_sample_ns"]), 0
-        floor = 0           # the model's clock so far: arrivals are never given one earlier
-        loops = 0
-        while not self.stopping:
-            loops += 1
-            t = next_event()
-            if t is not None:
-                t -= self.send_ahead
-            if arriving and (t is None or arriving[0][0] < t):
-                t = arriving[0][0]
-            now = clock()
-            if (now >= housekeeping or self.report_now or len(lat) > lat_limit
-                    or len(waits) > lat_limit):
-                self.loops = loops
-                self.housekeeping()
-                housekeeping = self._housekeeping_due()
-                took = housekeeping - now - self.housekeeping_interval_ns
-                if took > self.housekeeping_max_ns:
-                    self.housekeeping_max_ns = took
-            if t is None:
-                timeout = idle
-            else:
-                timeout = (t - now) * 1e-9
-                if timeout < 0:
-                    timeout = 0
-            # With rings, frames already waiting are seen without a syscall; select (and a
-            # sleep, and the sender's wake-up of us) only when every ring is empty.
-            ready = [s for s, peek in peeks if peek()] if peeks else None
-            if not ready:
-                ready = sel(rlist, (), (), timeout)[0]
-            got = []
-            for sock in ready:
-                entry = by_sock.get(sock)
-                if entry is None:
-                    self._drain_wakeup()
-                    continue
-                port, drain = entry
-                frames, stamps = drain(batch)
-                if frames:
-                    rx_frames[port] += len(frames)
-                    got.append((port, frames, stamps))
-            if got or arriving:
-                due = arrivals(got, clock(), floor, self.clock_offset, waits_append)
-                if due:
-                    take(due)
-            now = clock()
-            if now >= next_sample and samples is not None:
-                samples.append((now, *queued_bytes()))
-                next_sample = now + sample_ns
-            floor = now + self.send_ahead
-            send_due(floor, sends)
-        self.loops = loops
-        self._drain_model(sends, floor)
+        else:
+            run_model(self)
 
     def arrivals(self, got, now, floor):
         """[(arrival ns, port, frame)] due by `now` (see `Ingress.arrivals`)."""
         return self.ingress.arrivals(got, now, floor, self.clock_offset, self.rx_wait.pending.append)
-
-    def _take(self, due):
-        """Hand frames to the model ([(arrival ns, port, frame)]); a broadcast becomes one
-        packet per tree port it is flooded to."""
-        parse, receive, copy = self.parse, self.switch.receive, copy_for
-        flood = self.flood
-        for t, port, frame in due:
-            pkt = parse(frame)
-            if pkt.__class__ is str:    # refused: MALFORMED or INVALID_DLCP
-                self.refused[pkt] += 1
-                continue
-            if frame[0] & 1:            # group bit of the destination MAC
-                outs = flood[port]
-                if not outs:
-                    self.not_flooded[port] += 1
-                    continue
-                self.flood_frames[port] += 1
-                self.flood_copies[port] += len(outs)
-                for q in outs:
-                    receive(copy(pkt, q), port, t)
-            else:
-                receive(pkt, port, t)
-
-    def _send_due(self, until, sends):
-        send_due(self, until, sends)
-
-    def _drain_model(self, sends, floor):
-        """After a stop request: read nothing more, but let what the model holds, and the
-        frames still on an ingress link, go on on schedule (bounded by drain_s), so that a
-        run's last packets are delivered and its stats end with empty queues. Frames still
-        on a link at the deadline are given to the model then, so that they are counted."""
-        sw = self.switch
-        clock = time.monotonic_ns
-        deadline = clock() + int(self.cfg["drain_s"] * 1e9)
-        arriving = self.ingress.arriving
-        while True:
-            t = sw.next_event_time()
-            if arriving and (t is None or arriving[0][0] < t):
-                t = arriving[0][0]
-            now = clock()
-            if t is None or now > deadline:
-                break
-            if t > now:
-                select.select((), (), (), min(t, deadline) / 1e9 - now / 1e9)
-            now = clock()
-            due = self.arrivals([], now, floor)
-            if due:
-                self._take(due)
-            floor = now
-            self._send_due(now, sends)
-        if arriving:
-            self._take(self.ingress.remaining(floor))
 
     def _run_forward(self):
         run_forward(self)
@@ -397,39 +264,6 @@ class Datapath:
 
     def stats(self, final=False):
         return datapath_stats(self, final)
-
-    # What the stats read of the receive side, wherever the loop keeps it.
-    def has_rings(self):
-        if self.native_loop is not None:
-            return self.native_loop.has_rings
-        return bool(self.rings)
-
-    def ring_states(self):
-        if self.native_loop is not None:
-            return self.native_loop.ring_states()
-        return {n: r.state() for n, r in self.rings.items()}
-
-    def truncated_frames(self):
-        """{port: frames larger than a ring slot} (read, unusable)."""
-        if self.native_loop is not None:
-            return {n: self.native_loop.truncated(n) for n in self.numbers}
-        return {n: self.rings[n].truncated if n in self.rings else 0 for n in self.numbers}
-
-    def host_link_drops(self):
-        """{reason: frames} the paced hosts' link models dropped (they never reach the model)."""
-        if self.native_loop is not None:
-            return self.native_loop.host_link_drops()
-        drops = {}
-        for nic in self.ingress.links.values():
-            for reason, k in nic.drops.items():
-                drops[reason] = drops.get(reason, 0) + k
-        return drops
-
-    def frames_on_link(self):
-        """Frames read, still on a paced host's emulated link."""
-        if self.native_loop is not None:
-            return self.native_loop.on_link()
-        return len(self.ingress.arriving)
 
     def close(self):
         self.native_loop = None         # unmaps its rings
