@@ -81,7 +81,7 @@ class Rig:
         self.thread.join(5)
         assert not self.thread.is_alive()
         stats = self.dp.stats(final=True)
-        if self.dp.cfg.get("engine") in ("native", "python") and self.dp.mode == "model":
+        if self.dp.cfg.get("engine") in ("native", "python"):
             assert stats["loop"] == self.dp.cfg["engine"], stats["loop_note"]
         self.dp.close()
         for s in self.far.values():
@@ -261,8 +261,8 @@ def test_ecn_pipeline_marks_ce_on_the_ect_frames_the_model_marks(tmp_path, engin
     assert stats["conservation"]["ok"] and stats["conservation"]["sent"] == 16
 
 
-def test_forward_mode_passes_frames_straight(tmp_path):
-    rig = Rig(tmp_path, mode="forward")
+def test_forward_mode_passes_frames_straight(tmp_path, engine):
+    rig = Rig(tmp_path, mode="forward", engine=engine)
     for p in range(5):
         rig.far[1].send(frame(payload=p))
     got = rig.recv(2, 5)

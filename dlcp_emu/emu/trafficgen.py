@@ -149,12 +149,15 @@ def job_filter(job):
 
 
 def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sample_every=0,
-         cpu=None):
+         cpu=None, engine="native"):
     """Send frames at rate_pps (bursts of at most `burst` when behind) for duration_s or
-    count frames. Returns a summary dict."""
+    count frames. Returns a summary dict. engine: the compiled sender (`send_native`, the
+    benchmarks' default: no figure bound by Python) or this loop."""
     _set_slack()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
+    if engine == "native":
+        return send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every)
     sock = _socket(intf)
     tx = sock.send
     clock = time.monotonic_ns
@@ -213,6 +216,30 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
             "pps": round(sent / elapsed) if elapsed > 0 else 0, "per_class": per_class}
 
 
+def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every):
+    """`send` with the loop compiled (dlcp_native/src/traffic.cpp): the same frames, stamps,
+    bursts and summary."""
+    from dlcp_native import _core
+    frames = [bytes(templates[c][f]) for c, f in seq]
+    samples = []
+    if sample_every:
+        for t in frames:
+            b = bytearray(t)
+            struct.pack_into("!H", b, OFF_JOB, 1)
+            samples.append(bytes(b))
+    sock = _socket(intf)
+    try:
+        sent, errors, elapsed_ns, per_class = _core.send_frames(
+            sock.fileno(), frames, samples, [c for c, _ in seq], len(templates), float(rate_pps),
+            int(duration_s * 1e9), count if count is not None else 1 << 62, int(burst),
+            all(len(f) >= 90 for f in frames), int(sample_every))
+    finally:
+        sock.close()
+    elapsed = elapsed_ns / 1e9
+    return {"sent": sent, "errors": errors, "elapsed_s": round(elapsed, 6),
+            "pps": round(sent / elapsed) if elapsed > 0 else 0, "per_class": per_class}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m dlcp_emu.emu.trafficgen")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -235,6 +262,8 @@ def main(argv=None):
     s.add_argument("--sample-every", type=int, default=0)
     s.add_argument("--ecn", type=int, default=0, choices=(0, 1, 2, 3))
     s.add_argument("--cpu", type=int, default=None)
+    s.add_argument("--engine", choices=("native", "python"), default="native",
+                   help="the compiled sender (default) or the Python loop")
     s.add_argument("--start-at", type=float, default=None,
                    help="CLOCK_MONOTONIC second to start at (to line up several senders)")
     r = sub.add_parser("recv")
@@ -263,7 +292,7 @@ def main(argv=None):
             if 0 < wait < 30:
                 time.sleep(wait)
         out = send(args.intf, tpl, seq, args.rate_pps, args.duration, args.count, args.burst,
-                   args.sample_every, args.cpu)
+                   args.sample_every, args.cpu, args.engine)
         out["classes"] = classes
     else:
         from dlcp_emu.emu.trafficsink import receive

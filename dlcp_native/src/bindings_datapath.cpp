@@ -7,7 +7,9 @@
 
 #include "bindings.hpp"
 #include "datapath.hpp"
+#include "forwarder.hpp"
 #include "frames.hpp"
+#include "traffic.hpp"
 
 namespace py = pybind11;
 using namespace dlcp;
@@ -97,6 +99,39 @@ void bind_datapath(py::module_& m) {
         s["resyncs"] = r->resyncs;
         return s;
       });
+
+  py::class_<Forwarder>(m, "Forwarder")
+      .def(py::init<const std::vector<int>&, const std::vector<uint32_t>&, std::unordered_map<uint64_t, int>,
+                    std::vector<std::vector<int>>, size_t, int, size_t>())
+      .def("run",
+           [](Forwarder& f, int64_t until) {
+             py::gil_scoped_release released;
+             return f.run(until);
+           })
+      .def("counters", [](const Forwarder& f) {
+        py::dict d;
+        d["rx_frames"] = f.counters.rx_frames;
+        d["tx_frames"] = f.counters.tx_frames;
+        d["tx_errors"] = f.counters.tx_errors;
+        d["no_route"] = f.counters.no_route;
+        return d;
+      });
+
+  // trafficgen.py `send` compiled: (sent, errors, elapsed ns, [frames per class]).
+  m.def("send_frames", [](int fd, const std::vector<py::bytes>& frames, const std::vector<py::bytes>& samples,
+                          const std::vector<int>& cls_of, int classes, double rate_pps, int64_t duration_ns,
+                          int64_t limit, int64_t burst, bool stamp, int64_t sample_every) {
+    std::vector<std::vector<uint8_t>> f, s;
+    for (const py::bytes& b : frames) f.push_back(bytes_of(b));
+    for (const py::bytes& b : samples) s.push_back(bytes_of(b));
+    SendPlan plan{rate_pps, duration_ns, limit, burst, stamp, sample_every};
+    SendResult r;
+    {
+      py::gil_scoped_release released;
+      r = send_frames(fd, f, s, cls_of, classes, plan);
+    }
+    return py::make_tuple(r.sent, r.errors, r.elapsed_ns, r.per_class);
+  });
 
   // frames.py `parse`: None for a refused frame's reason, else the Packet's fields.
   m.def("parse_frame", [](const py::bytes& frame) -> py::object {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 
 #include "frames.hpp"
 

@@ -17,13 +17,48 @@ PENDING_LIMIT = 1 << 16     # measurements the loop keeps before Python folds th
 
 
 def choose_loop(mode, engine, pcap_dir):
-    """(loop, why): compiled when the model is; capture files are written by the Python loop."""
-    if mode != "model":
-        return None, None
-    if engine == "native" and not pcap_dir:
+    """(loop, why): compiled when the model is (in mode forward: unless the config's engine
+    says python); capture files are written by the Python loop."""
+    if pcap_dir and engine != "python":
+        return "python", "capture is written by the Python loop"
+    if mode == "forward":
+        return ("python", "asked for") if engine == "python" else ("native", "the bare forwarder compiled")
+    if engine == "native":
         return "native", "the model is native and nothing is captured"
-    return "python", ("capture is written by the Python loop" if engine == "native"
-                      else "the model is Python")
+    return "python", "the model is Python"
+
+
+class NativeForwarder:
+    """forward.py's `run_forward` compiled (dlcp_native/src/forwarder.cpp)."""
+
+    def __init__(self, dp, ring_frame_size):
+        from dlcp_native import _core
+        index = {n: i for i, n in enumerate(dp.numbers)}
+        socks = [dp.socks[n] for n in dp.numbers]
+        self.core = _core.Forwarder(
+            [s.fileno() for s in socks],
+            [ring_frame_size if s.family == socket.AF_PACKET else 0 for s in socks],
+            {int.from_bytes(mac, "big"): index[ports[0]] for mac, ports in dp.routes.items()},
+            [[index[q] for q in dp.flood[n]] for n in dp.numbers], int(dp.cfg["batch"]), dp.wake_r,
+            dp.bufsize)
+        self.has_rings = bool(ring_frame_size) and any(s.family == socket.AF_PACKET for s in socks)
+
+    def run(self, dp):
+        while not dp.stopping:
+            if self.core.run(dp._housekeeping_due()):
+                dp._drain_wakeup()
+            self.collect(dp)
+            dp.housekeeping()
+
+    def collect(self, dp):
+        c = self.core.counters()
+        for i, n in enumerate(dp.numbers):
+            dp.rx_frames[n], dp.tx_frames[n], dp.tx_errors[n] = (
+                c["rx_frames"][i], c["tx_frames"][i], c["tx_errors"][i])
+        dp.no_route = c["no_route"]
+
+    def ring_states(self):
+        return {}
 
 
 class NativeLoop:

@@ -37,7 +37,7 @@ from dlcp_emu.emu.datapath.forward import run_forward
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
 from dlcp_emu.emu.datapath.lateness import Lateness
-from dlcp_emu.emu.datapath.native_loop import NativeLoop, choose_loop
+from dlcp_emu.emu.datapath.native_loop import NativeForwarder, NativeLoop, choose_loop
 from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.queues import QueueSamples
 from dlcp_emu.emu.datapath.python_loop import run_model
@@ -136,7 +136,7 @@ class Datapath:
         cfg = self.cfg
         self.socks = dict(socks)
         self.rings = {}
-        self.loop, self.loop_note = choose_loop(self.mode, self.engine, cfg["pcap_dir"])
+        self.loop, self.loop_note = choose_loop(self.mode, self.engine or cfg["engine"], cfg["pcap_dir"])
         # A ring slot holds the frame after the kernel's tpacket header: the next power of
         # two above a full frame (2048 for 1500, 16384 for jumbo 9000).
         frame_size = max(2048, 1 << (mtu + 18 + 128 - 1).bit_length()) if cfg["rx_ring"] else 0
@@ -154,7 +154,8 @@ class Datapath:
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         if self.loop == "native":
-            self.native_loop = NativeLoop(self, frame_size)
+            native = NativeLoop if self.mode == "model" else NativeForwarder
+            self.native_loop = native(self, frame_size)
         if frame_size:
             # Frames queued before a ring existed would keep the socket readable; they
             # arrived before we were ready: discard.
@@ -231,7 +232,10 @@ class Datapath:
         return self.ingress.arrivals(got, now, floor, self.clock_offset, self.rx_wait.pending.append)
 
     def _run_forward(self):
-        run_forward(self)
+        if self.native_loop is not None:
+            self.native_loop.run(self)
+        else:
+            run_forward(self)
 
     def _drain_wakeup(self):
         try:

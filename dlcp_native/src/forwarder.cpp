@@ -1,0 +1,84 @@
+#include "forwarder.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+#include "frames.hpp"
+
+namespace dlcp {
+
+Forwarder::Forwarder(const std::vector<int>& fds, const std::vector<uint32_t>& ring_frame_sizes,
+                     std::unordered_map<uint64_t, int> routes, std::vector<std::vector<int>> flood, size_t batch,
+                     int wake_fd, size_t recv_size)
+    : fds_(fds), routes_(std::move(routes)), flood_(std::move(flood)), batch_(batch), wake_fd_(wake_fd),
+      buf_(recv_size) {
+  if (ring_frame_sizes.size() != fds_.size() || flood_.size() != fds_.size())
+    throw std::invalid_argument("a forwarder needs one ring size and flood list per port");
+  for (size_t i = 0; i < fds_.size(); ++i)
+    rings_.push_back(ring_frame_sizes[i] ? std::make_unique<RxRing>(fds_[i], ring_frame_sizes[i]) : nullptr);
+  counters.rx_frames.assign(fds_.size(), 0);
+  counters.tx_frames.assign(fds_.size(), 0);
+  counters.tx_errors.assign(fds_.size(), 0);
+}
+
+void Forwarder::forward(size_t port, const uint8_t* frame, size_t n) {
+  ++counters.rx_frames[port];
+  auto out = [&](int q) {
+    if (send(fds_[q], frame, n, MSG_DONTWAIT) < 0)
+      ++counters.tx_errors[q];
+    else
+      ++counters.tx_frames[q];
+  };
+  if (frame[0] & 1) {
+    for (int q : flood_[port]) out(q);
+    return;
+  }
+  const auto it = routes_.find(mac_key(frame));
+  if (it == routes_.end()) {
+    ++counters.no_route;
+    return;
+  }
+  out(it->second);
+}
+
+bool Forwarder::run(int64_t until) {
+  std::vector<pollfd> fds;
+  for (int fd : fds_) fds.push_back({fd, POLLIN, 0});
+  fds.push_back({wake_fd_, POLLIN, 0});
+  while (true) {
+    timespec now_ts;
+    clock_gettime(CLOCK_MONOTONIC, &now_ts);
+    const int64_t now = int64_t(now_ts.tv_sec) * 1000000000 + now_ts.tv_nsec;
+    if (now >= until) return false;
+    bool any = false;
+    for (size_t i = 0; i < fds_.size(); ++i)
+      if (rings_[i] && rings_[i]->ready()) {
+        any = true;
+        rings_[i]->drain(batch_, [&](const uint8_t* f, size_t n, int64_t) { forward(i, f, n); });
+      }
+    if (any) continue;
+    const int64_t timeout = until - now;
+    const timespec ts{time_t(timeout / 1000000000), long(timeout % 1000000000)};
+    for (pollfd& f : fds) f.revents = 0;
+    if (ppoll(fds.data(), fds.size(), &ts, nullptr) <= 0) continue;
+    if (fds.back().revents) return true;
+    for (size_t i = 0; i < fds_.size(); ++i) {
+      if (!fds[i].revents) continue;
+      if (rings_[i]) {
+        rings_[i]->drain(batch_, [&](const uint8_t* f, size_t n, int64_t) { forward(i, f, n); });
+        continue;
+      }
+      for (size_t k = 0; k < batch_; ++k) {
+        const ssize_t n = recv(fds_[i], buf_.data(), buf_.size(), MSG_DONTWAIT);
+        if (n < 0) break;
+        forward(i, buf_.data(), size_t(n));
+      }
+    }
+  }
+}
+
+}  // namespace dlcp
