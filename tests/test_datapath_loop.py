@@ -17,7 +17,6 @@ from dlcp_emu.emu.mnswitch import flood_ports, switch_config
 from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame
 from switch_models import REWRITE_CE, PortConfig, Switch
 from dlcp_emu.emu.datapath.process import Datapath
-from dlcp_emu.emu.datapath.stats import frames_on_link
 from dlcp_emu.emu.datapath.frames import parse
 from dlcp_emu.emu.streams import read_rows
 from topologies import build
@@ -135,7 +134,7 @@ def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path, engine):
     for _ in range(5):
         rig.far[1].send(frame(payload=910))
     deadline = time.monotonic() + 5
-    while frames_on_link(rig.dp) < 5 and time.monotonic() < deadline:
+    while rig.dp.receive_side.on_link() < 5 and time.monotonic() < deadline:
         time.sleep(0.001)
     stats = rig.stop()
     c = stats["conservation"]

@@ -148,6 +148,14 @@ def job_filter(job):
     return prog, buf
 
 
+def sampled(frames):
+    """Copies of the frames with job 1: what `--sample-every` sends every K-th."""
+    out = [bytearray(t) for t in frames]
+    for t in out:
+        struct.pack_into("!H", t, OFF_JOB, 1)
+    return out
+
+
 def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sample_every=0,
          cpu=None, engine="native"):
     """Send frames at rate_pps (bursts of at most `burst` when behind) for duration_s or
@@ -164,11 +172,7 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
     pack_ts = _U64.pack_into
     pack_seq = _U32.pack_into
     frames = [templates[c][f] for c, f in seq]
-    samples = None
-    if sample_every:
-        samples = [bytearray(t) for t in frames]
-        for t in samples:
-            struct.pack_into("!H", t, OFF_JOB, 1)
+    samples = sampled(frames) if sample_every else None
     L = len(frames)
     stamp = all(len(f) >= 90 for f in frames)
     per_class = [0] * len(templates)
@@ -221,12 +225,7 @@ def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample
     bursts and summary."""
     from dlcp_native import _core
     frames = [bytes(templates[c][f]) for c, f in seq]
-    samples = []
-    if sample_every:
-        for t in frames:
-            b = bytearray(t)
-            struct.pack_into("!H", b, OFF_JOB, 1)
-            samples.append(bytes(b))
+    samples = [bytes(b) for b in sampled(frames)] if sample_every else []
     sock = _socket(intf)
     try:
         sent, errors, elapsed_ns, per_class = _core.send_frames(

@@ -25,6 +25,18 @@ py::array_t<int64_t> take(std::vector<int64_t>& v) {
   return out;
 }
 
+// sockets.py `RxRing.state`: where we read and how many slots hold frames (None: no ring).
+py::object ring_state(const RxRing* r) {
+  if (!r) return py::none();
+  py::dict s;
+  s["next"] = r->next();
+  s["slots"] = r->slots();
+  s["waiting"] = r->waiting();
+  s["truncated"] = r->truncated;
+  s["resyncs"] = r->resyncs;
+  return s;
+}
+
 std::vector<uint8_t> bytes_of(const py::bytes& b) {
   const std::string s = b;
   return {s.begin(), s.end()};
@@ -87,18 +99,7 @@ void bind_datapath(py::module_& m) {
              out["on_link"] = d.on_link();
              return out;
            })
-      .def("ring_state", [](const Datapath& d, size_t port) -> py::object {
-        const RxRing* r = d.ring(port);
-        if (!r) return py::none();
-        const size_t waiting = r->waiting();
-        py::dict s;
-        s["next"] = r->next();
-        s["slots"] = r->slots();
-        s["waiting"] = waiting;
-        s["truncated"] = r->truncated;
-        s["resyncs"] = r->resyncs;
-        return s;
-      });
+      .def("ring_state", [](const Datapath& d, size_t port) { return ring_state(d.ring(port)); });
 
   py::class_<Forwarder>(m, "Forwarder")
       .def(py::init<const std::vector<int>&, const std::vector<uint32_t>&, std::unordered_map<uint64_t, int>,
@@ -108,6 +109,7 @@ void bind_datapath(py::module_& m) {
              py::gil_scoped_release released;
              return f.run(until);
            })
+      .def("ring_state", [](const Forwarder& f, size_t port) { return ring_state(f.ring(port)); })
       .def("counters", [](const Forwarder& f) {
         py::dict d;
         d["rx_frames"] = f.counters.rx_frames;

@@ -3,12 +3,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 
+#include "clock.hpp"
 #include "frames.hpp"
 
 namespace dlcp {
@@ -34,10 +34,13 @@ Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unor
   }
 }
 
-int64_t Datapath::clock() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+// When the loop next has to act: a departure (less the send-ahead) or a frame's arrival at
+// the end of a host's link, whichever is first; none if idle.
+std::optional<int64_t> Datapath::next_wake(int64_t ahead) const {
+  std::optional<int64_t> t = sw_.next_event_time();
+  if (t) *t -= ahead;
+  if (!arriving_.empty() && (!t || arriving_.top().t < *t)) t = arriving_.top().t;
+  return t;
 }
 
 // python_loop.py `run_model`, one round per iteration.
@@ -48,10 +51,8 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
   std::vector<size_t> ready;
   while (true) {
     ++loops;
-    std::optional<int64_t> t = sw_.next_event_time();
-    if (t) *t -= send_ahead;
-    if (!arriving_.empty() && (!t || arriving_.top().t < *t)) t = arriving_.top().t;
-    int64_t now = clock();
+    const std::optional<int64_t> t = next_wake(send_ahead);
+    int64_t now = monotonic_ns();
     if (now >= until) return UNTIL;
     if (int64_t(lateness.size()) >= pending_limit_ || int64_t(rx_wait.size()) >= pending_limit_) return FULL;
     // With rings, frames already waiting are seen without a syscall; poll (and a sleep, and
@@ -62,7 +63,7 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
     if (ready.empty()) {
       int64_t timeout = until - now;
       if (t) timeout = std::min(timeout, std::max<int64_t>(*t - now, 0));
-      const timespec ts{time_t(timeout / 1000000000), long(timeout % 1000000000)};
+      const timespec ts = timespec_of(timeout);
       for (pollfd& f : fds) f.revents = 0;
       if (ppoll(fds.data(), fds.size(), &ts, nullptr) > 0) {
         if (fds.back().revents) return WAKE;
@@ -72,10 +73,10 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
     }
     const size_t sources = ready.size();
     for (size_t port : ready) read_port(port, clock_offset);
-    now = clock();
+    now = monotonic_ns();
     settle(now, sources);
     if (!due_.empty()) take_due();
-    now = clock();
+    now = monotonic_ns();
     if (sample_ns_ > 0 && now >= next_sample_) {
       samples.push_back(now);
       for (const auto& p : sw_.ports) samples.push_back(p->bytes);
@@ -160,13 +161,14 @@ void Datapath::due_from_links(int64_t now) {
 void Datapath::take_due() {
   for (Arrival& a : due_) {
     take(a.t, a.port, a.frame);
-    spare_.push_back(std::move(a.frame));
+    spare_.push_back(std::move(a.frame));  // what the switch no longer holds, for the next read
   }
   due_.clear();
 }
 
-// python_loop.py `take`.
-void Datapath::take(int64_t t, int port, const std::vector<uint8_t>& frame) {
+// python_loop.py `take`. The frame read is copied once, from the ring; the packet the switch
+// holds keeps that buffer (its last flood copy too), the others get copies.
+void Datapath::take(int64_t t, int port, std::vector<uint8_t>& frame) {
   Packet pkt;
   switch (parse_frame(frame.data(), frame.size(), pkt)) {
     case Parsed::MALFORMED: ++malformed; return;
@@ -182,24 +184,29 @@ void Datapath::take(int64_t t, int port, const std::vector<uint8_t>& frame) {
     }
     ++c.flood_frames;
     c.flood_copies += int64_t(outs.size());
-    for (int q : outs) {
-      pkt.dst = port_route_[q];
-      receive(pkt, port, t, frame);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      pkt.dst = port_route_[outs[k]];
+      receive(pkt, port, t, frame, k + 1 == outs.size());
     }
     return;
   }
   const auto it = routes_.find(mac_key(frame.data()));
   pkt.dst = it == routes_.end() ? -1 : it->second;
-  receive(pkt, port, t, frame);
+  receive(pkt, port, t, frame, true);
 }
 
-void Datapath::receive(Packet pkt, int port, int64_t t, const std::vector<uint8_t>& frame) {
+// last: the frame's buffer is not needed after this packet, so the switch's slot takes it
+// (and `frame` gets the slot's old buffer to reuse).
+void Datapath::receive(Packet pkt, int port, int64_t t, std::vector<uint8_t>& frame, bool last) {
   pkt.uid = uid_++;
   Slot slot = NO_SLOT;
   sw_.receive(pkt, port, t, &slot);
   if (slot == NO_SLOT) return;
   if (slot >= held_.size()) held_.resize(slot + 1);
-  held_[slot].assign(frame.begin(), frame.end());
+  if (last)
+    held_[slot].swap(frame);
+  else
+    held_[slot].assign(frame.begin(), frame.end());
 }
 
 // sendahead.py `send_due`.
@@ -215,7 +222,7 @@ void Datapath::send_due(int64_t until) {
       else if (d.pkt.rewrite & REWRITE_CE)
         mark_ce(frame);
     }
-    const int64_t late = clock() - d.pkt.depart;
+    const int64_t late = monotonic_ns() - d.pkt.depart;
     lateness.push_back(late);
     if (late > 0) {
       if (ahead < MAX_SEND_AHEAD_NS) ahead += SEND_AHEAD_STEP_NS;
@@ -230,16 +237,14 @@ void Datapath::send_due(int64_t until) {
 // python_loop.py `drain_model`.
 void Datapath::drain(int64_t deadline) {
   while (true) {
-    std::optional<int64_t> t = sw_.next_event_time();
-    if (!arriving_.empty() && (!t || arriving_.top().t < *t)) t = arriving_.top().t;
-    int64_t now = clock();
+    const std::optional<int64_t> t = next_wake(0);
+    int64_t now = monotonic_ns();
     if (!t || now > deadline) break;
     if (*t > now) {
-      const int64_t until = std::min(*t, deadline);
-      const timespec ts{time_t(until / 1000000000), long(until % 1000000000)};
+      const timespec ts = timespec_of(std::min(*t, deadline));
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     }
-    now = clock();
+    now = monotonic_ns();
     due_from_links(now);
     if (!due_.empty()) take_due();
     floor_ = now;

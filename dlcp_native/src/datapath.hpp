@@ -82,15 +82,15 @@ class Datapath {
     int port;
     std::vector<uint8_t> frame;
   };
-  static int64_t clock();
+  std::optional<int64_t> next_wake(int64_t ahead) const;
   void read_port(size_t port, int64_t clock_offset);
   void settle(int64_t now, size_t sources);
   void due_from_links(int64_t now);
   // Hand the due frames to the model in order of arrival; a broadcast becomes a copy per
   // flood port (python_loop.py `take`).
   void take_due();
-  void take(int64_t t, int port, const std::vector<uint8_t>& frame);
-  void receive(Packet pkt, int port, int64_t t, const std::vector<uint8_t>& frame);
+  void take(int64_t t, int port, std::vector<uint8_t>& frame);
+  void receive(Packet pkt, int port, int64_t t, std::vector<uint8_t>& frame, bool last);
   void send_due(int64_t until);  // sendahead.py `send_due`
 
   Switch& sw_;

@@ -2,11 +2,11 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <cerrno>
 #include <stdexcept>
 
+#include "clock.hpp"
 #include "frames.hpp"
 
 namespace dlcp {
@@ -50,9 +50,7 @@ bool Forwarder::run(int64_t until) {
   for (int fd : fds_) fds.push_back({fd, POLLIN, 0});
   fds.push_back({wake_fd_, POLLIN, 0});
   while (true) {
-    timespec now_ts;
-    clock_gettime(CLOCK_MONOTONIC, &now_ts);
-    const int64_t now = int64_t(now_ts.tv_sec) * 1000000000 + now_ts.tv_nsec;
+    const int64_t now = monotonic_ns();
     if (now >= until) return false;
     bool any = false;
     for (size_t i = 0; i < fds_.size(); ++i)
@@ -61,8 +59,7 @@ bool Forwarder::run(int64_t until) {
         rings_[i]->drain(batch_, [&](const uint8_t* f, size_t n, int64_t) { forward(i, f, n); });
       }
     if (any) continue;
-    const int64_t timeout = until - now;
-    const timespec ts{time_t(timeout / 1000000000), long(timeout % 1000000000)};
+    const timespec ts = timespec_of(until - now);
     for (pollfd& f : fds) f.revents = 0;
     if (ppoll(fds.data(), fds.size(), &ts, nullptr) <= 0) continue;
     if (fds.back().revents) return true;

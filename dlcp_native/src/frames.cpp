@@ -2,13 +2,20 @@
 // dlcp_emu/emu/datapath/frames.py, in the same order.
 #include "frames.hpp"
 
+#include <netinet/in.h>  // IPPROTO_TCP, IPPROTO_UDP
+
 #include "host_stack.hpp"  // python_tuple_hash
+#include "nic.hpp"         // ETH_MIN
+#include "transport_packet.hpp"
 
 namespace dlcp {
 
 namespace {
 
-constexpr size_t ETH_LEN = 14, IP_MIN = ETH_LEN + 20, DLCP_OFF = 42, PAYLOAD_OFF = 90;
+using transport::ETH_LEN, transport::IPV4_LEN, transport::UDP_LEN, transport::HEADER_LEN,
+    transport::FRAME_OVERHEAD, transport::FLAG_DROPPABLE, transport::FLAG_TRIMMED, transport::TENSOR_LAYER_SHIFT;
+
+constexpr size_t IP_MIN = ETH_LEN + IPV4_LEN, DLCP_OFF = ETH_LEN + IPV4_LEN + UDP_LEN, PAYLOAD_OFF = FRAME_OVERHEAD;
 constexpr size_t OFF_ETHERTYPE = 12, OFF_VER_IHL = 14, OFF_TOS = 15, OFF_TOTAL_LEN = 16,
                  OFF_FRAG = 20, OFF_PROTO = 23, OFF_IP_CHECKSUM = 24, OFF_SRC = 26, OFF_DST = 30,
                  OFF_SPORT = 34, OFF_DPORT = 36, OFF_UDP_LEN = 38, OFF_UDP_CHECKSUM = 40;
@@ -17,11 +24,10 @@ constexpr size_t HDR_MAGIC = 0, HDR_VERSION = 2, HDR_TYPE = 3, HDR_FLAGS = 4, HD
                  HDR_MAG_CLASS = 6, HDR_RESERVED = 7, HDR_PAYLOAD_LEN = 14, HDR_TENSOR_ID = 20,
                  HDR_RESERVED2 = 36;
 constexpr uint16_t MAGIC = 0xD1C9;
-constexpr uint8_t VERSION = 1, N_TYPES = 4, FLAG_MASK = 0x0F, DROPPABLE = 0x01, TRIMMED = 0x04;
-constexpr int64_t ETH_MIN_SIZE = 60, FRAME_OVERHEAD = 90, LAYER_SHIFT = 16;
-constexpr uint8_t TCP = 6, UDP = 17;
+constexpr uint8_t VERSION = 1, FLAG_MASK = 0x0F;
+constexpr uint8_t N_TYPES = transport::ACK + 1;
+constexpr uint8_t TCP = IPPROTO_TCP, UDP = IPPROTO_UDP;
 constexpr uint16_t FRAG = 0x3FFF;  // MF flag + fragment offset: not a whole datagram
-constexpr uint8_t NOT_DLCP_PRIORITY = 7;
 
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 uint32_t u32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
@@ -40,7 +46,7 @@ int64_t mac_pair_hash(const uint8_t* f) {
 }
 
 void plain(Packet& pkt, size_t n, int64_t flow, uint8_t prio = NOT_DLCP_PRIORITY, bool ect = false, bool ce = false) {
-  pkt.size = int64_t(n) > ETH_MIN_SIZE ? int64_t(n) : ETH_MIN_SIZE;
+  pkt.size = int64_t(n) > ETH_MIN ? int64_t(n) : ETH_MIN;
   pkt.flow = flow;
   pkt.prio = prio;
   pkt.mag = 0;
@@ -111,8 +117,8 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
           return Parsed::INVALID_DLCP;
         plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), dprio, ect, ce);
         pkt.mag = mag;
-        pkt.layer = int64_t(u32(h + HDR_TENSOR_ID)) >> LAYER_SHIFT;
-        pkt.droppable = flags & DROPPABLE;
+        pkt.layer = int64_t(u32(h + HDR_TENSOR_ID)) >> TENSOR_LAYER_SHIFT;
+        pkt.droppable = flags & FLAG_DROPPABLE;
         pkt.dlcp = true;
         return Parsed::PACKET;
       }
@@ -132,20 +138,20 @@ bool trim_frame(std::vector<uint8_t>& f) {
   if (u16(h + HDR_MAGIC) != MAGIC || h[HDR_VERSION] != VERSION) return false;
   const uint32_t total_len = u16(&f[OFF_TOTAL_LEN]), udp_len = u16(&f[OFF_UDP_LEN]);
   const uint32_t payload_len = u16(h + HDR_PAYLOAD_LEN);
-  if (ETH_LEN + total_len > size || udp_len + 20 != total_len || udp_len < 8 + 48) return false;
-  const uint32_t carried = udp_len - 8 - 48;
+  if (ETH_LEN + total_len > size || udp_len + IPV4_LEN != total_len || udp_len < UDP_LEN + HEADER_LEN) return false;
+  const uint32_t carried = udp_len - UDP_LEN - HEADER_LEN;
   const uint8_t flags = h[HDR_FLAGS];
-  if (flags & TRIMMED) {
+  if (flags & FLAG_TRIMMED) {
     if (carried) return false;
     f.resize(PAYLOAD_OFF);
     return true;
   }
   if (payload_len != carried) return false;
-  const uint32_t new_total = 20 + 8 + 48, new_udp = 8 + 48;
+  const uint32_t new_total = IPV4_LEN + UDP_LEN + HEADER_LEN, new_udp = UDP_LEN + HEADER_LEN;
   const uint64_t payload_words = word_sum(&f[PAYLOAD_OFF], ETH_LEN + total_len - PAYLOAD_OFF);
   put16(&f[OFF_TOTAL_LEN], new_total);
   put16(&f[OFF_UDP_LEN], new_udp);
-  f[DLCP_OFF + HDR_FLAGS] = flags | TRIMMED;
+  f[DLCP_OFF + HDR_FLAGS] = flags | FLAG_TRIMMED;
   put16(&f[OFF_IP_CHECKSUM], update(u16(&f[OFF_IP_CHECKSUM]), total_len, new_total));
   const uint32_t udp_sum = u16(&f[OFF_UDP_CHECKSUM]);
   if (udp_sum) {  // 0: the sender sent none; keep it that way
@@ -153,7 +159,7 @@ bool trim_frame(std::vector<uint8_t>& f) {
     // UDP length counts twice (pseudo-header and header); flags share a word with priority;
     // the payload's words leave the sum.
     const uint64_t old_sum = 2 * uint64_t(udp_len) + (uint32_t(flags) << 8 | prio) + fold(payload_words);
-    const uint64_t new_sum = 2 * uint64_t(new_udp) + (uint32_t(flags | TRIMMED) << 8 | prio);
+    const uint64_t new_sum = 2 * uint64_t(new_udp) + (uint32_t(flags | FLAG_TRIMMED) << 8 | prio);
     const uint32_t sum = update(udp_sum, old_sum, new_sum);
     put16(&f[OFF_UDP_CHECKSUM], sum ? sum : 0xFFFF);
   }

@@ -3,15 +3,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "nic.hpp"  // ETH_MIN
+
 namespace dlcp {
 
 namespace {
 
 using namespace transport;
 
-constexpr int64_t ETH_MIN = 60;         // shorter frames are padded on a wire
-constexpr int TENSOR_LAYER_SHIFT = 16;
-constexpr uint8_t NOT_DLCP_PRIORITY = 7;
 constexpr int64_t TCP = 6, UDP = 17, TCP_PORT = 5001;
 
 bool is_feedback(uint8_t type) { return type == ACK || type == BITMAP; }

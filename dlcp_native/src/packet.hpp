@@ -13,6 +13,8 @@ namespace dlcp {
 constexpr uint8_t REWRITE_TRIM = 1;
 constexpr uint8_t REWRITE_CE = 2;
 
+constexpr uint8_t NOT_DLCP_PRIORITY = 7;  // the lowest: what a switch gives traffic that says nothing
+
 struct Packet {
   int64_t uid = 0;           // caller's id for per-packet records
   int64_t flow = 0;          // flow hash (5-tuple); ECMP and PIAS key on it

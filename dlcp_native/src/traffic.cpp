@@ -1,22 +1,17 @@
 #include "traffic.hpp"
 
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <stdexcept>
+
+#include "clock.hpp"
 
 namespace dlcp {
 
 namespace {
 
 constexpr size_t OFF_CHUNK_INDEX = 42 + 24, OFF_SEND_TS_NS = 42 + 40;
-
-int64_t clock_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 void put_be(uint8_t* p, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i, v >>= 8) p[i] = uint8_t(v);
@@ -36,15 +31,14 @@ SendResult send_frames(int fd, std::vector<std::vector<uint8_t>>& frames, std::v
   std::vector<iovec> iov(size_t(plan.burst));
   std::vector<size_t> index(size_t(plan.burst));
   const double gap = 1e9 / plan.rate_pps;
-  const int64_t t0 = clock_ns(), end = t0 + plan.duration_ns;
+  const int64_t t0 = monotonic_ns(), end = t0 + plan.duration_ns;
   int64_t sent = 0;
   while (sent < plan.limit) {
-    const int64_t now = clock_ns();
+    const int64_t now = monotonic_ns();
     if (now >= end) break;
     int64_t due = int64_t(double(now - t0) / gap) + 1 - sent;
     if (due <= 0) {
-      const int64_t wake = t0 + int64_t(double(sent) * gap);
-      const timespec ts{time_t(wake / 1000000000), long(wake % 1000000000)};
+      const timespec ts = timespec_of(t0 + int64_t(double(sent) * gap));
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
       continue;
     }
@@ -56,7 +50,7 @@ SendResult send_frames(int fd, std::vector<std::vector<uint8_t>>& frames, std::v
           plan.sample_every && seq % plan.sample_every == 0 ? samples[i] : frames[i];
       if (plan.stamp) {
         put_be(&buf[OFF_CHUNK_INDEX], uint64_t(seq) & 0xFFFFFFFFu, 4);
-        put_be(&buf[OFF_SEND_TS_NS], uint64_t(clock_ns()), 8);
+        put_be(&buf[OFF_SEND_TS_NS], uint64_t(monotonic_ns()), 8);
       }
       iov[k] = {buf.data(), buf.size()};
       msgs[k] = {};
@@ -74,7 +68,7 @@ SendResult send_frames(int fd, std::vector<std::vector<uint8_t>>& frames, std::v
     if (done < due) ++r.errors;  // the next one failed: it is tried again, as in Python
   }
   r.sent = sent;
-  r.elapsed_ns = clock_ns() - t0;
+  r.elapsed_ns = monotonic_ns() - t0;
   return r;
 }
 

@@ -20,6 +20,7 @@ constexpr uint8_t FLAG_LAST_CHUNK = 0x08;
 constexpr int64_t ETH_LEN = 14, IPV4_LEN = 20, UDP_LEN = 8, HEADER_LEN = 48;
 constexpr int64_t FRAME_OVERHEAD = ETH_LEN + IPV4_LEN + UDP_LEN + HEADER_LEN;  // 90: wire/layout.py
 constexpr int64_t MAX_PAYLOAD = 0xFFFF - IPV4_LEN - UDP_LEN - HEADER_LEN;  // 65459
+constexpr int TENSOR_LAYER_SHIFT = 16;  // a tensor id's layer is its high 16 bits
 
 // The DLCP header's fields (magic, version and reserved are implicit, as in DlcpHeader).
 struct Header {

@@ -12,8 +12,22 @@ import time
 
 from switch_models.nic import BUFFER_FULL
 
+from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED
+
 WAKE, FULL = 1, 2
 PENDING_LIMIT = 1 << 16     # measurements the loop keeps before Python folds them
+
+
+def flood_indices(dp):
+    """The config's flood table by port index, as the compiled loops take it."""
+    index = {n: i for i, n in enumerate(dp.numbers)}
+    return index, [[index[q] for q in dp.flood[n]] for n in dp.numbers]
+
+
+def ring_states(core, numbers):
+    """{port: its ring's state} of a compiled loop's ports that have one."""
+    states = {n: core.ring_state(i) for i, n in enumerate(numbers)}
+    return {n: st for n, st in states.items() if st is not None}
 
 
 def choose_loop(mode, engine, pcap_dir):
@@ -33,15 +47,15 @@ class NativeForwarder:
 
     def __init__(self, dp, ring_frame_size):
         from dlcp_native import _core
-        index = {n: i for i, n in enumerate(dp.numbers)}
+        index, flood = flood_indices(dp)
         socks = [dp.socks[n] for n in dp.numbers]
         self.core = _core.Forwarder(
             [s.fileno() for s in socks],
             [ring_frame_size if s.family == socket.AF_PACKET else 0 for s in socks],
             {int.from_bytes(mac, "big"): index[ports[0]] for mac, ports in dp.routes.items()},
-            [[index[q] for q in dp.flood[n]] for n in dp.numbers], int(dp.cfg["batch"]), dp.wake_r,
-            dp.bufsize)
-        self.has_rings = bool(ring_frame_size) and any(s.family == socket.AF_PACKET for s in socks)
+            flood, int(dp.cfg["batch"]), dp.wake_r, dp.bufsize)
+        self.numbers = dp.numbers
+        self._rings = bool(ring_frame_size) and any(s.family == socket.AF_PACKET for s in socks)
 
     def run(self, dp):
         while not dp.stopping:
@@ -57,8 +71,11 @@ class NativeForwarder:
                 c["rx_frames"][i], c["tx_frames"][i], c["tx_errors"][i])
         dp.no_route = c["no_route"]
 
+    def has_rings(self):
+        return self._rings
+
     def ring_states(self):
-        return {}
+        return ring_states(self.core, self.numbers)
 
 
 class NativeLoop:
@@ -73,14 +90,13 @@ class NativeLoop:
             ring = ring_frame_size if sock.family == socket.AF_PACKET else 0
             ports.append((sock.fileno(), ring, dp.bufsize, bool(p.get("peer_paced")),
                           float(p["rate_bps"]), int(p.get("delay_ns", 0))))
-        index = {n: i for i, n in enumerate(dp.numbers)}
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
         sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
         self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
-                                   [[index[q] for q in dp.flood[n]] for n in dp.numbers],
-                                   int(dp.cfg["batch"]), dp.wake_r, sample_ns, PENDING_LIMIT)
+                                   flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
+                                   PENDING_LIMIT)
         self.numbers = dp.numbers
-        self.has_rings = any(p[1] for p in ports)
+        self._rings = any(p[1] for p in ports)
         self.last = self.core.counters()
 
     def run(self, dp):
@@ -117,20 +133,19 @@ class NativeLoop:
         for n, p in zip(self.numbers, c["ports"]):
             for key in ("rx_frames", "tx_errors", "rx_errors", "flood_frames", "flood_copies", "not_flooded"):
                 getattr(dp, key)[n] = p[key]
-        dp.refused.update(malformed=c["malformed"], invalid_dlcp=c["invalid_dlcp"])
+        dp.refused.update({MALFORMED: c["malformed"], INVALID_DLCP: c["invalid_dlcp"]})
         dp.rewrite_errors = c["rewrite_errors"]
         self.last = c
 
-    def truncated(self, n):
-        return self.last["ports"][self.numbers.index(n)]["truncated"]
+    # What the stats read of the receive side (as python_loop.PythonReceive).
+    def has_rings(self):
+        return self._rings
+
+    def truncated_frames(self):
+        return {n: p["truncated"] for n, p in zip(self.numbers, self.last["ports"])}
 
     def ring_states(self):
-        out = {}
-        for i, n in enumerate(self.numbers):
-            state = self.core.ring_state(i)
-            if state is not None:
-                out[n] = state
-        return out
+        return ring_states(self.core, self.numbers)
 
     def host_link_drops(self):
         """{reason: frames} the paced hosts' link models dropped (all of them buffer_full)."""

@@ -40,7 +40,7 @@ from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.emu.datapath.native_loop import NativeForwarder, NativeLoop, choose_loop
 from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.queues import QueueSamples
-from dlcp_emu.emu.datapath.python_loop import run_model
+from dlcp_emu.emu.datapath.python_loop import PythonReceive, run_model
 from dlcp_emu.emu.datapath.sockets import (
     PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
     open_port_socket, send_functions, socket_drops,
@@ -95,6 +95,7 @@ class Datapath:
         self.loops = 0
         self.loop, self.loop_note = None, None     # which forwarding loop runs, and why
         self.native_loop = None
+        self.receive_side = PythonReceive(self)    # what the stats read of rings and links
 
     # -- set-up ------------------------------------------------------------------------
     def open(self):
@@ -155,7 +156,7 @@ class Datapath:
         os.set_blocking(self.wake_w, False)
         if self.loop == "native":
             native = NativeLoop if self.mode == "model" else NativeForwarder
-            self.native_loop = native(self, frame_size)
+            self.native_loop = self.receive_side = native(self, frame_size)
         if frame_size:
             # Frames queued before a ring existed would keep the socket readable; they
             # arrived before we were ready: discard.

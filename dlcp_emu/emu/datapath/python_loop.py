@@ -138,3 +138,34 @@ def drain_model(dp, sends, floor):
         send_due(dp, now, sends)
     if arriving:
         take(dp, dp.ingress.remaining(floor))
+
+
+class PythonReceive:
+    """What the stats read of the Python loop's receive side (its rings, the paced hosts'
+    links); `NativeLoop` answers the same for the compiled loop."""
+
+    def __init__(self, dp):
+        self.dp = dp
+
+    def has_rings(self):
+        return bool(getattr(self.dp, "rings", None))
+
+    def ring_states(self):
+        return {n: r.state() for n, r in getattr(self.dp, "rings", {}).items()}
+
+    def truncated_frames(self):
+        """{port: frames larger than a ring slot} (read, unusable)."""
+        rings = getattr(self.dp, "rings", {})
+        return {n: rings[n].truncated if n in rings else 0 for n in self.dp.numbers}
+
+    def host_link_drops(self):
+        """{reason: frames} the paced hosts' link models dropped (they never reach the model)."""
+        drops = {}
+        for nic in self.dp.ingress.links.values():
+            for reason, k in nic.drops.items():
+                drops[reason] = drops.get(reason, 0) + k
+        return drops
+
+    def on_link(self):
+        """Frames read, still on a paced host's emulated link."""
+        return len(self.dp.ingress.arriving)

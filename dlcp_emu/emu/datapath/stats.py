@@ -21,8 +21,8 @@ def datapath_stats(dp, final=False):
         "rx_socket_drops": dict(dp.socket_drops),
         "rx_errors": dict(dp.rx_errors), "tx_errors": dict(dp.tx_errors),
         "rewrite_errors": dp.rewrite_errors,
-        "rx_rings": ring_states(dp) if final else None,
-        "rx_ring": has_rings(dp),
+        "rx_rings": dp.receive_side.ring_states() if final else None,
+        "rx_ring": dp.receive_side.has_rings(),
         "loop": dp.loop, "loop_note": dp.loop_note,
         "realtime": getattr(dp, "realtime", False),
         "queue_samples": dp.queues.stats() if dp.queues is not None else None,
@@ -41,7 +41,7 @@ def datapath_stats(dp, final=False):
         return out
     sw = dp.switch
     c = sw.counters()
-    truncated = truncated_frames(dp)
+    truncated = dp.receive_side.truncated_frames()
     # Frames in: every frame read from a port, and those its ring cut (read, unusable).
     rx_frames = {n: dp.rx_frames[n] + truncated[n] for n in dp.numbers}
     tx_model = {n: c["ports"][n]["tx_packets"] for n in dp.numbers}
@@ -54,7 +54,7 @@ def datapath_stats(dp, final=False):
     if c["no_route"]:
         drops["no_route"] = c["no_route"]
     # Frames the host's link could not hold (the NIC model's queue) never reach the model.
-    for reason, k in host_link_drops(dp).items():
+    for reason, k in dp.receive_side.host_link_drops().items():
         drops["host_link_" + reason] = drops.get("host_link_" + reason, 0) + k
     before_model = {"rx_truncated": sum(truncated.values()), **dp.refused,
                     "off_flood_tree": sum(dp.not_flooded.values())}
@@ -62,7 +62,7 @@ def datapath_stats(dp, final=False):
         if k:
             drops[reason] = drops.get(reason, 0) + k
     queued = sum(p["queued_packets"] + p["inflight_packets"] for p in c["ports"].values())
-    on_link = frames_on_link(dp)            # read, still on a paced host's emulated link
+    on_link = dp.receive_side.on_link()            # read, still on a paced host's emulated link
     copies = sum(dp.flood_copies.values()) - sum(dp.flood_frames.values())
     taken, accounted = sw.conservation()
     frames_in = sum(rx_frames.values())
@@ -89,40 +89,3 @@ def datapath_stats(dp, final=False):
                               or (worst is not None and worst > dp.cfg["stall_limit_ns"]))
     return out
 
-
-# What the stats read of the receive side, wherever the loop keeps it.
-def has_rings(dp):
-    if dp.native_loop is not None:
-        return dp.native_loop.has_rings
-    return bool(dp.rings)
-
-
-def ring_states(dp):
-    if dp.native_loop is not None:
-        return dp.native_loop.ring_states()
-    return {n: r.state() for n, r in dp.rings.items()}
-
-
-def truncated_frames(dp):
-    """{port: frames larger than a ring slot} (read, unusable)."""
-    if dp.native_loop is not None:
-        return {n: dp.native_loop.truncated(n) for n in dp.numbers}
-    return {n: dp.rings[n].truncated if n in dp.rings else 0 for n in dp.numbers}
-
-
-def host_link_drops(dp):
-    """{reason: frames} the paced hosts' link models dropped (they never reach the model)."""
-    if dp.native_loop is not None:
-        return dp.native_loop.host_link_drops()
-    drops = {}
-    for nic in dp.ingress.links.values():
-        for reason, k in nic.drops.items():
-            drops[reason] = drops.get(reason, 0) + k
-    return drops
-
-
-def frames_on_link(dp):
-    """Frames read, still on a paced host's emulated link."""
-    if dp.native_loop is not None:
-        return dp.native_loop.on_link()
-    return len(dp.ingress.arriving)
