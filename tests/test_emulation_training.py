@@ -16,9 +16,9 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 ITERATIONS = 3
 
 
-def spec_for(pattern, transport, mtu):
+def spec_for(pattern, transport, mtu, engine="auto"):
     return parse_spec({
-        "name": f"t-{pattern}", "seed": 3, "time_dilation": 4.0, "byte_scale": 0.002, "mtu": mtu,
+        "name": f"t-{pattern}", "seed": 3, "engine": engine, "time_dilation": 4.0, "byte_scale": 0.002, "mtu": mtu,
         "time_limit_s": 90,
         "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 3,
                      "host_rate_bps": 20e9, "oversubscription": 1.5},
@@ -28,12 +28,19 @@ def spec_for(pattern, transport, mtu):
         "switch": {"preset": "dlcp"}})
 
 
-@pytest.mark.parametrize("pattern, transport, mtu", [
-    ("ring", "dlcp", 1500), ("ps", "dlcp", 1500), ("ring", "tcp", 1500), ("ring", "dlcp", 9000)])
-def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, mtu):
-    spec = spec_for(pattern, transport, mtu)
+@pytest.mark.parametrize("pattern, transport, mtu, engine", [
+    ("ring", "dlcp", 1500, "auto"), ("ps", "dlcp", 1500, "auto"), ("ring", "tcp", 1500, "auto"),
+    ("ring", "dlcp", 9000, "auto"), ("ring", "dlcp", 1500, "python")])
+def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, mtu, engine):
+    spec = spec_for(pattern, transport, mtu, engine)
     summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
     assert summary["completed"], summary
+    # The hosts' and switches' data planes: compiled unless the Python ones are asked for.
+    compiled = engine != "python"
+    hosts = {e for e, _ in summary["data_planes"]["hosts"].values()}
+    assert hosts == {"kernel" if transport == "tcp" else "native" if compiled else "python"}
+    loops = {tuple(x) for x in summary["data_planes"]["switches"].values()}
+    assert loops == {("native", "native") if compiled else ("python", "python")}
     assert summary["switch_conservation_ok"]
     assert summary["links_ok"] and summary["network_drained"], summary["links_unbalanced"]
     assert summary["loss_within_bound"]

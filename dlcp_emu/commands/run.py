@@ -77,8 +77,9 @@ def _common(p):
 def _engine(p):
     from dlcp_emu.experiment.spec import ENGINES
     p.add_argument("--engine", choices=ENGINES,
-                   help="the simulator's engine (default: the spec's `engine`, auto: native unless "
-                        "the pipeline has a Python-only stage)")
+                   help="the compiled core or the Python models (default: the spec's `engine`; auto: "
+                        "native unless the pipeline has a Python-only stage). Simulated: the whole "
+                        "network; emulated: the switches' models and the hosts' data planes")
 
 
 def _with_engine(args, spec):
@@ -86,9 +87,6 @@ def _with_engine(args, spec):
     engine = getattr(args, "engine", None)
     if engine is None:
         return spec
-    if args.backend != "sim":
-        print("dlcp-emu: --engine: the simulator's engine; it needs --backend sim", file=sys.stderr)
-        return None
     return spec.with_field("engine", engine)
 
 

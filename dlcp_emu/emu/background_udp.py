@@ -5,19 +5,19 @@ over UDP in the host's namespace (port BACKGROUND_UDP_PORT).
 
 Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[start_ns
 (emulated, after the common start), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
-"ready_file", "start_file", "deadline_s", "out_path"}. Flows go to out_path as JSON lines, as
+"ready_file", "start_file", "deadline_s", "out_path", "engine" (the spec's; `native_host`)}. Flows go to out_path as JSON lines, as
 `background_tcp` writes them: each finished flow within a second of its end, those still
 under way when the process stops (SIGTERM too); nothing of a finished flow stays in memory.
 """
-import select
 import socket
 import sys
 import time
 
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
+from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.emu.streams import JsonLinesWriter
-from dlcp_emu.host.background import BackgroundEndpoint, flow_rows
+from dlcp_emu.host.background import JOB, BackgroundEndpoint, flow_rows
 
 
 def main(argv=None):
@@ -32,8 +32,12 @@ def main(argv=None):
         return 0
     # Flow start times are relative to the common start; the endpoint runs on the clock.
     flows = [(start + int(t), int(dst), int(n), int(fid)) for t, dst, n, fid in cfg["flows"]]
-    ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"])
-    driver = UdpDriver(ep, sock, peers, ecn=True)
+    engine, _ = host_engine(cfg.get("engine", "auto"))
+    ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"], endpoints=engine)
+    if engine == "native":
+        driver = NativeUdpHost(ep, sock, peers, job=JOB, agent_reads=False)
+    else:
+        driver = UdpDriver(ep, sock, peers, ecn=True)
     deadline = start + int(cfg["deadline_s"] * 1e9)
     next_write = start + 1_000_000_000
     out = JsonLinesWriter(cfg["out_path"])
@@ -42,15 +46,11 @@ def main(argv=None):
         out.append([("flow", r) for r in flow_rows(ep.take_finished(), started, start, ip_of)])
 
     while not stopping and clock() < deadline:
-        driver.read()
+        driver.serve(min(next_write, deadline), stopping)
         now = clock()
-        driver.flush(now)
         if now >= next_write:
             stream({})
             next_write = now + 1_000_000_000
-        wake = driver.timeout()
-        wait = 0.002 if wake is None else min(max(wake - now, 0) / 1e9, 0.002)
-        select.select([driver], [driver] if driver.backlogged else [], [], wait)
     stream(ep.started)
     out.close()
     return 0

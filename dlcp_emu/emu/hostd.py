@@ -22,6 +22,8 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 "transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "scale", "training"
 ([training] fields or null),
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
+"engine" (the spec's: python runs the Python endpoints over `UdpDriver`, else the compiled
+data plane, `native_host`),
 "ready_file", "start_file", "deadline_s", "out_path", "records_path", "samples_path",
 "results_path"}
 """
@@ -43,8 +45,9 @@ from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.streams import JsonLinesWriter
 from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
-from dlcp_emu.host.packet_log import COLUMNS, PacketLog
+from dlcp_emu.host.packet_log import COLUMNS, MAX_RECORDS, PacketLog
 from dlcp_emu.host.plan import make_plan
+from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport import transport
@@ -91,7 +94,7 @@ def run_kernel_tcp(cfg, agent, stopping):
 
 def tcp_status(cfg, m, started, finished):
     return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
-            "done": m.done}
+            "done": m.done, "engine": "kernel", "engine_note": "transport tcp: the kernel's"}
 
 
 class Reporter:
@@ -179,15 +182,22 @@ def main(argv=None):
     plan, agent = build_agent(cfg)
     if transport(cfg["transport"]).kernel:
         return run_kernel_tcp(cfg, agent, stopping)
+    engine, engine_note = host_engine(cfg.get("engine", "auto"))
     stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
                       droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"],
-                      drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"])
+                      drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"], endpoints=engine)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))
     peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
-    log = PacketLog(stack) if cfg.get("packets_path") else None
-    driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
+    log = None
+    if engine == "native":
+        driver = NativeUdpHost(stack, sock, peers, job=0, agent_reads=True, measure_lag=True)
+        if cfg.get("packets_path"):
+            driver.record_packets(MAX_RECORDS)
+    else:
+        log = PacketLog(stack) if cfg.get("packets_path") else None
+        driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
 
     clock = time.monotonic_ns
     stalls = Stalls()
@@ -198,29 +208,27 @@ def main(argv=None):
     next_write = started + 1_000_000_000
     reporter = Reporter(cfg, agent, stack)
     reported_done = False
+    engine_status = {"engine": engine, "engine_note": engine_note}
     # Serve until told to stop: after our own work is done, peers may still need our
     # feedback (ACKs, bitmaps) to finish theirs. The runner stops every host together.
     while not stopping:
-        driver.read()
+        driver.serve(min(next_write, deadline), stopping, leave=lambda: stack.done and not reported_done)
         now = clock()
-        driver.flush(now)
         if now >= deadline:
             print(f"hostd rank {cfg['rank']}: deadline of {cfg['deadline_s']} s reached", file=sys.stderr)
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
-            reporter.tick(status(cfg, stack, started, False, driver, stalls), samples(stack, driver))
+            reporter.tick(status(cfg, stack, started, False, driver, stalls) | engine_status,
+                          samples(stack, driver))
             stalls.add(stalls.writes, clock() - now)   # taking and serialising them
             next_write = now + 1_000_000_000
-        wake = driver.timeout()
-        wait = MAX_WAIT_S if wake is None else min(max(wake - now, 0) / 1e9, MAX_WAIT_S)
-        select.select([driver], [driver] if driver.backlogged else [], [], wait)
-    reporter.close(status(cfg, stack, started, True, driver, stalls), samples(stack, driver))
-    if log is not None:
+    reporter.close(status(cfg, stack, started, True, driver, stalls) | engine_status, samples(stack, driver))
+    records = log.records() if log is not None else driver.packet_records() if cfg.get("packets_path") else None
+    if records is not None:
         import pandas as pd
-        rec = log.records()
-        pd.DataFrame(rec["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
-        pd.DataFrame(rec["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
+        pd.DataFrame(records["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
+        pd.DataFrame(records["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
             cfg["packets_path"] + ".received.parquet")
     save_results(cfg, stack.agent)
     return 0

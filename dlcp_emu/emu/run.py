@@ -73,7 +73,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
             + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
-                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu,
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine}, mtu=spec.mtu,
                        pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
                        pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
@@ -142,6 +142,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
     s = summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration, plan)
     s["backend"] = "emulation"
+    s["engine"] = spec.engine
+    s["data_planes"] = data_planes(records, run.stats)
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
                                       for st in run.stats.values() if st)
     # Packets the hosts' own egress queues dropped: lost before any switch saw them.
@@ -175,6 +177,13 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
     (run_dir / "links.json").write_text(json.dumps(run.links, indent=1))
     return s, frames
+
+
+def data_planes(records, stats):
+    """Which data plane each host process and switch ran, and why: {"hosts": {rank:
+    [engine, why]}, "switches": {name: [model engine, loop]}}."""
+    return {"hosts": {r["rank"]: [r.get("engine"), r.get("engine_note")] for r in records},
+            "switches": {name: [st.get("engine"), st.get("loop")] for name, st in stats.items() if st}}
 
 
 def _start_together(ready_files, start_file, procs):
@@ -266,7 +275,7 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         else:
             module = "dlcp_emu.emu.background_udp"
             cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
-                   "link_rate_bps": host_link_rate(topo, h), **common}
+                   "link_rate_bps": host_link_rate(topo, h), "engine": spec.engine, **common}
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out

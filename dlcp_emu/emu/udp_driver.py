@@ -130,6 +130,23 @@ class UdpDriver:
     def timeout(self) -> int | None:
         return self.endpoint.next_timeout()
 
+    def serve(self, until: int, stopping, leave: Callable[[], bool] | None = None,
+              max_wait_s: float = 0.002) -> None:
+        """A host process's loop (hostd, background_udp): read, flush at one `now`, wait for
+        the socket or the endpoint's next timeout (at most max_wait_s), until `until`
+        (monotonic ns), a stop or `leave()`. (`emu.native_host` is the same, compiled.)"""
+        while not stopping:
+            self.read()
+            now = self.clock()
+            self.flush(now)
+            if now >= until or (leave is not None and leave()):
+                return
+            wake = self.timeout()
+            wait = min(max_wait_s, (until - now) / 1e9)
+            if wake is not None:
+                wait = min(wait, max(wake - now, 0) / 1e9)
+            select.select([self], [self] if self.backlogged else [], [], wait)
+
 
 def run(drivers: Iterable[UdpDriver], until: Callable[[], bool], timeout_s: float,
         clock: Callable[[], int] = time.monotonic_ns) -> None:

@@ -132,6 +132,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "bind": [topology.host_ip(placement.host_of_rank[rank]), 9796],
         "link_rate_bps": host_link_rate(topology, placement.host_of_rank[rank]),
         "compression": asdict(compression_for(spec)),
+        "engine": spec.engine,
         **extra,
     }
 

@@ -7,7 +7,8 @@
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
     packet_records = true       # per-packet table (memory grows with packets: off for large runs)
-    engine = "auto"             # the simulator's: auto | native | python (dlcp_emu/sim/engines.py)
+    engine = "auto"             # auto | native | python: the simulator's (dlcp_emu/sim/engines.py);
+                                # in emulation the switches' models and hosts' data planes
 
     [topology]                  # kind + the builder's own parameters (rates as real-world bit/s)
     kind = "leaf-spine"
@@ -103,7 +104,7 @@ TRANSPORT_KINDS = (*TRANSPORTS, AUTO)
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
-ENGINES = ("auto", "native", "python")   # the simulator's: what each means, dlcp_emu/sim/engines.py
+ENGINES = ("auto", "native", "python")   # what each means: dlcp_emu/sim/engines.py, emu/native_host.py
 PAYLOADS = ("values", "sizes")   # float32 gradients, or payload-free (sizes and magnitude classes)
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
@@ -180,7 +181,7 @@ TOP_FIELDS = {
     "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
     "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
-    "engine": ("auto", one_of(ENGINES), f"one of {', '.join(ENGINES)} (the simulator's engine)"),
+    "engine": ("auto", one_of(ENGINES), f"one of {', '.join(ENGINES)} (the compiled core or the Python models)"),
     "payload": ("values", one_of(PAYLOADS), "values (float32 gradients) or sizes (payload-free: sizes and "
                 "magnitude classes only; the simulator's core)"),
     "topology": (REQUIRED, lambda v: isinstance(v, dict), "a table"),

@@ -262,4 +262,5 @@ PYBIND11_MODULE(_core, m) {
   dlcp_bindings::bind_datapath(m);
   dlcp_bindings::bind_network(m);
   dlcp_bindings::bind_transport(m);
+  dlcp_bindings::bind_host(m);
 }

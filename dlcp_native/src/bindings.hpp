@@ -1,5 +1,5 @@
 // What the bindings share (bindings.cpp: the switch; bindings_network.cpp: the network;
-// bindings_transport.cpp: the transport endpoints):
+// bindings_transport.cpp: the transport endpoints; bindings_host.cpp: a host's data plane):
 // conversions from Python's values, and nothing of the model.
 #pragma once
 
@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "host_stack.hpp"
 #include "port.hpp"
 #include "registry.hpp"
 #include "switch.hpp"
@@ -24,11 +25,17 @@ py::dict counters(const dlcp::Switch& sw);
 // Live bytes queued at each port of a switch, by index (a queue sample's occupancy).
 std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
 
+// A host stack's completed sends since the last call (SendResult tuples), and its packet
+// records (PacketLog.records(): {"sent", "received", "overflow"}; ValueError if none taken).
+py::list stack_completions(dlcp::HostStack& st);
+py::dict stack_packet_records(const dlcp::HostStack& st);
+
 // The model inside a dlcp_native._core.Switch object (the datapath loop drives it).
 dlcp::Switch& core_switch(py::handle core);
 
 void bind_datapath(py::module_& m);
 void bind_network(py::module_& m);
 void bind_transport(py::module_& m);
+void bind_host(py::module_& m);
 
 }  // namespace dlcp_bindings

@@ -211,13 +211,7 @@ class NetCore {
   }
 
   // The senders' completed tensors since the last call, as take_completed gives them.
-  py::list take_completions(uint32_t id) {
-    py::list out;
-    for (const transport::SendResult& r : std::exchange(net_.stack(id).completions, {}))
-      out.append(py::make_tuple(r.iteration, r.tensor_id, r.nbytes, r.chunks, r.start_ns, r.done_ns, r.packets,
-                                r.retransmissions, r.probe_rounds));
-    return out;
-  }
+  py::list take_completions(uint32_t id) { return stack_completions(net_.stack(id)); }
 
   // Packet records (host/packet_log.py) from now on: at most max_records sent and received.
   void record_packets(uint32_t id, int64_t max_records) {
@@ -226,21 +220,7 @@ class NetCore {
   }
 
   // PacketLog.records() of the stack: {"sent": [rows], "received": [rows], "overflow": n}.
-  py::dict packet_records(uint32_t id) {
-    py::dict d;
-    const PacketRecords* r = net_.stack(id).records.get();
-    if (r == nullptr) throw py::value_error("stack " + std::to_string(id) + " takes no packet records");
-    py::list sent(r->sent.size()), received(r->received.size());
-    for (size_t i = 0; i < r->sent.size(); ++i) sent[i] = row(r->sent[i]);
-    for (size_t i = 0; i < r->received.size(); ++i) {
-      const PacketRow& x = r->received[i];
-      received[i] = row(x) + py::make_tuple(x.recv_ns, x.ce);
-    }
-    d["sent"] = sent;
-    d["received"] = received;
-    d["overflow"] = r->overflow;
-    return d;
-  }
+  py::dict packet_records(uint32_t id) { return stack_packet_records(net_.stack(id)); }
 
   // The stacks' packets dropped: (node, port index, reason code, job, packet key) each.
   py::list carried_drops() const {
@@ -262,10 +242,6 @@ class NetCore {
   Network net_;
 
  private:
-  static py::tuple row(const PacketRow& r) {
-    return py::make_tuple(r.src, r.dst, r.type, r.iteration, r.tensor_id, r.chunk, r.send_ts_ns, r.flags, r.priority,
-                          r.mag_class, r.size);
-  }
   // packet_log.py `packet_key`
   static py::tuple key(const transport::Header& h) {
     return py::make_tuple(h.src_rank, h.dst_rank, h.type, h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns);
@@ -276,6 +252,37 @@ class NetCore {
 };
 
 }  // namespace
+
+py::list stack_completions(HostStack& st) {
+  py::list out;
+  for (const transport::SendResult& r : std::exchange(st.completions, {}))
+    out.append(py::make_tuple(r.iteration, r.tensor_id, r.nbytes, r.chunks, r.start_ns, r.done_ns, r.packets,
+                              r.retransmissions, r.probe_rounds));
+  return out;
+}
+
+namespace {
+py::tuple row(const PacketRow& r) {
+  return py::make_tuple(r.src, r.dst, r.type, r.iteration, r.tensor_id, r.chunk, r.send_ts_ns, r.flags, r.priority,
+                        r.mag_class, r.size);
+}
+}  // namespace
+
+py::dict stack_packet_records(const HostStack& st) {
+  const PacketRecords* r = st.records.get();
+  if (r == nullptr) throw py::value_error("this stack takes no packet records");
+  py::list sent(r->sent.size()), received(r->received.size());
+  for (size_t i = 0; i < r->sent.size(); ++i) sent[i] = row(r->sent[i]);
+  for (size_t i = 0; i < r->received.size(); ++i) {
+    const PacketRow& x = r->received[i];
+    received[i] = row(x) + py::make_tuple(x.recv_ns, x.ce);
+  }
+  py::dict d;
+  d["sent"] = sent;
+  d["received"] = received;
+  d["overflow"] = r->overflow;
+  return d;
+}
 
 void bind_network(py::module_& m) {
   m.def(

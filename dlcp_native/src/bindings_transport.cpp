@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "header_codec.hpp"
 #include "transport_message.hpp"
 #include "transport_pair.hpp"
 #include "transport_receiver.hpp"
@@ -294,6 +295,23 @@ void bind_transport(py::module_& m) {
       .def_readonly("payload_size", &Receiver::payload_size)
       .def_readonly("bounded_loss", &Receiver::bounded_loss)
       .def_readonly("malformed", &Receiver::malformed);
+
+  // header.py `DlcpHeader.pack` and `unpack` (the differential tests hold them to it):
+  // unpack gives the 14 fields, or the name of the first rule the bytes break.
+  m.def("pack_header", [](const py::tuple& fields) {
+    uint8_t out[HEADER_LEN];
+    pack_header(to_header(fields), out);
+    return py::bytes(reinterpret_cast<const char*>(out), HEADER_LEN);
+  });
+  m.def("unpack_header", [](const py::bytes& b) -> py::object {
+    const std::string s = b;
+    Header h;
+    const HeaderError e = unpack_header(reinterpret_cast<const uint8_t*>(s.data()), s.size(), h);
+    if (e != HeaderError::NONE) return py::str(header_error_name(e));
+    // The wire's send time is unsigned, as Python reads it (the core's clock never reaches 2**63).
+    return py::make_tuple(h.type, h.flags, h.priority, h.mag_class, h.job, h.src_rank, h.dst_rank, h.payload_len,
+                          h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset, uint64_t(h.send_ts_ns));
+  });
 
   bind_endpoints<ReliableSender, ReliableReceiver>(m, "ReliableSender", "ReliableReceiver");
   bind_endpoints<DlcpSender, DlcpReceiver>(m, "DlcpSender", "DlcpReceiver");
