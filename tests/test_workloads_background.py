@@ -71,3 +71,16 @@ def test_named_hosts_and_bounds():
         poisson_flows("websearch", 1.5, 1e9, 1.0, hosts=4, seed=0)
     with pytest.raises(ValueError):
         poisson_flows("websearch", 0.5, 1e9, 1.0, hosts=1, seed=0)
+
+
+def test_a_longer_run_only_appends_flows_and_a_dilated_one_has_the_same_flows_later():
+    """What a run's time limit and time dilation change of its background: nothing but the
+    horizon and the time axis (with one random stream both changed the flows' sizes, and
+    the simulated results moved 17% between dilations 4 and 16)."""
+    args = dict(cdf="websearch", load=0.3, hosts=6, seed=5)
+    short = poisson_flows(**args, link_bps=1e10, duration_s=0.5)
+    long = poisson_flows(**args, link_bps=1e10, duration_s=2.0)
+    assert len(short) > 100 and long[:len(short)] == short and len(long) > 3 * len(short)
+    dilated = poisson_flows(**args, link_bps=1e10 / 8, duration_s=4.0)   # the same 0.5 s, 8x slower
+    assert [(f.src, f.dst, f.nbytes) for f in dilated] == [(f.src, f.dst, f.nbytes) for f in short]
+    assert [f.start_s for f in dilated] == pytest.approx([8 * f.start_s for f in short], rel=1e-12)

@@ -61,7 +61,12 @@ def poisson_flows(cdf: str, load: float, link_bps: float, duration_s: float,
                   hosts: int | Sequence, seed: int, max_flows: int = 1_000_000) -> list[Flow]:
     """Flows starting in [0, duration_s), sorted by start, each between two distinct hosts
     drawn uniformly. Same arguments, same list. Raises if the expected count exceeds
-    ``max_flows``; a random excess beyond it is cut off (the list never exceeds it)."""
+    ``max_flows``; a random excess beyond it is cut off (the list never exceeds it).
+
+    Gaps, sizes, sources and destinations each come from a stream of their own (spawned from
+    `seed`), so a longer duration only appends flows, and a rate k times lower gives the same
+    flows at k times the start times: a run's time dilation and time limit leave the flows of
+    its first seconds alone (with one stream, a dilated run drew different sizes)."""
     if not 0 < load <= 1 or link_bps <= 0 or duration_s < 0:
         raise ValueError(f"need 0 < load <= 1, link_bps > 0, duration_s >= 0; got {load}, "
                          f"{link_bps}, {duration_s}")
@@ -73,18 +78,17 @@ def poisson_flows(cdf: str, load: float, link_bps: float, duration_s: float,
     if expected > max_flows:
         raise ValueError(f"{expected:.0f} flows expected, above max_flows={max_flows}; "
                          "shorten the duration or raise max_flows")
-    rng = np.random.default_rng(seed)
-    starts = np.empty(0)
-    t = 0.0
-    while t < duration_s and len(starts) < max_flows:  # draw gaps in batches
-        batch = max(16, int(expected - len(starts) + 4 * np.sqrt(expected + 1)))
-        more = t + np.cumsum(rng.exponential(mean_gap, batch))
-        starts = np.concatenate([starts, more])
-        t = float(starts[-1])
-    starts = starts[starts < duration_s][:max_flows]
-    n = len(starts)
-    sizes = sample_flow_sizes(cdf, n, rng)
-    src = rng.integers(0, len(names), n)
-    dst = (src + rng.integers(1, len(names), n)) % len(names)  # never src itself
+    gaps, size_rng, src_rng, dst_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+    units = np.empty(0)         # start times in mean gaps: the same whatever the rate
+    horizon = duration_s / mean_gap
+    while (not len(units) or units[-1] < horizon) and len(units) < max_flows:  # draw gaps in batches
+        batch = max(16, int(expected - len(units) + 4 * np.sqrt(expected + 1)))
+        more = (units[-1] if len(units) else 0.0) + np.cumsum(gaps.standard_exponential(batch))
+        units = np.concatenate([units, more])
+    n = min(int(np.searchsorted(units, horizon)), max_flows)
+    starts = units[:n] * mean_gap
+    sizes = sample_flow_sizes(cdf, n, size_rng)
+    src = src_rng.integers(0, len(names), n)
+    dst = (src + dst_rng.integers(1, len(names), n)) % len(names)  # never src itself
     return [Flow(float(s), names[a], names[b], int(z))
             for s, a, b, z in zip(starts, src, dst, sizes)]

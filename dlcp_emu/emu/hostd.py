@@ -166,10 +166,13 @@ class Stalls:
 
 
 def status(cfg, stack, started_ns, finished, driver, stalls):
+    turns = getattr(driver, "agent_turns", None)
     return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
             "started_ns": started_ns, "done": stack.done,
             "packets_sent": driver.sent, "packets_received": driver.received,
-            "timer_lateness_sum_ns": stack.timer_lateness_sum, "stalls": stalls.summary()}
+            "timer_lateness_sum_ns": stack.timer_lateness_sum,
+            "stalls": stalls.summary() | ({} if turns is None else
+                                          dict(zip(("agent_count", "agent_sum_ns", "agent_max_ns"), turns)))}
 
 
 def samples(stack, driver):

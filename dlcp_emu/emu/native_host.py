@@ -60,6 +60,8 @@ class NativeUdpHost:
             self.core.add_sender(sender._core)
         self._pump = getattr(endpoint, "pump", None)      # HostStack: deliveries to the agent
         self._lag = deque(maxlen=LAG_SAMPLES)
+        # The agent's turns: count, sum ns, max ns (packets wait in the socket meanwhile).
+        self.agent_turns = [0, 0, 0]
 
     def serve(self, until, stopping, leave=None):
         """Packets and transport timers in the core until `until` (monotonic ns), a stop or
@@ -75,6 +77,10 @@ class NativeUdpHost:
                     self._pump(now)
                 ep.agent_turn(now)
                 core.set_agent_timer(ep.agent_timer())
+                took = self.clock() - now
+                self.agent_turns[0] += 1
+                self.agent_turns[1] += took
+                self.agent_turns[2] = max(self.agent_turns[2], took)
             elif r == WAKE:
                 self._drain_wakeup()
             self._collect()
