@@ -35,6 +35,7 @@ bench: setup
 	$(CLI) bench sim --plot results/bench-sim.png
 	$(CLI) bench switch
 	$(CLI) bench transport
+	$(CLI) bench host
 
 # Emulated against simulated, side by side: how closely the backends agree is a figure that
 # a loaded machine moves, so it is printed here, not asserted by a test. Each runs on.

@@ -73,6 +73,24 @@ def test_ring_allreduce_gives_the_exact_sum_on_every_rank(n):
                 np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_gradients_drawn_before_the_start_are_the_ones_drawn_on_the_way():
+    """`pregenerate` (what an emulated host does before the common start) changes no value:
+    the same sums, bit for bit, and every drawn array is used once; past its budget it draws
+    nothing."""
+    trace = small_trace()
+    plan = make_plan(trace, fusion_bytes=10_000, fusion_cycle_ms=3.0)
+    runs = []
+    for budget in (None, 1 << 30, 1):
+        workers = {r: Worker(r, 3, plan, trace, "ring", iterations=2, keep_results=True) for r in range(3)}
+        if budget is not None:
+            drawn = [w.pregenerate(budget) for w in workers.values()]
+            assert drawn == ([2 * sum(b.nbytes for b in plan.buckets)] * 3 if budget > 1 else [0] * 3)
+        run(workers)
+        assert all(w.done and not w.ready_gradients for w in workers.values())
+        runs.append({(r, k): v[0].tobytes() for r, w in workers.items() for k, v in w.results.items()})
+    assert runs[0] == runs[1] == runs[2] and len(runs[0]) == 3 * 2 * len(plan.buckets)
+
+
 def test_parameter_server_gives_the_exact_sum():
     trace = small_trace()
     plan = make_plan(trace)

@@ -24,6 +24,11 @@ def add_parser(sub):
     _add_switch(kinds)
     _add_soak(kinds)
     _add_transport(kinds)
+    h = kinds.add_parser("host", help="a host's data plane, compiled and Python: one message over loopback UDP")
+    h.add_argument("--megabytes", type=number_at_least(0, lo_open=True), default=100,
+                   help="the message (default 100 MB)")
+    h.add_argument("--json", action="store_true", help="print one JSON object")
+    h.set_defaults(func=_bench_host)
     sim = kinds.add_parser("sim", help="packet-hops per second of the simulator, and how wall time grows")
     sim.add_argument("--k", type=fat_tree_k, default=8, help="fat-tree k (default 8: 128 hosts)")
     sim.add_argument("--repeat", type=positive_int, default=3, help="runs per size; the fastest counts (default 3)")
@@ -36,6 +41,20 @@ def add_parser(sub):
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
     return p
+
+
+def _bench_host(args):
+    from dlcp_emu.tools import bench_host
+    r = bench_host.run(args.megabytes)
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"one {r['megabytes']:g} MB message, MTU {r['mtu']}, {r['path']}")
+        for t in ("dlcp", "reliable"):
+            x = r[t]
+            print(f"  {t:8s} native {x['pps']:>9,} packets/s ({x['seconds']} s)   python {x['python_pps']:>8,} "
+                  f"packets/s ({x['python_seconds']} s)   {x['ratio']}x   intact: {x['intact']}")
+    return 0 if all(r[t]["intact"] for t in ("dlcp", "reliable")) else 1
 
 
 def _bench_model(args):

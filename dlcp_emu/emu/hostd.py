@@ -55,6 +55,7 @@ from workloads import trace_of
 
 MAX_WAIT_S = 0.002
 TCP_PORT = 9797
+PREGENERATE_MAX_BYTES = 1 << 30   # a worker's gradients drawn before the start, if they fit
 
 
 def run_kernel_tcp(cfg, agent, stopping):
@@ -183,6 +184,8 @@ def samples(stack, driver):
 def main(argv=None):
     cfg, stopping = config_and_stop_flag("dlcp_emu.emu.hostd", argv)
     plan, agent = build_agent(cfg)
+    if hasattr(agent, "pregenerate"):     # before the common start (the runner waits for us)
+        agent.pregenerate(PREGENERATE_MAX_BYTES)
     if transport(cfg["transport"]).kernel:
         return run_kernel_tcp(cfg, agent, stopping)
     engine, engine_note = host_engine(cfg.get("engine", "auto"))
