@@ -4,6 +4,7 @@ test` (which sets DLCP_REQUIRE_ROOT=1), in CI (CI=true), or with DLCP_REQUIRE_RO
 hand. Then it fails, so that a run that could not emulate never passes as green."""
 import os
 import shutil
+import socket
 
 import pytest
 
@@ -54,3 +55,16 @@ def python_only_stage():
     for registry, classes in reversed(saved):
         registry._classes.clear()
         registry._classes.update(classes)
+
+
+@pytest.fixture
+def sockets():
+    """Two UDP sockets bound on loopback (the transport and host data-plane tests)."""
+    socks = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    yield socks
+    for s in socks:
+        s.close()

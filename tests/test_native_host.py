@@ -14,6 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from dlcp_native import _core
 
+from udp_helpers import recv_with_tos
+
 from dlcp_emu.emu.native_host import NativeUdpHost
 from dlcp_emu.host.agent import Outgoing
 from dlcp_emu.host.background import JOB, BackgroundEndpoint
@@ -102,18 +104,6 @@ class Agent:
         return out
 
     done = property(lambda self: not self.sends and not self.later)
-
-
-@pytest.fixture
-def sockets():
-    socks = []
-    for _ in range(2):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    yield socks
-    for s in socks:
-        s.close()
 
 
 class Peer:
@@ -212,12 +202,6 @@ def test_background_flows_run_with_the_receiver_letting_their_bytes_go(sockets):
     assert [(f, n) for f, _, n, _, _ in src.finished] == [(7, 300_000), (8, 1_000)]
     assert all(done > start >= t0 for _, _, _, start, done in src.finished)
     assert dst.receiver.pending == 0
-
-
-def recv_with_tos(sock):
-    data, anc, _, addr = sock.recvmsg(1 << 16, socket.CMSG_SPACE(1))
-    (tos,) = [d[0] for level, kind, d in anc if level == socket.IPPROTO_IP]
-    return data, tos & 3, addr
 
 
 def test_data_leaves_ect_feedback_does_not_and_a_ce_mark_is_echoed(sockets):

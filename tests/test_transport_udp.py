@@ -8,22 +8,12 @@ import time
 import numpy as np
 import pytest
 
+from udp_helpers import recv_with_tos
+
 from dlcp_emu.transport import Message, TRANSPORTS
 from dlcp_emu.transport.feedback import FB_CE, decode_ack
 from dlcp_emu.emu.udp_driver import UdpDriver, run
 from dlcp_emu.wire import HEADER_LEN, DlcpHeader, Ecn, PacketType
-
-
-@pytest.fixture
-def sockets():
-    socks = []
-    for _ in range(2):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    yield socks
-    for s in socks:
-        s.close()
 
 
 @pytest.mark.parametrize("kind", ["reliable", "dlcp"])
@@ -97,13 +87,6 @@ def test_receive_lag_is_measured_from_the_kernels_arrival_stamp(sockets):
     lags = list(rx.rx_lag_ns)
     assert len(lags) == rx.received > 0
     assert min(lags) >= wait_s * 1e9 * 0.9 and max(lags) < 5e9
-
-
-def recv_with_tos(sock):
-    """(datagram, ECN bits of its IP header) from a socket that asked for IP_RECVTOS."""
-    data, anc, _, addr = sock.recvmsg(1 << 16, socket.CMSG_SPACE(1))
-    (tos,) = [d[0] for level, kind, d in anc if level == socket.IPPROTO_IP]
-    return data, tos & 3, addr
 
 
 def test_data_leaves_ect_feedback_does_not_and_a_ce_mark_shrinks_the_window(sockets):
