@@ -4,6 +4,7 @@ refusals, the same bytes out. Frames are well-formed ones of every kind with fie
 then changed at random, so that each rule of the parser is crossed both ways."""
 import struct
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from dlcp_native import _core
@@ -57,6 +58,7 @@ def frames(draw):
     return bytes(f)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(frames())
 def test_native_parse_gives_the_python_packet(frame):
@@ -85,6 +87,7 @@ def python_trim(frame):
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(st.one_of(dlcp_frames(), frames()))
 def test_native_trim_and_ce_give_the_python_bytes(frame):

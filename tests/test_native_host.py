@@ -35,6 +35,7 @@ headers = st.builds(
     st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**63 - 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(headers)
 def test_the_compiled_header_packs_and_reads_as_python(h):
@@ -65,6 +66,7 @@ def damaged(draw):
     return bytes(b[:draw(st.sampled_from([HEADER_LEN, HEADER_LEN, HEADER_LEN, 47, 10, 0]))])
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(damaged())
 def test_the_compiled_header_refuses_what_python_refuses_for_the_same_reason(raw):

@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>  // IPPROTO_TCP, IPPROTO_UDP
 
+#include "header_codec.hpp"
 #include "host_stack.hpp"  // python_tuple_hash
 #include "nic.hpp"         // ETH_MIN
 #include "transport_packet.hpp"
@@ -19,13 +20,9 @@ constexpr size_t IP_MIN = ETH_LEN + IPV4_LEN, DLCP_OFF = ETH_LEN + IPV4_LEN + UD
 constexpr size_t OFF_ETHERTYPE = 12, OFF_VER_IHL = 14, OFF_TOS = 15, OFF_TOTAL_LEN = 16,
                  OFF_FRAG = 20, OFF_PROTO = 23, OFF_IP_CHECKSUM = 24, OFF_SRC = 26, OFF_DST = 30,
                  OFF_SPORT = 34, OFF_DPORT = 36, OFF_UDP_LEN = 38, OFF_UDP_CHECKSUM = 40;
-// The DLCP header's fields, from DLCP_OFF.
-constexpr size_t HDR_MAGIC = 0, HDR_VERSION = 2, HDR_TYPE = 3, HDR_FLAGS = 4, HDR_PRIORITY = 5,
-                 HDR_MAG_CLASS = 6, HDR_RESERVED = 7, HDR_PAYLOAD_LEN = 14, HDR_TENSOR_ID = 20,
-                 HDR_RESERVED2 = 36;
-constexpr uint16_t MAGIC = 0xD1C9;
-constexpr uint8_t VERSION = 1, FLAG_MASK = 0x0F;
-constexpr uint8_t N_TYPES = transport::ACK + 1;
+// The DLCP header's offsets and rules are the codec's (header_codec.hpp), from DLCP_OFF.
+using transport::HDR_FLAGS, transport::HDR_MAGIC, transport::HDR_PAYLOAD_LEN, transport::HDR_PRIORITY,
+    transport::HDR_VERSION, transport::HEADER_MAGIC, transport::HEADER_VERSION;
 constexpr uint8_t TCP = IPPROTO_TCP, UDP = IPPROTO_UDP;
 constexpr uint16_t FRAG = 0x3FFF;  // MF flag + fragment offset: not a whole datagram
 
@@ -109,16 +106,15 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
     } else if (dport == dlcp_port && proto == UDP) {
       const uint8_t* h = f + DLCP_OFF;
       if (n < PAYLOAD_OFF) {
-        if (n >= DLCP_OFF + 2 && u16(h + HDR_MAGIC) == MAGIC) return Parsed::INVALID_DLCP;  // cut short
-      } else if (u16(h + HDR_MAGIC) == MAGIC) {
-        const uint8_t flags = h[HDR_FLAGS], dprio = h[HDR_PRIORITY], mag = h[HDR_MAG_CLASS];
-        if (h[HDR_VERSION] != VERSION || h[HDR_TYPE] >= N_TYPES || (flags & ~FLAG_MASK & 0xFF) ||
-            dprio > 7 || mag > 7 || h[HDR_RESERVED] || u32(h + HDR_RESERVED2))
+        if (n >= DLCP_OFF + 2 && u16(h + HDR_MAGIC) == HEADER_MAGIC) return Parsed::INVALID_DLCP;  // cut short
+      } else if (u16(h + HDR_MAGIC) == HEADER_MAGIC) {
+        transport::Header hdr;
+        if (transport::unpack_header(h, n - DLCP_OFF, hdr) != transport::HeaderError::NONE)
           return Parsed::INVALID_DLCP;
-        plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), dprio, ect, ce);
-        pkt.mag = mag;
-        pkt.layer = int64_t(u32(h + HDR_TENSOR_ID)) >> TENSOR_LAYER_SHIFT;
-        pkt.droppable = flags & FLAG_DROPPABLE;
+        plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), hdr.priority, ect, ce);
+        pkt.mag = hdr.mag_class;
+        pkt.layer = int64_t(hdr.tensor_id) >> TENSOR_LAYER_SHIFT;
+        pkt.droppable = hdr.flags & FLAG_DROPPABLE;
         pkt.dlcp = true;
         return Parsed::PACKET;
       }
@@ -135,7 +131,7 @@ bool trim_frame(std::vector<uint8_t>& f) {
   if (size < size_t(FRAME_OVERHEAD)) return false;
   if (u16(&f[OFF_ETHERTYPE]) != 0x0800 || f[OFF_VER_IHL] != 0x45 || f[OFF_PROTO] != UDP) return false;
   const uint8_t* h = &f[DLCP_OFF];
-  if (u16(h + HDR_MAGIC) != MAGIC || h[HDR_VERSION] != VERSION) return false;
+  if (u16(h + HDR_MAGIC) != HEADER_MAGIC || h[HDR_VERSION] != HEADER_VERSION) return false;
   const uint32_t total_len = u16(&f[OFF_TOTAL_LEN]), udp_len = u16(&f[OFF_UDP_LEN]);
   const uint32_t payload_len = u16(h + HDR_PAYLOAD_LEN);
   if (ETH_LEN + total_len > size || udp_len + IPV4_LEN != total_len || udp_len < UDP_LEN + HEADER_LEN) return false;

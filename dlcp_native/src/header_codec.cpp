@@ -1,14 +1,10 @@
-// See header_codec.hpp. Offsets are layout.py's HDR_* in the same order.
+// See header_codec.hpp.
 #include "header_codec.hpp"
 
 namespace dlcp::transport {
 
 namespace {
 
-constexpr size_t HDR_MAGIC = 0, HDR_VERSION = 2, HDR_TYPE = 3, HDR_FLAGS = 4, HDR_PRIORITY = 5,
-                 HDR_MAG_CLASS = 6, HDR_RESERVED = 7, HDR_JOB = 8, HDR_SRC_RANK = 10, HDR_DST_RANK = 12,
-                 HDR_PAYLOAD_LEN = 14, HDR_ITERATION = 16, HDR_TENSOR_ID = 20, HDR_CHUNK_INDEX = 24,
-                 HDR_CHUNK_COUNT = 28, HDR_OFFSET = 32, HDR_RESERVED2 = 36, HDR_SEND_TS_NS = 40;
 constexpr uint8_t N_TYPES = ACK + 1;
 
 uint16_t get16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }

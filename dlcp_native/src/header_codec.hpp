@@ -11,6 +11,11 @@
 
 namespace dlcp::transport {
 
+// Byte offsets inside the header (layout.py HDR_*).
+constexpr size_t HDR_MAGIC = 0, HDR_VERSION = 2, HDR_TYPE = 3, HDR_FLAGS = 4, HDR_PRIORITY = 5,
+                 HDR_MAG_CLASS = 6, HDR_RESERVED = 7, HDR_JOB = 8, HDR_SRC_RANK = 10, HDR_DST_RANK = 12,
+                 HDR_PAYLOAD_LEN = 14, HDR_ITERATION = 16, HDR_TENSOR_ID = 20, HDR_CHUNK_INDEX = 24,
+                 HDR_CHUNK_COUNT = 28, HDR_OFFSET = 32, HDR_RESERVED2 = 36, HDR_SEND_TS_NS = 40;
 constexpr uint16_t HEADER_MAGIC = 0xD1C9;
 constexpr uint8_t HEADER_VERSION = 1;
 constexpr uint8_t FLAG_MASK = 0x0F;  // the four flags above; other bits are refused

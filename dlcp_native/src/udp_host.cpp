@@ -106,7 +106,7 @@ bool UdpHost::read_batch() {
   }
 }
 
-void UdpHost::give(size_t i) {
+void UdpHost::give(size_t i, int64_t now) {
   const mmsghdr& mm = rx_msgs_[i];
   const uint8_t* buf = rx_buf_[i].data();
   const size_t n = mm.msg_len;
@@ -135,7 +135,7 @@ void UdpHost::give(size_t i) {
   if (h.src_rank >= peers_.size()) peers_.resize(size_t(h.src_rank) + 1, sockaddr_in{});
   if (peers_[h.src_rank].sin_family == 0) peers_[h.src_rank] = rx_addr_[i];  // learnt, as setdefault
   const InPayload payload{buf + HEADER_LEN, n - HEADER_LEN, false};
-  stack_->receive(h, payload, monotonic_ns(), ce);
+  stack_->receive(h, payload, now, ce);
 }
 
 bool UdpHost::agent_has_work(int64_t now) const {
@@ -145,8 +145,9 @@ bool UdpHost::agent_has_work(int64_t now) const {
 bool UdpHost::deliver() {
   while (true) {
     while (rx_next_ < rx_count_) {
-      give(rx_next_++);
-      if (agent_has_work(monotonic_ns())) return true;
+      const int64_t now = monotonic_ns();  // each datagram its own time, as udp_driver.py
+      give(rx_next_++, now);
+      if (agent_has_work(now)) return true;
     }
     if (!read_batch()) return false;
   }

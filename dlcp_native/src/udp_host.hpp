@@ -60,7 +60,7 @@ class UdpHost {
   bool agent_has_work(int64_t now) const;
   bool deliver();          // datagrams read or waiting, to the stack; true: the agent must run
   bool read_batch();       // one recvmmsg; false: nothing waiting
-  void give(size_t i);     // datagram i of the batch to the stack
+  void give(size_t i, int64_t now);  // datagram i of the batch to the stack, read at `now`
   void flush(int64_t now); // the endpoints' packets to the socket
   void send_waiting();
 
