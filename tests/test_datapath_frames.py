@@ -176,6 +176,10 @@ def config(**kw):
 def test_config_defaults_and_errors():
     c = load_config(config())
     assert c["mode"] == "model" and c["pipeline"] == "fifo" and c["batch"] == 64
+    assert c["wake_period_ns"] == 0
+    for bad in (-1, 0.5, True, "1ms"):
+        with pytest.raises(ConfigError, match="wake_period_ns must be an integer >= 0"):
+            load_config(config(wake_period_ns=bad))
     with pytest.raises(ConfigError, match="mode"):
         load_config(config(mode="fast"))
     with pytest.raises(ConfigError, match="ports are"):

@@ -21,7 +21,9 @@ def test_background_flows_complete_beside_training(tmp_path, transport):
     spec = parse_spec({**SPEC, "background": {"load": 0.3, "transport": transport}})
     s, frames = run_emulation(spec, "fifo", tmp_path, log=lambda m: None)
     assert s["completed"] and s["switch_conservation_ok"]
-    assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
+    assert s["links_ok"] and s["network_drained"], (s["network_drained"], s["links_unbalanced"])
+    # Every background process said how much CPU it used.
+    assert s["fidelity"]["cpu_s"]["background"] > 0
     # Hosts were muted once quiet: what their kernels sent later is counted, not on a link.
     assert set(s["host_frames_after_stop"]) == {f"h{i}" for i in range(1, 7)}
     bg = frames["background"]

@@ -41,6 +41,11 @@ def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, m
     assert hosts == {"kernel" if transport == "tcp" else "native" if compiled else "python"}
     loops = {tuple(x) for x in summary["data_planes"]["switches"].values()}
     assert loops == {("native", "native") if compiled else ("python", "python")}
+    # Where the cores went: every switch and host process said how much CPU it used, and the
+    # machine's busy share is a share.
+    fid = summary["fidelity"]
+    assert fid["cpu_s"]["switches"] > 0 and fid["cpu_s"]["hosts"] > 0, fid["cpu_s"]
+    assert 0 < fid["cpu_busy_share"] <= 1
     assert summary["switch_conservation_ok"]
     assert summary["links_ok"] and summary["network_drained"], summary["links_unbalanced"]
     assert summary["loss_within_bound"]

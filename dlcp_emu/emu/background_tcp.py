@@ -18,7 +18,7 @@ import sys
 import time
 
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
-from dlcp_emu.emu.streams import JsonLinesWriter
+from dlcp_emu.emu.streams import JsonLinesWriter, process_row
 
 CHUNK = 64 * 1024
 ZEROS = memoryview(bytes(CHUNK))
@@ -114,7 +114,7 @@ def run(cfg, stopping):
             ended.clear()
             next_write = clock() + 1_000_000_000
     out.append(_rows(ended + [f for f in flows if f.state in ("sending", "closing")], start))
-    out.append([("sink", {"bytes": received})])
+    out.append([("sink", {"bytes": received}), process_row()])
     out.close()
     for f in flows:
         if f.sock is not None and f.state in ("sending", "closing"):

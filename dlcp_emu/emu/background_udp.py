@@ -16,7 +16,7 @@ import time
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
-from dlcp_emu.emu.streams import JsonLinesWriter
+from dlcp_emu.emu.streams import JsonLinesWriter, process_row
 from dlcp_emu.host.background import JOB, BackgroundEndpoint, flow_rows
 
 
@@ -52,6 +52,7 @@ def main(argv=None):
             stream({})
             next_write = now + 1_000_000_000
     stream(ep.started)
+    out.append([process_row()])
     out.close()
     return 0
 

@@ -130,11 +130,12 @@ class DlcpSwitch(Switch):
     def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
                  mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
                  ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
-                 rt_priority=None, paced_hosts=False, pcap_max_bytes=None, engine="auto", **params):
+                 rt_priority=None, paced_hosts=False, pcap_max_bytes=None, engine="auto",
+                 wake_period_ns=0, **params):
         """pcap: capture every port (True), none (False), or the ports whose interface names
         are given (a collection, e.g. {"l1-eth3"}); pcap_max_bytes bounds each capture file
         (the newest frames are kept, `datapath.pcap`). engine: the switch model's, auto |
-        native | python (`datapath.config`)."""
+        native | python, and wake_period_ns: how often at most its loop acts (`datapath.config`)."""
         # Mininet passes batch=True when the class has batchStartup, which then waits.
         self.batch_startup = params.pop("batch", False)
         self.pipeline = pipeline
@@ -151,6 +152,7 @@ class DlcpSwitch(Switch):
         self.cpu = cpu
         self.rt_priority = rt_priority
         self.engine = engine
+        self.wake_period_ns = wake_period_ns
         self.paced_hosts = paced_hosts
         self.on_spawn = on_spawn
         self.ready_timeout = ready_timeout
@@ -220,7 +222,8 @@ class DlcpSwitch(Switch):
             pcap_ports=captured, pcap_max_bytes=self.pcap_max_bytes,
             late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,
             parent_pid=os.getpid(), cpu=self.cpu, rx_ring=self.rx_ring,
-            stats_interval_s=self.stats_interval_s, rt_priority=self.rt_priority, engine=self.engine)
+            stats_interval_s=self.stats_interval_s, rt_priority=self.rt_priority, engine=self.engine,
+            wake_period_ns=self.wake_period_ns)
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self, controllers=None):

@@ -14,6 +14,7 @@ from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
+from dlcp_emu.emu.streams import read_process_row
 from dlcp_emu.emu.run_records import (
     Progress, background_path, background_table, host_paths, queue_samples, read_host_records,
 )
@@ -43,6 +44,12 @@ POLL_S = 0.25
 PROGRESS_EVERY_S = 3.0
 LIVE_EVERY_S = 1.0       # the live view's refresh: the switches write their stats once a second
 SWITCH_RT_PRIORITY = 10  # switches run as real-time tasks: their wake-ups are the schedule
+# A switch's loop acts at most once per host-link frame time (wall clock; at most 200 us):
+# one frame of a 10 Gbit/s link (1.2 us) in the real world at any scale. Acting per frame and
+# departure cost 27 us of CPU a frame at byte scale 0.1 (wake-ups and timers on a VM), the
+# switches 1.3 of the 2 cores; once a frame time, 7-8 us and 0.4 (datapath/config.py).
+SWITCH_WAKE_FRAMES = 1.0
+SWITCH_WAKE_MAX_NS = 200_000
 
 
 def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, capture=None,
@@ -66,14 +73,16 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     transport = spec.transport_for(preset)
     procs, outs = {}, {}
     t_start = time.monotonic()
-    steal_start = cpu_steal_s()
+    cpu_start = machine_cpu_s()
     interrupted = None
     if capture:
         cap = capture.get("max_bytes")
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
             + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
+    frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
-                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine}, mtu=spec.mtu,
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine,
+                                    "wake_period_ns": switch_wake_period_ns(frame_ns)}, mtu=spec.mtu,
                        pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
                        pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
@@ -121,7 +130,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                 if p.returncode not in (0, -15) and err:
                     log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
     duration = time.monotonic() - t_start
-    steal = cpu_steal_s() - steal_start if steal_start is not None else None
+    cpu_end = machine_cpu_s()
+    cpu = {k: cpu_end[k] - cpu_start[k] for k in cpu_start} if cpu_start and cpu_end else {}
     records, torn = read_host_records(outs)
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
     t0 = min(starts) if starts else 0
@@ -134,9 +144,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     # CPU time the hypervisor gave to others while the run went on, as a share of the
     # machine's: no process of the run can keep its schedule through it (6.9 s went within
     # one hour here, and a test run in that hour saw its switches fall behind).
-    fidelity["cpu_steal_share"] = (steal / (duration * (os.cpu_count() or 1))
-                                   if steal is not None and duration > 0 else None)
-    frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
+    fidelity.update(cpu_use(records, run.stats, bg_outs.values(), cpu.get("busy"), cpu.get("steal"), duration))
+    fidelity["switch_wake_period_us"] = switch_wake_period_ns(frame_ns) / 1e3
     fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
     # How long after the common start the last host began (its wake-up from a sleep).
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
@@ -235,14 +244,47 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
             return f"time limit of {spec.time_limit_s:g} s reached"
 
 
-def cpu_steal_s():
-    """Seconds of CPU time stolen by the hypervisor since boot (/proc/stat), or None."""
+def switch_wake_period_ns(frame_ns):
+    """How often at most a switch's loop acts, given a host link's frame time (ns)."""
+    return int(min(SWITCH_WAKE_FRAMES * frame_ns, SWITCH_WAKE_MAX_NS))
+
+
+def machine_cpu_s():
+    """{"busy", "steal"}: seconds of CPU time, over every core since boot, spent on anything
+    but idling (the hypervisor's steal included) and stolen by the hypervisor (/proc/stat),
+    or None."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
         return None
+    if len(fields) < 8:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return {"busy": (user + nice + system + irq + softirq + steal) / tick, "steal": steal / tick}
+
+
+def cpu_steal_s():
+    """Seconds of CPU time stolen by the hypervisor since boot, or None."""
+    cpu = machine_cpu_s()
+    return None if cpu is None else cpu["steal"]
+
+
+def cpu_use(records, stats, background, busy_s, steal_s, duration):
+    """Where the machine's cores went during the run: each kind of process's CPU seconds
+    (what it reported at its end; None when none did), and the shares of the machine's
+    capacity that was busy and that the hypervisor stole. A busy share near 1 means every
+    process of the run waited for a core, whatever its own figures say."""
+    def total(values):
+        values = [v for v in values if v is not None]
+        return round(sum(values), 3) if values else None
+    capacity = duration * (os.cpu_count() or 1)
+    return {"cpu_s": {"switches": total((st or {}).get("cpu_s") for st in stats.values()),
+                      "hosts": total(r.get("cpu_s") for r in records),
+                      "background": total((read_process_row(p) or {}).get("cpu_s") for p in background)},
+            "cpu_busy_share": busy_s / capacity if busy_s is not None and capacity > 0 else None,
+            "cpu_steal_share": steal_s / capacity if steal_s is not None and capacity > 0 else None}
 
 
 BACKGROUND_TCP_PORT = 5001

@@ -85,6 +85,23 @@ class JsonLinesWriter:
         self._out.close()
 
 
+def process_cpu_s():
+    """CPU seconds this process has used, user and system, every thread: what each process
+    of a run reports, so the run can say where the machine's cores went."""
+    return round(sum(os.times()[:2]), 3)
+
+
+def process_row():
+    """The last record of a background process's stream."""
+    return ("process", {"cpu_s": process_cpu_s()})
+
+
+def read_process_row(path):
+    """The `process` record a stream ended with, or None (a crash before it)."""
+    rows = JsonLinesReader(path).read(prefix=b'["process"', final=True)
+    return rows[-1][1] if rows else None
+
+
 class JsonLinesReader:
     def __init__(self, path):
         self.path = os.fspath(path)

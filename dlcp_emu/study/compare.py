@@ -141,14 +141,23 @@ def _combine(per_seed):
     worst = {}
     for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us",
                 "host_compute_stretch", "host_rx_lag_p50_us", "host_rx_lag_p99_us",
-                "host_stall_max_ms", "cpu_steal_share"):
+                "host_stall_max_ms", "cpu_busy_share", "cpu_steal_share"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
+    # Each kind of process's CPU seconds, a mean over the seeds.
+    cpus = [f["cpu_s"] for f in fid if f.get("cpu_s")]
+    if cpus:
+        worst["cpu_s"] = {k: _mean_or_none([c.get(k) for c in cpus]) for k in cpus[0]}
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
                        "hosts_behind": any(f.get("hosts_behind") for f in fid)}
     if len(per_seed) > 1:
         out["per_seed"] = per_seed
     return out
+
+
+def _mean_or_none(values):
+    values = [v for v in values if v is not None]
+    return round(float(np.mean(values)), 3) if values else None
 
 
 def _mean_numbers(dicts):
@@ -180,6 +189,9 @@ def table(summary):
                 fid_text += f", host rx {lag:.0f} us"
             if stretch is not None:
                 fid_text += f", compute +{stretch * 100:.1f}%"
+            busy = fid.get("cpu_busy_share")
+            if busy is not None:
+                fid_text += f", cpu {busy * 100:.0f}%"
             steal = fid.get("cpu_steal_share")
             if steal is not None and steal >= 0.01:
                 fid_text += f", cpu stolen {steal * 100:.0f}%"
@@ -205,9 +217,10 @@ def table(summary):
             "\n to reach the target accuracy)" if trained else "") +
         "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
         "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute;"
-        "\n CPU time the hypervisor took, when 1% or more. 'behind!': switches late (p99 above 1 ms"
-        "\n or one stall above 20 ms). 'hosts late!': a wait above 10% of a frame time or compute"
-        "\n stretched above 5%, so the hosts slowed the run: raise time_dilation)")
+        "\n how busy the machine's cores were; CPU time the hypervisor took, when 1% or more."
+        "\n 'behind!': switches late (p99 above 1 ms or one stall above 20 ms). 'hosts late!': a"
+        "\n wait above 10% of a frame time or compute stretched above 5%, so the hosts slowed the"
+        "\n run: raise time_dilation)")
 
 
 def _accuracy_cells(a):

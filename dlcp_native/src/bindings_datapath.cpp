@@ -72,6 +72,7 @@ void bind_datapath(py::module_& m) {
       .def("take_rx_wait", [](Datapath& d) { return take(d.rx_wait); })
       .def("take_samples", [](Datapath& d) { return take(d.samples); })
       .def_readwrite("send_ahead", &Datapath::send_ahead)
+      .def_readwrite("wake_period_ns", &Datapath::wake_period_ns)
       .def_readonly("loops", &Datapath::loops)
       .def("counters",
            [](const Datapath& d) {

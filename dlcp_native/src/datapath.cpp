@@ -50,11 +50,16 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
   fds.push_back({wake_fd_, POLLIN, 0});
   std::vector<size_t> ready;
   while (true) {
-    ++loops;
     const std::optional<int64_t> t = next_wake(send_ahead);
     int64_t now = monotonic_ns();
     if (now >= until) return UNTIL;
     if (int64_t(lateness.size()) >= pending_limit_ || int64_t(rx_wait.size()) >= pending_limit_) return FULL;
+    if (wake_period_ns > 0 && now < acted_ + wake_period_ns) {
+      const timespec ts = timespec_of(std::min(acted_ + wake_period_ns, until));
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+      continue;
+    }
+    ++loops;
     // With rings, frames already waiting are seen without a syscall; poll (and a sleep, and
     // the sender's wake-up of us) only when every ring is empty.
     ready.clear();
@@ -72,6 +77,7 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
       }
     }
     const size_t sources = ready.size();
+    acted_ = monotonic_ns();
     for (size_t port : ready) read_port(port, clock_offset);
     now = monotonic_ns();
     settle(now, sources);

@@ -95,6 +95,7 @@ class NativeLoop:
         self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
                                    flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
                                    PENDING_LIMIT)
+        self.core.wake_period_ns = int(dp.cfg["wake_period_ns"])
         self.numbers = dp.numbers
         self._rings = any(p[1] for p in ports)
         self.last = self.core.counters()

@@ -37,7 +37,12 @@ def run_model(dp):
     sample_ns, next_sample = int(dp.cfg["queue_sample_ns"]), 0
     floor = 0           # the model's clock so far: arrivals are never given one earlier
     loops = 0
+    period = dp.cfg["wake_period_ns"]
+    acted = -period     # when the loop last acted: it acts at most once a period (config.py)
     while not dp.stopping:
+        if period and clock() < acted + period:
+            time.sleep((acted + period - clock()) * 1e-9)
+            continue
         loops += 1
         t = next_event()
         if t is not None:
@@ -64,6 +69,7 @@ def run_model(dp):
         ready = [s for s, peek in peeks if peek()] if peeks else None
         if not ready:
             ready = sel(rlist, (), (), timeout)[0]
+        acted = clock()
         got = []
         for sock in ready:
             entry = by_sock.get(sock)

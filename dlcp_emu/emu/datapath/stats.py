@@ -7,6 +7,8 @@ port off the flood tree) and `tx_refused` (the kernel refused the send)."""
 import os
 import time
 
+from dlcp_emu.emu.streams import process_cpu_s
+
 
 def datapath_stats(dp, final=False):
     lat = dp.lateness.summary()
@@ -16,6 +18,7 @@ def datapath_stats(dp, final=False):
         "elapsed_s": round((time.monotonic_ns() - dp.started_ns) / 1e9, 3)
         if dp.started_ns else 0.0,
         "loops": dp.loops,
+        "cpu_s": process_cpu_s(),
         "snapshot": dp.snapshots,
         "ports": {n: dp.intf[n] for n in dp.numbers},
         "rx_socket_drops": dict(dp.socket_drops),
@@ -28,6 +31,7 @@ def datapath_stats(dp, final=False):
         "queue_samples": dp.queues.stats() if dp.queues is not None else None,
         "lateness": lat,
         "send_ahead_ns": dp.send_ahead,
+        "wake_period_ns": dp.cfg["wake_period_ns"],
         "housekeeping_max_ns": dp.housekeeping_max_ns,
         "rx_wait": dp.rx_wait.summary(),
         # Each capture file: frames written, kept (a bounded capture keeps the newest), bytes.
