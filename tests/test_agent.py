@@ -9,7 +9,7 @@ import pytest
 
 from dlcp_emu.host.agent import Worker
 from dlcp_emu.host.parameter_server import ParameterServer
-from dlcp_emu.host.plan import gradient, make_plan
+from dlcp_emu.host.plan import _draws, _lognormal_layers, gradient, make_plan
 from dlcp_emu.sim import EventLoop
 from workloads import Trace, get_model
 
@@ -241,3 +241,19 @@ def test_gradients_of_normal_and_uniform_layers():
     half = 0.005 * np.sqrt(3)
     assert by_layer[2].min() >= 0.02 - half - 1e-6 and by_layer[2].max() <= 0.02 + half + 1e-6
     assert abs(by_layer[2].mean() - 0.02) < 0.0005
+
+
+def test_lognormal_layers_are_drawn_as_the_general_path_draws_them():
+    """A bucket whose layers are all lognormal takes a path with each layer's parameters on
+    its slice: the very values (bit for bit) the general path draws from the same stream."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        k = int(rng.integers(1, 12))
+        counts = rng.integers(0, 3000, k)
+        mu = rng.normal(-4, 2, k).astype(np.float32)
+        sigma = rng.uniform(0.1, 2, k).astype(np.float32)
+        seed = int(rng.integers(1 << 30))
+        fast = _lognormal_layers(mu, sigma, counts, np.random.default_rng(seed))
+        general = _draws(np.zeros(int(counts.sum()), np.int64), np.repeat(mu, counts),
+                         np.repeat(sigma, counts), np.random.default_rng(seed))
+        assert fast.dtype == np.float32 and fast.tobytes() == general.tobytes()

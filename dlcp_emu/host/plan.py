@@ -79,12 +79,29 @@ def gradient(trace, plan, bucket, rank, iteration, seed):
         mags = np.concatenate([trace.sample_magnitudes(lid, int(c), rng)
                                for lid, c in zip(bucket.layer_ids, counts)]).astype(np.float32)
     else:
-        dist, mu, sigma = (np.repeat(a[list(bucket.layer_ids)].astype(np.float32), counts)
-                           for a in params)
-        mags = _draws(dist, mu, sigma, rng)
+        dist, mu, sigma = (a[list(bucket.layer_ids)].astype(np.float32) for a in params)
+        if (dist == 0).all():
+            mags = _lognormal_layers(mu, sigma, counts, rng)
+        else:
+            mags = _draws(*(np.repeat(a, counts) for a in (dist, mu, sigma)), rng)
     # Random signs: flip the sign bit of about half the values.
     signs = rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)
     return (mags.view(np.uint32) ^ signs).view(np.float32)
+
+
+def _lognormal_layers(mu, sigma, counts, rng):
+    """`_draws` where every layer is lognormal: the same values, bit for bit (the same draws,
+    the same float32 operations), with each layer's parameters applied to its slice rather
+    than repeated into arrays as long as the bucket (a third of the time they took)."""
+    mags = rng.standard_normal(int(counts.sum()), dtype=np.float32)
+    start = 0
+    for m, s, n in zip(mu, sigma, counts.tolist()):
+        part = mags[start:start + n]
+        part *= s
+        part += m
+        start += n
+    np.exp(mags, out=mags)
+    return mags
 
 
 def _draws(dist, mu, sigma, rng):
