@@ -14,7 +14,7 @@ from dlcp_emu.host.agent import Worker
 from dlcp_emu.host.records import take_closed
 from dlcp_emu.sim.run import _records, build
 
-CASES = [("examples/default.toml", "dlcp", {}),                          # ring all-reduce
+CASES = [("examples/default.toml", "dlcp", {"byte_scale": 0.002}),      # ring all-reduce
          ("examples/ps-vgg16.toml", "dlcp", {"byte_scale": 0.0005})]   # a PS's lost ranges
 
 

@@ -95,7 +95,8 @@ def test_nan_topology_rate_is_named():
 
 
 def test_a_huge_time_dilation_is_reported_against_time_dilation(tmp_path):
-    text = DEFAULT.read_text().replace("time_dilation = 4.0", "time_dilation = 1e9")
+    text = DEFAULT.read_text().replace("time_dilation = 16.0", "time_dilation = 1e9").replace(
+        "byte_scale = 0.1\n", "byte_scale = 0.002\n")
     (tmp_path / "d.toml").write_text(text)
     with pytest.raises(SpecError) as e:
         load_spec(tmp_path / "d.toml")

@@ -8,7 +8,10 @@ from dlcp_emu.sim.run import run_simulation
 
 
 def _spec(**fields):
-    spec = load_spec("examples/default.toml").with_field("workload.iterations", 3)
+    # The default's spec as it was at byte scale 0.002 (a time limit that bounds the background
+    # flows drawn at a smaller scale).
+    spec = load_spec("examples/default.toml").with_field("workload.iterations", 3).with_field(
+        "time_limit_s", 60).with_field("time_dilation", 4.0)
     for name, value in fields.items():
         spec = spec.with_field(name.replace("__", "."), value)
     return spec

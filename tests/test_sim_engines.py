@@ -20,16 +20,17 @@ from switch_models.queue_managers import DropTail
 ECN = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.05}}
 DLCP_ECN = {"preset": "dlcp", "queue_manager": {"name": "ecn", "mark_fraction": 0.05}}   # probes are ECT too
 
+SMALL = {"time_limit_s": 60, "byte_scale": 0.002, "time_dilation": 4.0}   # the default spec's scale until 0.1
 CASES = [   # (spec, preset, fields set): every example's mechanism at a byte scale that runs in seconds
-    ("examples/default.toml", "fifo", {}),
+    ("examples/default.toml", "fifo", SMALL),
     ("examples/default.toml", "dlcp", {"byte_scale": 0.01}),        # bounded loss acts: drops, zero-fill
-    ("examples/default.toml", "pias", {}),
+    ("examples/default.toml", "pias", SMALL),
     ("examples/ps-vgg16.toml", "dlcp", {"byte_scale": 0.0005}),     # incast: evictions, trims
     ("examples/spray-vs-ecmp.toml", "dlcp", {}),              # packet spraying
     ("examples/spray-vs-ecmp.toml", "dlcp-nospray", {}),
     ("examples/dc2.toml", "dlcp", {}),
     ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
-    ("examples/default.toml", ECN, {}),                               # CE marks, the window's answer
+    ("examples/default.toml", ECN, SMALL),                            # CE marks, the window's answer
     ("examples/default.toml", DLCP_ECN, {"byte_scale": 0.01}),
 ]
 IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}" for p, s, _ in CASES]
@@ -96,7 +97,7 @@ def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
 
 def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_stage, tmp_path):
     mine = python_only_stage(QUEUE_MANAGERS, DropTail)
-    spec = spec_of("examples/default.toml", {}).with_field("switch", {"preset": "fifo", "queue_manager": mine})
+    spec = spec_of("examples/default.toml", SMALL).with_field("switch", {"preset": "fifo", "queue_manager": mine})
     s, _ = run_simulation(spec, spec.switch, tmp_path / "auto", log=lambda *_: None)
     assert s["engine"] == "python"
     assert "queue manager 'mine' is a Python-only stage" in s["engine_note"]
@@ -105,7 +106,7 @@ def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_
 
 
 def test_auto_is_native_when_every_stage_is(tmp_path):
-    s, _ = simulate(spec_of("examples/default.toml", {}), "dlcp", "auto", tmp_path)
+    s, _ = simulate(spec_of("examples/default.toml", SMALL), "dlcp", "auto", tmp_path)
     assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native; hosts' endpoints in "
                                                          "the core")
 
