@@ -83,3 +83,49 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
     assert links() == before                  # every interface of the run is gone
     assert not [p for p in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True)
                 .stdout.splitlines() if str(tmp_path) in p]
+
+
+def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_why(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace('name = "ctrlc"', 'name = "crash"'))
+    before = links()
+    runtime = tmp_path / "runtime"
+    env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(runtime))
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", "spec.toml", "--results",
+                             "results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=tmp_path, env=env)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    seen, deadline, victim = [], time.monotonic() + 60, None
+    try:
+        while time.monotonic() < deadline:
+            if not sel.select(timeout=1):
+                continue
+            line = proc.stdout.readline()
+            seen.append(line)
+            if "iterations 2/200" in line:
+                break
+        assert any("iterations 2/200" in line for line in seen), "".join(seen)
+        # The run's own record of what it started names rank 1's host process by pid.
+        for state in runtime.glob("*.json"):
+            for p in json.loads(state.read_text())["processes"]:
+                cmdline = Path(f"/proc/{p['pid']}/cmdline").read_bytes().split(b"\0")
+                if b"dlcp_emu.emu.hostd" in cmdline and cmdline[-2].endswith(b"host-1.config.json"):
+                    victim = p["pid"]
+        assert victim is not None, [s.read_text() for s in runtime.glob("*.json")]
+        os.kill(victim, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            subprocess.run([sys.executable, "-m", "dlcp_emu.cli", "clean"], cwd=repo, env=env,
+                           capture_output=True, timeout=60)
+    assert proc.returncode == 1, out
+    s = json.loads((tmp_path / "results" / "latest" / "summary.json").read_text())["presets"]["dlcp"]
+    assert s["completed"] is False and s["stopped_because"] == "agent(s) [1] exited before finishing", s
+    assert s["host_exits"] == {"1": {"returncode": -9, "stderr_tail": ""}}
+    assert s["iterations_measured"] >= 4
+    assert s["switch_conservation_ok"]
+    assert links() == before

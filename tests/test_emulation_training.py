@@ -34,7 +34,7 @@ def spec_for(pattern, transport, mtu, engine="auto"):
 def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, mtu, engine):
     spec = spec_for(pattern, transport, mtu, engine)
     summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
-    assert summary["completed"], summary
+    assert summary["completed"], (summary.get("stopped_because"), summary.get("host_exits"))
     # The hosts' and switches' data planes: compiled unless the Python ones are asked for.
     compiled = engine != "python"
     hosts = {e for e, _ in summary["data_planes"]["hosts"].values()}

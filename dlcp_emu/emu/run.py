@@ -75,6 +75,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     t_start = time.monotonic()
     cpu_start = machine_cpu_s()
     interrupted = None
+    host_exits = {}   # rank -> how a host process ended when not by our SIGTERM or cleanly
     if capture:
         cap = capture.get("max_bytes")
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
@@ -127,8 +128,10 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                 except Exception:
                     p.kill()
                     _, err = p.communicate()
-                if p.returncode not in (0, -15) and err:
-                    log(f"  host rank {rank} exited {p.returncode}: {err.decode(errors='replace')[-500:]}")
+                if p.returncode not in (0, -15):
+                    host_exits[rank] = {"returncode": p.returncode,
+                                        "stderr_tail": err.decode(errors="replace")[-2000:]}
+                    log(f"  host rank {rank} exited {p.returncode}: {host_exits[rank]['stderr_tail'][-500:]}")
     duration = time.monotonic() - t_start
     cpu_end = machine_cpu_s()
     cpu = {k: cpu_end[k] - cpu_start[k] for k in cpu_start} if cpu_start and cpu_end else {}
@@ -178,6 +181,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                 f"and {p['bad_lines']} lines that are not records")
     if queue_note:
         s["queue_samples"] = queue_note
+    if host_exits:
+        s["host_exits"] = host_exits
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queues, "background": background_table(bg_outs, spec.scale),
               "packets": _packets(run_dir, outs, spec.scale, t0)}
@@ -219,6 +224,9 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
     tracker = Progress(outs)
     while True:
         time.sleep(POLL_S)
+        # Who has exited is taken before the status files are read: an agent writes `done`
+        # before it exits, so one that exits between the two is seen done, not dead.
+        exited = [r for r, p in procs.items() if p.poll() is not None]
         tracker.poll()
         status = [st for st in tracker.status.values() if st]
         done = sum(bool(st.get("done")) for st in status)
@@ -237,7 +245,7 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
             shown = elapsed
         if done == len(outs):
             return None
-        dead = [r for r, p in procs.items() if p.poll() is not None]
+        dead = [r for r in exited if not (tracker.status.get(r) or {}).get("done")]
         if dead:
             return f"agent(s) {dead} exited before finishing"
         if elapsed > spec.time_limit_s:
