@@ -67,6 +67,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     run_dir.mkdir(parents=True, exist_ok=True)
     topo = scaled_topology(spec)
     placement = place(spec, topo)
+    if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
+        raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
     plan = make_plan(trace_for(spec), spec.scale, fusion_bytes=spec.workload["fusion_bytes"],
                      fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
     preset = preset_name(pipeline)

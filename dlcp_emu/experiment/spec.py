@@ -2,7 +2,9 @@
 
     name = "default"            # run label
     seed = 1
-    time_dilation = 1.0         # link rates / D, compute times * D; results converted back
+    time_dilation = 1.0         # link rates / D, compute times * D; results converted back;
+                                # "auto": an emulation chooses D from the spec's packet demand
+                                # and this machine's measured costs, and says what it chose
     byte_scale = 1.0            # gradient bytes and link rates * s (keeps the comm/compute ratio)
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
@@ -106,6 +108,7 @@ BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
 ENGINES = ("auto", "native", "python")   # what each means: dlcp_emu/sim/engines.py, emu/native_host.py
 PAYLOADS = ("values", "sizes")   # float32 gradients, or payload-free (sizes and magnitude classes)
+AUTO_DILATION = "auto"   # study/dilation.py chooses, at the start of an emulation
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
 
@@ -114,7 +117,7 @@ MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a fil
 class Spec:
     name: str
     seed: int
-    time_dilation: float
+    time_dilation: float        # 1 until chosen when dilation_auto
     byte_scale: float
     mtu: int
     time_limit_s: float
@@ -128,6 +131,7 @@ class Spec:
     training: dict | None = None
     engine: str = "auto"
     payload: str = "values"
+    dilation_auto: bool = False   # time_dilation = "auto": not yet chosen (study/dilation.py)
     variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -176,7 +180,9 @@ TOP_FIELDS = {
              and v.replace("-", "").replace("_", "").isalnum(),
              f"at most {MAX_NAME} ASCII letters, digits, '-' and '_' (it names the run's folder)"),
     "seed": (1, integer(0), "an integer >= 0"),
-    "time_dilation": (1.0, number(1), "a number >= 1"),
+    "time_dilation": (1.0, lambda v: v == AUTO_DILATION or number(1)(v),
+                      f"a number >= 1, or \"{AUTO_DILATION}\" (an emulation chooses it from the spec's "
+                      "packet demand and this machine's measured costs; docs/architecture.md)"),
     "byte_scale": (1.0, number(0, 1, lo_open=True), "a number in (0, 1]"),
     "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
     "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
@@ -257,6 +263,9 @@ BACKGROUND_FIELDS = {
 def parse_spec(raw, source="spec"):
     c = Checker()
     top = c.take(raw, "", TOP_FIELDS)
+    dilation_auto = top.get("time_dilation") == AUTO_DILATION
+    if dilation_auto:
+        top["time_dilation"] = 1.0   # what the checks below see; the choice is checked again
     workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
     transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
     compression = c.take(top.get("compression") or {}, "compression", COMPRESSION_FIELDS)
@@ -289,8 +298,8 @@ def parse_spec(raw, source="spec"):
     topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
     if topo is not None and not c.problems:
         _check_scaled_rates(c, topo, top, raw)
-    if topo is not None and background and not c.problems:
-        _check_background(c, background, topo, top)
+    if topo is not None and background and not c.problems and not dilation_auto:
+        _check_background(c, background, topo, top)   # flows per wall second: needs the dilation
     if top["payload"] == "sizes":
         _check_sizes(c, workload, compression, training)
     elif not c.problems:
@@ -312,7 +321,7 @@ def parse_spec(raw, source="spec"):
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, compression=compression, training=training,
                 engine=top["engine"], payload=top["payload"], variants=dict(top["variants"]), source=source,
-                raw=raw)
+                raw=raw, dilation_auto=dilation_auto)
 
 
 def _variant(raw, name, source):

@@ -83,13 +83,41 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
                          fusion_cycle_ms=w["fusion_cycle_ms"])
         lines.append(f"  {label}: {transport} transport, {w['workers']} workers ({w['pattern']}) "
                      f"on {topo.name}, {len(plan.buckets)} buckets, "
-                     f"{plan.bytes_per_iteration:,} bytes an iteration")
+                     f"{plan.bytes_per_iteration:,} bytes an iteration"
+                     + (", time_dilation auto: chosen at the start from the spec's simulated "
+                        "packet demand and this machine's measured costs" if v.dilation_auto else ""))
     return lines
+
+
+def dilations(runs, backend, log=print):
+    """[(label, preset, spec, choice)]: each run with a time_dilation of "auto" chosen
+    (study/dilation.py), once per spec apart from its switch, so that the presets compare at
+    one dilation; choice is what decided it (None where the spec gave a number). The
+    simulator needs none: its results do not depend on it, and "auto" runs there at 1."""
+    from dlcp_emu.study import dilation
+    out, chosen, machine = [], {}, None
+    for label, preset, v in runs:
+        if not v.dilation_auto:
+            out.append((label, preset, v, None))
+            continue
+        key = json.dumps({k: x for k, x in v.raw.items() if k not in ("switch", "variants")},
+                         sort_keys=True, default=str)
+        if key not in chosen:
+            if backend == "sim":
+                chosen[key] = {"dilation": 1, "note": "virtual time: the simulator needs no dilation"}
+                log("time_dilation auto: 1 (virtual time: the simulator needs no dilation)")
+            else:
+                machine = machine or dilation.measure_machine()
+                chosen[key] = dilation.resolve(v, preset, log, machine=machine)[1]
+        choice = chosen[key]
+        out.append((label, preset, v.with_field("time_dilation", float(choice["dilation"]))
+                    if backend != "sim" else v, choice))
+    return out
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
             emu_options=None):
-    runs = variants(spec, presets, vary)
+    runs = dilations(variants(spec, presets, vary), backend, log)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
         shutil.copy(spec.source, run_dir / "spec.toml")
@@ -99,7 +127,7 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
     results.point_latest(run_dir)
     try:
-        for label, preset, v_spec in runs:
+        for label, preset, v_spec, choice in runs:
             per_seed = []
             for k in range(seeds):
                 s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
@@ -107,6 +135,8 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
                 log(f"{label} (seed {s_spec.seed}, {transport} transport, {backend}):")
                 seed_dir = Path(label) / f"seed-{s_spec.seed}"
                 per_seed.append(run_one(s_spec, preset, run_dir / seed_dir, backend, log, emu_options))
+                if choice is not None:
+                    per_seed[-1]["time_dilation_choice"] = choice
                 for c in per_seed[-1].get("captures", ()):   # relative to summary.json's folder
                     c["file"] = str(seed_dir / c["file"])
                 summary["presets"][label] = _combine(per_seed)

@@ -13,6 +13,7 @@
 #include "queue_managers.hpp"
 #include "schedulers.hpp"
 #include "bindings.hpp"
+#include "machine_probe.hpp"
 #include "switch.hpp"
 
 namespace py = pybind11;
@@ -259,6 +260,17 @@ PYBIND11_MODULE(_core, m) {
       .def("counters", &Core::counters)
       .def("disable_idle_fast_path", &Core::disable_idle_fast_path)
       .def("run_batch", &Core::run_batch);
+  // The machine's costs (dlcp_emu/experiment/dilation.py); the threads run without the GIL.
+  m.def("probe_wake_lag", &probe::wake_lag, py::arg("samples"), py::arg("gap_ns"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("probe_round_trips", [](int count) {
+    probe::RoundTrips r;
+    {
+      py::gil_scoped_release free;
+      r = probe::round_trips(count);
+    }
+    return py::make_tuple(r.count, r.cpu_ns, r.wall_ns);
+  }, py::arg("count"));
   dlcp_bindings::bind_datapath(m);
   dlcp_bindings::bind_network(m);
   dlcp_bindings::bind_transport(m);
