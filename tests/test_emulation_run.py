@@ -85,7 +85,10 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
                 .stdout.splitlines() if str(tmp_path) in p]
 
 
-def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_why(tmp_path):
+def kill_mid_run(tmp_path, pick):
+    """Run the spec, and after two iterations SIGKILL the process of the run's own records
+    (its state file) that pick(entry, cmdline) names: (exit status, output, the preset's
+    summary, the links before)."""
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.replace('name = "ctrlc"', 'name = "crash"'))
     before = links()
@@ -107,11 +110,10 @@ def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_wh
             if "iterations 2/200" in line:
                 break
         assert any("iterations 2/200" in line for line in seen), "".join(seen)
-        # The run's own record of what it started names rank 1's host process by pid.
         for state in runtime.glob("*.json"):
             for p in json.loads(state.read_text())["processes"]:
                 cmdline = Path(f"/proc/{p['pid']}/cmdline").read_bytes().split(b"\0")
-                if b"dlcp_emu.emu.hostd" in cmdline and cmdline[-2].endswith(b"host-1.config.json"):
+                if pick(p, cmdline):
                     victim = p["pid"]
         assert victim is not None, [s.read_text() for s in runtime.glob("*.json")]
         os.kill(victim, signal.SIGKILL)
@@ -122,10 +124,28 @@ def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_wh
             proc.wait()
             subprocess.run([sys.executable, "-m", "dlcp_emu.cli", "clean"], cwd=repo, env=env,
                            capture_output=True, timeout=60)
-    assert proc.returncode == 1, out
     s = json.loads((tmp_path / "results" / "latest" / "summary.json").read_text())["presets"]["dlcp"]
+    return proc.returncode, out, s, before
+
+
+def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_why(tmp_path):
+    rc, out, s, before = kill_mid_run(tmp_path, lambda p, cmdline: b"dlcp_emu.emu.hostd" in cmdline
+                                      and cmdline[-2].endswith(b"host-1.config.json"))
+    assert rc == 1, out
     assert s["completed"] is False and s["stopped_because"] == "agent(s) [1] exited before finishing", s
-    assert s["host_exits"] == {"1": {"returncode": -9, "stderr_tail": ""}}
+    assert s["host_exits"] == {"1": {"returncode": -9, "stderr_tail": ""}}, s.get("host_exits")
     assert s["iterations_measured"] >= 4
     assert s["switch_conservation_ok"]
+    assert links() == before
+
+
+def test_a_switch_that_dies_stops_the_run_at_once_saying_which(tmp_path):
+    """A network with a dead switch would only time out (it once did, for the whole time
+    limit, with the run flagged no worse than `behind!`)."""
+    rc, out, s, before = kill_mid_run(tmp_path, lambda p, cmdline: p["kind"] == "switch" and p["name"] == "l1")
+    assert rc == 1, out
+    assert s["completed"] is False, s
+    assert s["stopped_because"].startswith("switch process(es) l1 (return code -9, emu/l1.stderr: "), s
+    assert s["stopped_because"].endswith(" ended during the run"), s
+    assert s["iterations_measured"] >= 4
     assert links() == before

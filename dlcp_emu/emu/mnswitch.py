@@ -300,6 +300,14 @@ class DlcpSwitch(Switch):
         except OSError:
             return ""
 
+    def exited(self):
+        """None while the switch process runs (or before it started), else {"returncode",
+        "stderr_tail"}: a switch that ends before it is stopped has failed."""
+        rc = self.proc.poll() if self.proc is not None else None
+        if rc is None:
+            return None
+        return {"returncode": rc, "stderr_tail": self._read(self._paths()["stderr"])[-2000:]}
+
     def _alive(self):
         return (self.proc is not None and self.proc.poll() is None
                 and _proc_start_time(self.proc.pid) == self.proc_start)

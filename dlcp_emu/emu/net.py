@@ -251,6 +251,11 @@ class EmulationRun:
                                p.pid)
         return p
 
+    def switch_exits(self):
+        """{name: how it ended} of every switch process that ended while the run went on."""
+        ended = {s.name: s.exited() for s in self.net.switches if isinstance(s, DlcpSwitch)}
+        return {name: e for name, e in ended.items() if e is not None}
+
     def switch_stats(self):
         """Latest stats of every switch: final ones once stopped, else the periodic ones."""
         return {s.name: s.stats() for s in self.net.switches if isinstance(s, DlcpSwitch)}

@@ -117,7 +117,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
             start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
             if interrupted is None:
                 show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
-                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show)
+                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show,
+                                    switch_exits=run.switch_exits)
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -218,8 +219,10 @@ def _start_together(ready_files, start_file, procs):
     return start_at, None
 
 
-def _wait(spec, placement, procs, outs, t_start, log, show=None):
-    """Until every agent is done (None), or why not. show(title): refresh the live view."""
+def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=dict):
+    """Until every agent is done (None), or why not. show(title): refresh the live view;
+    switch_exits(): {name: how it ended} of switch processes that ended (each has failed: a
+    network with a dead switch only times out)."""
     iterations = spec.workload["iterations"]
     last = (None, 0.0)
     shown = -LIVE_EVERY_S
@@ -250,6 +253,12 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None):
         dead = [r for r in exited if not (tracker.status.get(r) or {}).get("done")]
         if dead:
             return f"agent(s) {dead} exited before finishing"
+        ended = switch_exits()
+        if ended:
+            return "switch process(es) " + ", ".join(
+                f"{name} (return code {e['returncode']}, emu/{name}.stderr: "
+                f"{(e['stderr_tail'].strip().splitlines() or ['nothing'])[-1]})"
+                for name, e in sorted(ended.items())) + " ended during the run"
         if elapsed > spec.time_limit_s:
             return f"time limit of {spec.time_limit_s:g} s reached"
 

@@ -102,7 +102,6 @@ class Datapath:
         cfg = self.cfg
         if cfg["parent_pid"]:
             follow_parent(cfg["parent_pid"], self.name)
-        _prctl(PR_SET_TIMERSLACK, 1)
         if cfg["cpu"] is not None:
             os.sched_setaffinity(0, {int(cfg["cpu"])})
         if cfg["rt_priority"]:
@@ -207,6 +206,9 @@ class Datapath:
 
     # -- the loops -----------------------------------------------------------------------
     def run(self):
+        # Timed waits end when asked, not up to 50 us later (the default slack); the slack
+        # is the calling thread's, so it is set by the thread that loops.
+        _prctl(PR_SET_TIMERSLACK, 1)
         gc.collect()
         gc.freeze()
         # Packets form no cycles; the cyclic collector would only add pauses (lateness).

@@ -40,9 +40,11 @@ def run_model(dp):
     period = dp.cfg["wake_period_ns"]
     acted = -period     # when the loop last acted: it acts at most once a period (config.py)
     while not dp.stopping:
-        if period and clock() < acted + period:
-            time.sleep((acted + period - clock()) * 1e-9)
-            continue
+        if period:
+            wait = acted + period - clock()   # read once: the clock moves between two reads
+            if wait > 0:
+                time.sleep(wait * 1e-9)
+                continue
         loops += 1
         t = next_event()
         if t is not None:
