@@ -85,12 +85,12 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
                 .stdout.splitlines() if str(tmp_path) in p]
 
 
-def kill_mid_run(tmp_path, pick):
-    """Run the spec, and after two iterations SIGKILL the process of the run's own records
-    (its state file) that pick(entry, cmdline) names: (exit status, output, the preset's
-    summary, the links before)."""
+def kill_mid_run(tmp_path, pick, extra=""):
+    """Run the spec (with `extra` tables), and after two iterations SIGKILL the process of the
+    run's own records (its state file) that pick(entry, cmdline) names: (exit status, output,
+    the preset's summary, the links before)."""
     spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.replace('name = "ctrlc"', 'name = "crash"'))
+    spec.write_text(SPEC.replace('name = "ctrlc"', 'name = "crash"') + extra)
     before = links()
     runtime = tmp_path / "runtime"
     env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(runtime))
@@ -147,5 +147,17 @@ def test_a_switch_that_dies_stops_the_run_at_once_saying_which(tmp_path):
     assert s["completed"] is False, s
     assert s["stopped_because"].startswith("switch process(es) l1 (return code -9, emu/l1.stderr: "), s
     assert s["stopped_because"].endswith(" ended during the run"), s
+    assert s["iterations_measured"] >= 4
+    assert links() == before
+
+
+def test_a_background_process_that_dies_stops_the_run_saying_where(tmp_path):
+    """Without it the background load would drop and the run go on as if nothing happened."""
+    rc, out, s, before = kill_mid_run(
+        tmp_path, lambda p, cmdline: b"dlcp_emu.emu.background_udp" in cmdline
+        and cmdline[-2].endswith(b"background-h2.config.json"), extra="[background]\nload = 0.2\n")
+    assert rc == 1, out
+    assert s["completed"] is False, s
+    assert s["stopped_because"] == "background process(es) on h2 (return code -9: no stderr) failed during the run", s
     assert s["iterations_measured"] >= 4
     assert links() == before

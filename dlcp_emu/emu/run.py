@@ -5,6 +5,7 @@ switches, keeps what they measured so far, and cleans up what the run created.
 """
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,13 +113,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
             outs[rank] = paths
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
                                     cwd=PROJECT_ROOT)
-        bg_outs, bg_ready = _start_background(spec, topo, run, run_dir, start_file, log)
+        bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
             start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
             if interrupted is None:
                 show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
                 interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show,
-                                    switch_exits=run.switch_exits)
+                                    switch_exits=run.switch_exits,
+                                    background_exits=lambda: _failed(bg_procs))
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -219,10 +221,12 @@ def _start_together(ready_files, start_file, procs):
     return start_at, None
 
 
-def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=dict):
+def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=dict,
+          background_exits=dict):
     """Until every agent is done (None), or why not. show(title): refresh the live view;
     switch_exits(): {name: how it ended} of switch processes that ended (each has failed: a
-    network with a dead switch only times out)."""
+    network with a dead switch only times out); background_exits(): {host: how it ended} of
+    background processes that failed (the load would silently drop)."""
     iterations = spec.workload["iterations"]
     last = (None, 0.0)
     shown = -LIVE_EVERY_S
@@ -259,6 +263,12 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=di
                 f"{name} (return code {e['returncode']}, emu/{name}.stderr: "
                 f"{(e['stderr_tail'].strip().splitlines() or ['nothing'])[-1]})"
                 for name, e in sorted(ended.items())) + " ended during the run"
+        failed = background_exits()
+        if failed:
+            return "background process(es) " + ", ".join(
+                f"on {h} (return code {e['returncode']}: "
+                f"{(e['stderr_tail'].strip().splitlines() or ['no stderr'])[-1]})"
+                for h, e in sorted(failed.items())) + " failed during the run"
         if elapsed > spec.time_limit_s:
             return f"time limit of {spec.time_limit_s:g} s reached"
 
@@ -312,16 +322,17 @@ BACKGROUND_TCP_PORT = 5001
 def _start_background(spec, topo, run, run_dir, start_file, log):
     """The spec's background flows (`runner.background_flows`), one process per host, over
     the `reliable` packet transport (`background`, what the simulator runs too) or kernel
-    TCP (`background_tcp`, sink and sources). Returns ({host: records path}, [ready files])."""
+    TCP (`background_tcp`, sink and sources). Returns ({host: records path}, [ready files],
+    {host: process})."""
     if not spec.background:
-        return {}, []
+        return {}, [], {}
     hosts = topo.hosts()
     by_src = background_flows(spec, topo)
     bg = spec.background
     log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
         f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
     peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
-    outs, ready = {}, []
+    outs, ready, procs = {}, [], {}
     for i, h in enumerate(hosts):
         out = background_path(run_dir, h)
         out.unlink(missing_ok=True)
@@ -340,9 +351,23 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out
-        run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
-                  cwd=PROJECT_ROOT)
-    return outs, ready
+        procs[h] = run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
+                             cwd=PROJECT_ROOT)
+    return outs, ready, procs
+
+
+def _failed(procs):
+    """{name: {"returncode", "stderr_tail"}} of the processes that ended with an error."""
+    out = {}
+    for name, p in procs.items():
+        rc = p.poll()
+        if rc not in (None, 0):
+            try:
+                _, err = p.communicate(timeout=1)
+            except subprocess.TimeoutExpired:   # a child of its own still holds the pipe
+                err = b""
+            out[name] = {"returncode": rc, "stderr_tail": (err or b"").decode(errors="replace")[-2000:]}
+    return out
 
 
 def _packets(run_dir, outs, scale, t0):
