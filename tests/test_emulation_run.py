@@ -40,12 +40,16 @@ def links():
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
 
 
-def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
+def run_and_act_after_two_iterations(tmp_path, act, extra=""):
+    """`dlcp-emu run` of the spec (with `extra` tables) as a user runs it, and once progress
+    reports two finished iterations act(proc, runtime dir): (exit status, output, the
+    preset's summary, the links before)."""
     spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC)
+    spec.write_text(SPEC + extra)
     before = links()
     # Its own runtime records, so that whatever a failed try leaves is cleaned from them.
-    env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(tmp_path / "runtime"))
+    runtime = tmp_path / "runtime"
+    env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(runtime))
     repo = Path(__file__).resolve().parent.parent
     # From a folder of the user's, with a relative results path, as `make emulate` runs: the
     # run's processes start elsewhere and must still find their files.
@@ -56,7 +60,6 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
     sel.register(proc.stdout, selectors.EVENT_READ)
     seen, deadline = [], time.monotonic() + 60
     try:
-        # Wait (bounded) until progress reports two finished iterations, then press Ctrl-C.
         while time.monotonic() < deadline:
             if not sel.select(timeout=1):
                 continue
@@ -65,58 +68,7 @@ def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
             if "iterations 2/200" in line:
                 break
         assert any("iterations 2/200" in line for line in seen), "".join(seen)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-            subprocess.run([sys.executable, "-m", "dlcp_emu.cli", "clean"], cwd=repo, env=env,
-                           capture_output=True, timeout=60)
-    assert proc.returncode == 1, out          # incomplete run: non-zero, but orderly
-    summary = json.loads((tmp_path / "results" / "latest" / "summary.json").read_text())
-    s = summary["presets"]["dlcp"]
-    assert s["completed"] is False and "interrupted" in s["stopped_because"]
-    assert s["iterations_measured"] >= 4     # 4 workers, at least one non-warm-up iteration each
-    assert s["switch_conservation_ok"]
-    assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
-    assert links() == before                  # every interface of the run is gone
-    assert not [p for p in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True)
-                .stdout.splitlines() if str(tmp_path) in p]
-
-
-def kill_mid_run(tmp_path, pick, extra=""):
-    """Run the spec (with `extra` tables), and after two iterations SIGKILL the process of the
-    run's own records (its state file) that pick(entry, cmdline) names: (exit status, output,
-    the preset's summary, the links before)."""
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.replace('name = "ctrlc"', 'name = "crash"') + extra)
-    before = links()
-    runtime = tmp_path / "runtime"
-    env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(runtime))
-    repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", "spec.toml", "--results",
-                             "results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=tmp_path, env=env)
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    seen, deadline, victim = [], time.monotonic() + 60, None
-    try:
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=1):
-                continue
-            line = proc.stdout.readline()
-            seen.append(line)
-            if "iterations 2/200" in line:
-                break
-        assert any("iterations 2/200" in line for line in seen), "".join(seen)
-        for state in runtime.glob("*.json"):
-            for p in json.loads(state.read_text())["processes"]:
-                cmdline = Path(f"/proc/{p['pid']}/cmdline").read_bytes().split(b"\0")
-                if pick(p, cmdline):
-                    victim = p["pid"]
-        assert victim is not None, [s.read_text() for s in runtime.glob("*.json")]
-        os.kill(victim, signal.SIGKILL)
+        act(proc, runtime)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -126,6 +78,36 @@ def kill_mid_run(tmp_path, pick, extra=""):
                            capture_output=True, timeout=60)
     s = json.loads((tmp_path / "results" / "latest" / "summary.json").read_text())["presets"]["dlcp"]
     return proc.returncode, out, s, before
+
+
+def kill_mid_run(tmp_path, pick, extra=""):
+    """SIGKILL, after two iterations, the process of the run's own records (its state file)
+    that pick(entry, cmdline) names."""
+    def cmdline(pid):
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:   # a recorded process that has already ended
+            return []
+
+    def kill(proc, runtime):
+        victims = [p["pid"] for state in runtime.glob("*.json")
+                   for p in json.loads(state.read_text())["processes"] if pick(p, cmdline(p["pid"]))]
+        assert len(victims) == 1, [s.read_text() for s in runtime.glob("*.json")]
+        os.kill(victims[0], signal.SIGKILL)
+    return run_and_act_after_two_iterations(tmp_path, kill, extra)
+
+
+def test_ctrl_c_keeps_measurements_and_cleans_up(tmp_path):
+    rc, out, s, before = run_and_act_after_two_iterations(
+        tmp_path, lambda proc, runtime: proc.send_signal(signal.SIGINT))
+    assert rc == 1, out          # incomplete run: non-zero, but orderly
+    assert s["completed"] is False and "interrupted" in s["stopped_because"]
+    assert s["iterations_measured"] >= 4     # 4 workers, at least one non-warm-up iteration each
+    assert s["switch_conservation_ok"]
+    assert s["links_ok"] and s["network_drained"], s["links_unbalanced"]
+    assert links() == before                  # every interface of the run is gone
+    assert not [p for p in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True)
+                .stdout.splitlines() if str(tmp_path) in p]
 
 
 def test_a_host_that_dies_stops_the_run_which_keeps_its_measurements_and_says_why(tmp_path):
@@ -145,7 +127,7 @@ def test_a_switch_that_dies_stops_the_run_at_once_saying_which(tmp_path):
     rc, out, s, before = kill_mid_run(tmp_path, lambda p, cmdline: p["kind"] == "switch" and p["name"] == "l1")
     assert rc == 1, out
     assert s["completed"] is False, s
-    assert s["stopped_because"].startswith("switch process(es) l1 (return code -9, emu/l1.stderr: "), s
+    assert s["stopped_because"].startswith("switch process(es) l1 (return code -9, last stderr line: "), s
     assert s["stopped_because"].endswith(" ended during the run"), s
     assert s["iterations_measured"] >= 4
     assert links() == before
@@ -158,6 +140,7 @@ def test_a_background_process_that_dies_stops_the_run_saying_where(tmp_path):
         and cmdline[-2].endswith(b"background-h2.config.json"), extra="[background]\nload = 0.2\n")
     assert rc == 1, out
     assert s["completed"] is False, s
-    assert s["stopped_because"] == "background process(es) on h2 (return code -9: no stderr) failed during the run", s
+    assert s["stopped_because"] == ("background process(es) on h2 (return code -9, last stderr line: none) "
+                                    "ended during the run"), s
     assert s["iterations_measured"] >= 4
     assert links() == before

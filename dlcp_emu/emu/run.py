@@ -257,18 +257,13 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=di
         dead = [r for r in exited if not (tracker.status.get(r) or {}).get("done")]
         if dead:
             return f"agent(s) {dead} exited before finishing"
-        ended = switch_exits()
-        if ended:
-            return "switch process(es) " + ", ".join(
-                f"{name} (return code {e['returncode']}, emu/{name}.stderr: "
-                f"{(e['stderr_tail'].strip().splitlines() or ['nothing'])[-1]})"
-                for name, e in sorted(ended.items())) + " ended during the run"
-        failed = background_exits()
-        if failed:
-            return "background process(es) " + ", ".join(
-                f"on {h} (return code {e['returncode']}: "
-                f"{(e['stderr_tail'].strip().splitlines() or ['no stderr'])[-1]})"
-                for h, e in sorted(failed.items())) + " failed during the run"
+        for kind, exits, label in (("switch", switch_exits(), str),
+                                   ("background", background_exits(), lambda h: f"on {h}")):
+            if exits:
+                return f"{kind} process(es) " + ", ".join(
+                    f"{label(name)} (return code {e['returncode']}, last stderr line: "
+                    f"{(e['stderr_tail'].strip().splitlines() or ['none'])[-1]})"
+                    for name, e in sorted(exits.items())) + " ended during the run"
         if elapsed > spec.time_limit_s:
             return f"time limit of {spec.time_limit_s:g} s reached"
 
