@@ -236,16 +236,21 @@ class EmulationRun:
     def switch(self, name):
         return self.net.get(name)
 
-    def popen(self, host, cmd, **kwargs):
+    def popen(self, host, cmd, output=None, **kwargs):
         """host.popen(cmd) in the host's namespace, recorded so that it is ended at exit and
-        by `dlcp-emu clean` after a crash."""
+        by `dlcp-emu clean` after a crash. output: a file for its stdout and stderr (else
+        pipes, which the caller must read: a process writing into a full one blocks)."""
         node = self.host(host) if isinstance(host, str) else host
         # Our programs follow this process's death (`lifeline`); Popen forks from this
         # thread, whose end the kernel takes for the parent's.
         kwargs["env"] = {**(kwargs.get("env") or os.environ), PARENT_ENV: str(os.getpid())}
-        kwargs.setdefault("stdout", subprocess.PIPE)
-        kwargs.setdefault("stderr", subprocess.PIPE)
-        p = node.popen(cmd, **kwargs)
+        if output is not None:
+            with open(output, "wb") as f:
+                p = node.popen(cmd, stdout=f, stderr=subprocess.STDOUT, **kwargs)
+        else:
+            kwargs.setdefault("stdout", subprocess.PIPE)
+            kwargs.setdefault("stderr", subprocess.PIPE)
+            p = node.popen(cmd, **kwargs)
         self.procs.append(p)
         self.state.add_process("traffic", f"{node.name}:{cmd if isinstance(cmd, str) else cmd[0]}",
                                p.pid)

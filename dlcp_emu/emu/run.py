@@ -112,7 +112,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
             cfg_path.write_text(json.dumps(cfg))
             outs[rank] = paths
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
-                                    cwd=PROJECT_ROOT)
+                                    output=paths["log"], cwd=PROJECT_ROOT)
         bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
             start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
@@ -120,7 +120,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                 show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
                 interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show,
                                     switch_exits=run.switch_exits,
-                                    background_exits=lambda: _failed(bg_procs))
+                                    background_exits=lambda: _failed(bg_procs, run_dir))
         except KeyboardInterrupt:
             interrupted = "interrupted (Ctrl-C)"
         finally:
@@ -129,13 +129,13 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                     p.terminate()
             for rank, p in procs.items():
                 try:
-                    _, err = p.communicate(timeout=10)
-                except Exception:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
                     p.kill()
-                    _, err = p.communicate()
+                    p.wait()
                 if p.returncode not in (0, -15):
                     host_exits[rank] = {"returncode": p.returncode,
-                                        "stderr_tail": err.decode(errors="replace")[-2000:]}
+                                        "stderr_tail": _tail(outs[rank]["log"])}
                     log(f"  host rank {rank} exited {p.returncode}: {host_exits[rank]['stderr_tail'][-500:]}")
     duration = time.monotonic() - t_start
     cpu_end = machine_cpu_s()
@@ -346,23 +346,30 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out
-        procs[h] = run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
-                             cwd=PROJECT_ROOT)
+        procs[h] = (run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
+                              output=background_log(run_dir, h), cwd=PROJECT_ROOT))
     return outs, ready, procs
 
 
-def _failed(procs):
-    """{name: {"returncode", "stderr_tail"}} of the processes that ended with an error."""
-    out = {}
-    for name, p in procs.items():
-        rc = p.poll()
-        if rc not in (None, 0):
-            try:
-                _, err = p.communicate(timeout=1)
-            except subprocess.TimeoutExpired:   # a child of its own still holds the pipe
-                err = b""
-            out[name] = {"returncode": rc, "stderr_tail": (err or b"").decode(errors="replace")[-2000:]}
-    return out
+def background_log(run_dir, host):
+    return run_dir / f"background-{host}.log"
+
+
+def _failed(procs, run_dir):
+    """{host: {"returncode", "stderr_tail"}} of the background processes that ended with an
+    error."""
+    return {h: {"returncode": p.returncode, "stderr_tail": _tail(background_log(run_dir, h))}
+            for h, p in procs.items() if p.poll() not in (None, 0)}
+
+
+def _tail(path, n=2000):
+    """The last n characters of a process's output file ("" if it has none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _packets(run_dir, outs, scale, t0):

@@ -17,10 +17,11 @@ ITERATION_LINE = b'["iteration"'
 
 
 def host_paths(run_dir, rank):
-    """A host process's files (`hostd`'s out_path, records_path, samples_path)."""
+    """A host process's files (`hostd`'s out_path, records_path, samples_path, and its
+    stdout and stderr)."""
     d = Path(run_dir)
     return {"status": d / f"host-{rank}.json", "records": d / f"host-{rank}.records.jsonl",
-            "samples": d / f"host-{rank}.samples.json"}
+            "samples": d / f"host-{rank}.samples.json", "log": d / f"host-{rank}.log"}
 
 
 def _load(path):
