@@ -89,11 +89,12 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
     return lines
 
 
-def dilations(runs, backend, log=print):
+def dilations(runs, log=print):
     """[(label, preset, spec, choice)]: each run with a time_dilation of "auto" chosen
     (study/dilation.py), once per spec apart from its switch, so that the presets compare at
-    one dilation; choice is what decided it (None where the spec gave a number). The
-    simulator needs none: its results do not depend on it, and "auto" runs there at 1."""
+    one dilation; choice is what decided it (None where the spec gave a number). Chosen alike
+    for the simulator: its figures hardly depend on the dilation, but what it draws does
+    (background flows for the time limit, which is wall-clock seconds at that dilation)."""
     from dlcp_emu.study import dilation
     out, chosen, machine = [], {}, None
     for label, preset, v in runs:
@@ -103,21 +104,16 @@ def dilations(runs, backend, log=print):
         key = json.dumps({k: x for k, x in v.raw.items() if k not in ("switch", "variants")},
                          sort_keys=True, default=str)
         if key not in chosen:
-            if backend == "sim":
-                chosen[key] = {"dilation": 1, "note": "virtual time: the simulator needs no dilation"}
-                log("time_dilation auto: 1 (virtual time: the simulator needs no dilation)")
-            else:
-                machine = machine or dilation.measure_machine()
-                chosen[key] = dilation.resolve(v, preset, log, machine=machine)[1]
+            machine = machine or dilation.measure_machine()
+            chosen[key] = dilation.resolve(v, preset, log, machine=machine)[1]
         choice = chosen[key]
-        out.append((label, preset, v.with_field("time_dilation", float(choice["dilation"]))
-                    if backend != "sim" else v, choice))
+        out.append((label, preset, v.with_field("time_dilation", float(choice["dilation"])), choice))
     return out
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
             emu_options=None):
-    runs = dilations(variants(spec, presets, vary), backend, log)
+    runs = dilations(variants(spec, presets, vary), log)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
         shutil.copy(spec.source, run_dir / "spec.toml")

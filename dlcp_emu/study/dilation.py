@@ -7,8 +7,8 @@ the two a run's own fidelity checks afterwards (`experiment.fidelity`):
 
 - CPU: that work, at this machine's cost of a packet hop, keeps the cores at most BUSY_LIMIT
   busy. The README's validation went off where the machine was busier (byte scale 0.1,
-  dilation 8: 79-89% busy, dlcp +32%) and agreed within 5% where it was not (dilation 16,
-  45-61%).
+  dilation 8: 79-93% busy, dlcp +32%) and agreed within 5% where it was not (dilation 16,
+  45-66%).
 - Wake-ups: a host asleep in poll waits for the machine to wake it; that wait must stay
   within HOST_LAG_LIMIT of a full frame's time on a host link (what `hosts late` flags).
 
@@ -30,7 +30,7 @@ from dlcp_emu.experiment.fidelity import HOST_LAG_LIMIT
 from dlcp_emu.experiment.runner import host_link_rate, scaled_topology
 
 LADDER = tuple(2 ** k for k in range(11))   # 1 .. 1024
-BUSY_LIMIT = 0.7
+BUSY_LIMIT = 0.75   # between the validation's good (<= 66% busy) and bad (>= 79%) runs
 # The emulation's CPU per packet hop (switches, hosts' data planes, background senders, the
 # kernel between them) over the probe's CPU per datagram exchange. Calibrated on the machine
 # kind the README measured: the default spec at byte scale 0.1 and dilation 16 moves 1.46M
