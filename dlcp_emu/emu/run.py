@@ -115,7 +115,10 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                                     output=paths["log"], cwd=PROJECT_ROOT)
         bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log)
         try:
-            start_at, interrupted = _start_together(ready + bg_ready, start_file, procs)
+            start_at, interrupted = _start_together(
+                ready + bg_ready, start_file,
+                {**{f"host rank {r}": p for r, p in procs.items()},
+                 **{f"background on {h}": p for h, p in bg_procs.items()}})
             if interrupted is None:
                 show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
                 interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show,
@@ -206,13 +209,14 @@ def data_planes(records, stats):
 
 
 def _start_together(ready_files, start_file, procs):
-    """Wait until every host process is ready, then give them the common start: (start time
-    in CLOCK_MONOTONIC ns, None), or (None, why not)."""
+    """Wait until every host and background process is ready, then give them the common
+    start: (start time in CLOCK_MONOTONIC ns, None), or (None, why not). procs: {label:
+    process}, a process that ends before it is ready named by its label."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not all(f.exists() for f in ready_files):
         dead = [r for r, p in procs.items() if p.poll() is not None]
         if dead:
-            return None, f"agent(s) {dead} exited before the start"
+            return None, f"{', '.join(dead)} exited before the start"
         if time.monotonic() > deadline:
             return None, f"host processes not ready after {READY_TIMEOUT_S:g} s"
         time.sleep(0.01)
