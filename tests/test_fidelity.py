@@ -50,6 +50,7 @@ def test_receive_lag_flags_when_its_median_exceeds_a_tenth_of_a_frame(lags, flag
     f = host_fidelity([worker(0, lags=lags)], COMPUTE_NS, FRAME_NS)
     assert f["hosts_behind"] is flagged
     assert f["host_rx_lag_p50_us"] == sorted(lags)[len(lags) // 2] / 1e3
+    assert f["host_rx_lag_frame_share"] == pytest.approx(sorted(lags)[len(lags) // 2] / FRAME_NS)
 
 
 def test_the_lag_limit_scales_with_the_frame_time():
@@ -60,7 +61,8 @@ def test_the_lag_limit_scales_with_the_frame_time():
 def test_nothing_measured_flags_nothing():
     f = host_fidelity([{"rank": 4}], COMPUTE_NS, FRAME_NS)
     assert f == {"host_timer_p99_lateness_us": None, "host_compute_stretch": None,
-                 "host_rx_lag_p50_us": None, "host_rx_lag_p99_us": None, "hosts_behind": False,
+                 "host_rx_lag_p50_us": None, "host_rx_lag_p99_us": None,
+                 "host_rx_lag_frame_share": None, "hosts_behind": False,
                  "host_stall_max_ms": 0.0}
 
 

@@ -44,12 +44,14 @@ def host_fidelity(records, compute_ns, frame_ns):
     lag = [x for r in records for x in r.get("rx_lag_ns", [])]
     out["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
     out["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
+    # The median wait against the yardstick below: a share of a host-link frame time.
+    out["host_rx_lag_frame_share"] = out["host_rx_lag_p50_us"] * 1e3 / frame_ns if lag else None
     # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch
     # their compute, or leave packets waiting: every exchange then takes longer than the
     # model says. The yardstick for waiting is the time a full frame takes on a host link.
     out["hosts_behind"] = bool(
         (stretch and out["host_compute_stretch"] > HOST_STRETCH_LIMIT)
-        or (lag and out["host_rx_lag_p50_us"] * 1e3 > HOST_LAG_LIMIT * frame_ns))
+        or (lag and out["host_rx_lag_frame_share"] > HOST_LAG_LIMIT))
     # The longest a host stopped serving packets for its own sake (a garbage collection, a
     # record checkpoint), wall-clock ms: on a synchronous ring one rank's stall is everyone's.
     stalls = [r.get("stalls") or {} for r in records]

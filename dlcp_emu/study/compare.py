@@ -167,6 +167,7 @@ def _combine(per_seed):
     worst = {}
     for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us",
                 "host_compute_stretch", "host_rx_lag_p50_us", "host_rx_lag_p99_us",
+                "host_rx_lag_frame_share",
                 "host_stall_max_ms", "cpu_busy_share", "cpu_steal_share"):
         values = [f.get(key) for f in fid if f.get(key) is not None]
         worst[key] = max(values) if values else None
@@ -212,7 +213,8 @@ def table(summary):
             fid_text += f" (sw {fid['p99_lateness_us']:.0f} us"
             lag, stretch = fid.get("host_rx_lag_p50_us"), fid.get("host_compute_stretch")
             if lag is not None:
-                fid_text += f", host rx {lag:.0f} us"
+                share = fid.get("host_rx_lag_frame_share")
+                fid_text += f", host rx {lag:.0f} us" + ("" if share is None else f" = {share:.2f} frame")
             if stretch is not None:
                 fid_text += f", compute +{stretch * 100:.1f}%"
             busy = fid.get("cpu_busy_share")
