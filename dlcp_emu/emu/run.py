@@ -385,8 +385,7 @@ def _packets(run_dir, outs, scale, t0):
         base = run_dir / f"packets-{rank}"
         sent, received = Path(f"{base}.sent.parquet"), Path(f"{base}.received.parquet")
         if sent.exists() and received.exists():
-            logs.append({"sent": list(pd.read_parquet(sent).itertuples(index=False, name=None)),
-                         "received": list(pd.read_parquet(received).itertuples(index=False, name=None))})
+            logs.append({"sent": pd.read_parquet(sent), "received": pd.read_parquet(received)})
             sent.unlink()
             received.unlink()
     return packet_table(logs, scale, t0)

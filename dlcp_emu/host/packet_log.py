@@ -61,15 +61,22 @@ def packet_key(h):
     return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns)
 
 
+def _rows(parts, columns):
+    """One frame of the rows of every host: each a list of tuples (records()) or a frame with
+    those columns already (read back from a host's parquet file: no rebuilding row by row)."""
+    frames = [p if isinstance(p, pd.DataFrame) else pd.DataFrame(p, columns=columns) for p in parts]
+    frames = [f[columns] for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
 def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
-    """logs: records() of every host. One row per packet sent: times in real-world seconds
-    from t0, and its fate. in_flight: keys (`packet_key`) of packets still in the network
+    """logs: records() of every host (or those lists as frames). One row per packet sent:
+    times in real-world seconds from t0, and its fate. in_flight: keys (`packet_key`) of packets still in the network
     at the end, which are not lost. dropped: (key, interface, reason) of every packet a
     switch dropped (the simulator knows them), which fill `drop_at` (`<switch>-eth<port>`)
     and `drop_reason`; both stay empty where no drop is known (the emulator)."""
-    sent = pd.DataFrame([r for log in logs for r in log["sent"]], columns=COLUMNS)
-    recv = pd.DataFrame([r for log in logs for r in log["received"]],
-                        columns=COLUMNS + ["recv_ns", "ce"])
+    sent = _rows([log["sent"] for log in logs], COLUMNS)
+    recv = _rows([log["received"] for log in logs], COLUMNS + ["recv_ns", "ce"])
     if not len(sent):
         return pd.DataFrame(columns=COLUMNS + ["ce", "send_s", "recv_s", "fate", "droppable",
                                                "drop_at", "drop_reason"])
