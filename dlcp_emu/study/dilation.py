@@ -1,5 +1,6 @@
-"""`time_dilation = "auto"`: the smallest dilation this machine keeps up with, chosen at the
-start of an emulation from the spec's packet demand and the machine's measured costs.
+"""`time_dilation = "auto"`: the smallest dilation this machine keeps up with, chosen before
+the runs (`study.compare.dilations`: emulated, and simulated alike so that both draw the
+same) from the spec's packet demand and the machine's measured costs.
 
 A dilation D runs every link D times slower and every timer D times longer, so the emulator's
 work per wall second is the spec's packet hops per real-world second over D. Two conditions,
