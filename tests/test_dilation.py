@@ -81,6 +81,7 @@ def test_auto_is_a_value_of_time_dilation_and_is_checked_again_once_chosen():
 
 # -- what is measured ---------------------------------------------------------------------------
 
+@pytest.mark.slow   # a second or more: the full tier
 def test_the_probe_measures_wake_ups_and_exchanges_on_this_machine():
     from dlcp_native import _core
     lags = np.array(_core.probe_wake_lag(200, 100_000))
@@ -91,6 +92,7 @@ def test_the_probe_measures_wake_ups_and_exchanges_on_this_machine():
     assert m.cores >= 1 and 0 < m.wake_lag_p50_ns < 10e6 and 0 < m.exchange_cpu_ns < 10e6
 
 
+@pytest.mark.slow   # a second or more: the full tier
 def test_the_demand_is_the_simulated_packet_hops_per_second_and_follows_the_bytes():
     # Twice the bytes on twice the rate (byte scale) in the same real-world time: twice the
     # packets a second, where the scale no longer changes the results (0.05 and 0.1; at 0.002
@@ -103,6 +105,7 @@ def test_the_demand_is_the_simulated_packet_hops_per_second_and_follows_the_byte
     assert 0.05 * ceiling < small < ceiling
 
 
+@pytest.mark.slow   # a second or more: the full tier
 def test_presets_of_one_spec_share_one_choice():
     logged = []
     runs = dilations(variants(spec(), ["fifo", "dlcp"]), log=logged.append)
@@ -111,6 +114,7 @@ def test_presets_of_one_spec_share_one_choice():
     assert len(logged) == 1 and logged[0].startswith(f"time_dilation auto: {c1['dilation']} (")
 
 
+@pytest.mark.slow   # a second or more: the full tier
 def test_the_simulator_runs_auto_at_the_chosen_dilation(tmp_path):
     """At dilation 1 the default's background would be drawn for 150 real-world seconds,
     135,068 flows, beyond what a run holds (the simulator refused it)."""

@@ -23,6 +23,7 @@ from collections import deque
 from mininet.node import Switch
 
 from dlcp_emu.emu import PROJECT_ROOT
+from dlcp_emu.emu.streams import tail_text
 
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -268,12 +269,12 @@ class DlcpSwitch(Switch):
             rc = self.proc.poll()
             if rc is not None:
                 raise RuntimeError(f"switch process {self.name} exited with {rc} before it was "
-                                   f"ready:\n{self._read(paths['stderr'])}")
+                                   f"ready:\n{tail_text(paths['stderr'], 4000)}")
             if time.monotonic() > deadline:
                 self._kill()
                 raise RuntimeError(f"switch process {self.name} not ready after "
                                    f"{timeout or self.ready_timeout:.0f} s:\n"
-                                   f"{self._read(paths['stderr'])}")
+                                   f"{tail_text(paths['stderr'], 4000)}")
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
@@ -292,21 +293,13 @@ class DlcpSwitch(Switch):
             s.stop(deleteIntfs=True)
         return switches
 
-    @staticmethod
-    def _read(path):
-        try:
-            with open(path, "rb") as f:
-                return f.read()[-4000:].decode(errors="replace")
-        except OSError:
-            return ""
-
     def exited(self):
         """None while the switch process runs (or before it started), else {"returncode",
         "stderr_tail"}: a switch that ends before it is stopped has failed."""
         rc = self.proc.poll() if self.proc is not None else None
         if rc is None:
             return None
-        return {"returncode": rc, "stderr_tail": self._read(self._paths()["stderr"])[-2000:]}
+        return {"returncode": rc, "stderr_tail": tail_text(self._paths()["stderr"])}
 
     def _alive(self):
         return (self.proc is not None and self.proc.poll() is None

@@ -15,9 +15,9 @@ from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
-from dlcp_emu.emu.streams import read_process_row
+from dlcp_emu.emu.streams import read_process_row, tail_text
 from dlcp_emu.emu.run_records import (
-    Progress, background_path, background_table, host_paths, queue_samples, read_host_records,
+    Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
 )
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
@@ -25,6 +25,7 @@ from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
     finish,
+    host_frame_ns,
     host_link_rate,
     hostd_config,
     place,
@@ -83,7 +84,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
         cap = capture.get("max_bytes")
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
             + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
-    frame_ns = (spec.mtu + 38) * 8e9 / host_link_rate(topo, topo.hosts()[0])
+    frame_ns = host_frame_ns(topo, spec.mtu)
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine,
                                     "wake_period_ns": switch_wake_period_ns(frame_ns)}, mtu=spec.mtu,
@@ -138,7 +139,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                     p.wait()
                 if p.returncode not in (0, -15):
                     host_exits[rank] = {"returncode": p.returncode,
-                                        "stderr_tail": _tail(outs[rank]["log"])}
+                                        "stderr_tail": tail_text(outs[rank]["log"])}
                     log(f"  host rank {rank} exited {p.returncode}: {host_exits[rank]['stderr_tail'][-500:]}")
     duration = time.monotonic() - t_start
     cpu_end = machine_cpu_s()
@@ -350,30 +351,16 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out
-        procs[h] = (run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
-                              output=background_log(run_dir, h), cwd=PROJECT_ROOT))
+        procs[h] = run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
+                             output=background_log(run_dir, h), cwd=PROJECT_ROOT)
     return outs, ready, procs
-
-
-def background_log(run_dir, host):
-    return run_dir / f"background-{host}.log"
 
 
 def _failed(procs, run_dir):
     """{host: {"returncode", "stderr_tail"}} of the background processes that ended with an
     error."""
-    return {h: {"returncode": p.returncode, "stderr_tail": _tail(background_log(run_dir, h))}
+    return {h: {"returncode": p.returncode, "stderr_tail": tail_text(background_log(run_dir, h))}
             for h, p in procs.items() if p.poll() not in (None, 0)}
-
-
-def _tail(path, n=2000):
-    """The last n characters of a process's output file ("" if it has none)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - n))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _packets(run_dir, outs, scale, t0):

@@ -106,6 +106,11 @@ def queue_samples(stats, max_rows=QUEUE_TABLE_MAX_ROWS):
     return out, note
 
 
+def background_log(run_dir, host):
+    """A background process's stdout and stderr."""
+    return Path(run_dir) / f"background-{host}.log"
+
+
 def background_path(run_dir, host):
     """Where a host's background process streams its flows (its out_path)."""
     return Path(run_dir) / f"background-{host}.flows.jsonl"

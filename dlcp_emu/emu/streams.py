@@ -85,6 +85,16 @@ class JsonLinesWriter:
         self._out.close()
 
 
+def tail_text(path, n=2000):
+    """The last n bytes of a process's output file as text ("" if there is none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def process_cpu_s():
     """CPU seconds this process has used, user and system, every thread: what each process
     of a run reports, so the run can say where the machine's cores went."""

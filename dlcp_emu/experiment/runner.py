@@ -16,6 +16,7 @@ from workloads import PATTERNS
 
 from dlcp_emu.experiment import results
 from dlcp_emu.transport import TRANSPORTS
+from dlcp_emu.transport.congestion import ETHERNET_FRAMING
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.experiment.spec_checks import MAX_BACKGROUND_FLOWS
 
@@ -106,6 +107,12 @@ def host_link_rate(topology, host):
     """The rate of a host's (only) link, as the topology has it (scaled, for a run)."""
     (port,) = topology.ports(host)
     return port.link.rate_bps
+
+
+def host_frame_ns(topology, mtu):
+    """A full frame's time on the wire (Ethernet framing included) on the fastest host link,
+    ns: the yardstick of the hosts' waits and the switches' wake period."""
+    return (mtu + ETHERNET_FRAMING) * 8e9 / max(host_link_rate(topology, h) for h in topology.hosts())
 
 
 def compression_for(spec):

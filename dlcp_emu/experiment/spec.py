@@ -3,8 +3,8 @@
     name = "default"            # run label
     seed = 1
     time_dilation = 1.0         # link rates / D, compute times * D; results converted back;
-                                # "auto": an emulation chooses D from the spec's packet demand
-                                # and this machine's measured costs, and says what it chose
+                                # "auto": chosen before the runs from the spec's packet demand
+                                # and this machine's measured costs, and said (study/dilation.py)
     byte_scale = 1.0            # gradient bytes and link rates * s (keeps the comm/compute ratio)
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
@@ -108,7 +108,7 @@ BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
 ENGINES = ("auto", "native", "python")   # what each means: dlcp_emu/sim/engines.py, emu/native_host.py
 PAYLOADS = ("values", "sizes")   # float32 gradients, or payload-free (sizes and magnitude classes)
-AUTO_DILATION = "auto"   # study/dilation.py chooses, at the start of an emulation
+AUTO_DILATION = "auto"   # study/dilation.py chooses, before the runs
 MAX_WORKERS = 1024
 MAX_NAME = 64   # the run folder's name is <date>-<name>-<backend>, within a file name's 255
 
@@ -181,7 +181,7 @@ TOP_FIELDS = {
              f"at most {MAX_NAME} ASCII letters, digits, '-' and '_' (it names the run's folder)"),
     "seed": (1, integer(0), "an integer >= 0"),
     "time_dilation": (1.0, lambda v: v == AUTO_DILATION or number(1)(v),
-                      f"a number >= 1, or \"{AUTO_DILATION}\" (an emulation chooses it from the spec's "
+                      f"a number >= 1, or \"{AUTO_DILATION}\" (chosen before the runs from the spec's "
                       "packet demand and this machine's measured costs; docs/architecture.md)"),
     "byte_scale": (1.0, number(0, 1, lo_open=True), "a number in (0, 1]"),
     "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),

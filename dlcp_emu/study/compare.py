@@ -84,7 +84,7 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
         lines.append(f"  {label}: {transport} transport, {w['workers']} workers ({w['pattern']}) "
                      f"on {topo.name}, {len(plan.buckets)} buckets, "
                      f"{plan.bytes_per_iteration:,} bytes an iteration"
-                     + (", time_dilation auto: chosen at the start from the spec's simulated "
+                     + (", time_dilation auto: chosen before the runs from the spec's simulated "
                         "packet demand and this machine's measured costs" if v.dilation_auto else ""))
     return lines
 

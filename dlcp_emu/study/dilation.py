@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from dlcp_emu.experiment.fidelity import HOST_LAG_LIMIT
-from dlcp_emu.experiment.runner import host_link_rate, scaled_topology
+from dlcp_emu.experiment.runner import host_frame_ns, scaled_topology
 
 LADDER = tuple(2 ** k for k in range(11))   # 1 .. 1024
 BUSY_LIMIT = 0.75   # between the validation's good (<= 66% busy) and bad (>= 79%) runs
@@ -96,12 +96,6 @@ def spec_demand(spec, preset):
     return s["packet_hops"] / s["duration_s"]
 
 
-def frame_ns_real(spec):
-    """A full frame's time on the fastest host link at dilation 1 (byte-scaled rate), ns."""
-    topo = scaled_topology(spec if spec.dilation_auto else spec.with_field("time_dilation", 1.0))
-    return (spec.mtu + 38) * 8e9 / max(host_link_rate(topo, h) for h in topo.hosts())
-
-
 def choose(demand_hops_per_s, frame_ns, machine):
     """The smallest dilation of the ladder meeting both conditions, and the figures that
     decided it: {"dilation", "busy_share", "wake_share", ...}. DilationError if none does."""
@@ -117,14 +111,14 @@ def choose(demand_hops_per_s, frame_ns, machine):
         f"against a {frame_ns:.0f} ns frame): lower byte_scale, or set time_dilation")
 
 
-def resolve(spec, preset, log=print, machine=None, demand=None):
+def resolve(spec, preset, log=print, machine=None):
     """(spec, choice): the spec with its dilation chosen if it asked for "auto" (else as it
     is, and None), and what decided it, for the summary. Logs one line saying so."""
     if not spec.dilation_auto:
         return spec, None
     machine = machine or measure_machine()
-    demand = demand if demand is not None else spec_demand(spec, preset)
-    frame_ns = frame_ns_real(spec)
+    demand = spec_demand(spec, preset)
+    frame_ns = host_frame_ns(scaled_topology(spec), spec.mtu)   # "auto" scales at dilation 1
     pick = choose(demand, frame_ns, machine)
     d = pick["dilation"]
     choice = {**pick, "demand_hops_per_s": demand, "frame_ns_at_1": frame_ns,

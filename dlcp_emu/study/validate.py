@@ -23,7 +23,7 @@ FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99
 def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
     # Both backends at the dilation the emulation chooses: the simulator's draws (background
     # flows over the time limit, rounding of scaled times) follow the dilation too.
-    spec, _ = dilation.resolve(spec, presets[0], log)
+    spec, choice = dilation.resolve(spec, presets[0], log)
     runs = {}
     for backend in ("emu", "sim"):
         log(f"== {backend} ==")
@@ -47,6 +47,8 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
     out = {"spec": spec.name, "seeds": seeds, "tolerance": tolerance, "presets": rows,
            "runs": {b: r["dir"] for b, r in runs.items()},
            "complete": all(r["summary"]["complete"] for r in runs.values())}
+    if choice is not None:
+        out["time_dilation_choice"] = choice
     out_dir = results.new_run_dir(root, f"{spec.name}-validate")
     write_json_atomic(out_dir / "validation.json", out, indent=2)
     return out_dir, out
