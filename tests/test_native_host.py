@@ -19,6 +19,7 @@ from udp_helpers import recv_with_tos
 from dlcp_emu.emu.native_host import NativeUdpHost
 from dlcp_emu.host.agent import Outgoing
 from dlcp_emu.host.background import JOB, BackgroundEndpoint
+from dlcp_emu.host.packet_log import COLUMNS, RECEIVED_COLUMNS
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.transport.feedback import FB_CE, decode_ack
 from dlcp_emu.transport.native import fields
@@ -287,8 +288,10 @@ def test_packets_are_recorded_as_the_python_packet_log_records_them(sockets):
     finally:
         peer.close()
     rec = host.packet_records()
-    assert len(rec["sent"]) == host.sent and len(rec["received"]) == host.received and rec["overflow"] == 0
-    first = rec["sent"][0]
-    assert first[:3] == (0, 1, int(PacketType.DATA))
-    assert first[10] == FRAME_OVERHEAD + transport_payload_size(1500)
-    assert {r[2] for r in rec["received"]} == {int(PacketType.ACK)}
+    sent, received = rec["sent"], rec["received"]
+    assert list(sent) == COLUMNS and list(received) == RECEIVED_COLUMNS
+    assert {a.dtype for a in sent.values()} == {np.dtype(np.int64)} and received["ce"].dtype == bool
+    assert len(sent["src"]) == host.sent and len(received["src"]) == host.received and rec["overflow"] == 0
+    assert (sent["src"][0], sent["dst"][0], sent["type"][0]) == (0, 1, int(PacketType.DATA))
+    assert sent["size"][0] == FRAME_OVERHEAD + transport_payload_size(1500)
+    assert set(received["type"]) == {int(PacketType.ACK)}

@@ -1,9 +1,9 @@
 """The per-packet table: each packet sent once, with its fate, from the hosts' logs as the
-simulator hands them over (lists of tuples) or as the emulator reads them back (frames from
-each host's parquet files): the same table either way."""
+simulator hands them over (columns) or as the emulator reads them back (frames from each
+host's parquet files): the same table either way."""
 import pandas as pd
 
-from dlcp_emu.host.packet_log import packet_table
+from dlcp_emu.host.packet_log import COLUMNS, RECEIVED_COLUMNS, columns, packet_table, write_records
 from dlcp_emu.scale import Scale
 from dlcp_emu.wire import Flags
 
@@ -13,21 +13,27 @@ def row(src, dst, chunk, sent_ns, flags=0):
     return (src, dst, 0, 1, 7, chunk, sent_ns, flags, 2, 3, 1500)
 
 
+def log(sent, received):
+    return {"sent": columns(sent, COLUMNS), "received": columns(received, RECEIVED_COLUMNS)}
+
+
 LOGS = [
-    {"sent": [row(0, 1, 0, 1_000), row(0, 1, 1, 2_000, Flags.DROPPABLE), row(0, 1, 2, 3_000)],
-     "received": [row(1, 0, 0, 1_500) + (9_000, False)]},
-    {"sent": [row(1, 0, 0, 1_500)],
-     "received": [row(0, 1, 0, 1_000) + (4_000, False),
-                  row(0, 1, 0, 1_000) + (4_100, False),            # a duplicate: delivered once
-                  row(0, 1, 2, 3_000, Flags.TRIMMED) + (6_000, True)]},
+    log([row(0, 1, 0, 1_000), row(0, 1, 1, 2_000, Flags.DROPPABLE), row(0, 1, 2, 3_000)],
+        [row(1, 0, 0, 1_500) + (9_000, False)]),
+    log([row(1, 0, 0, 1_500)],
+        [row(0, 1, 0, 1_000) + (4_000, False),
+         row(0, 1, 0, 1_000) + (4_100, False),            # a duplicate: delivered once
+         row(0, 1, 2, 3_000, Flags.TRIMMED) + (6_000, True)]),
 ]
 
 
-def as_frames(logs):
-    from dlcp_emu.host.packet_log import COLUMNS
-    return [{"sent": pd.DataFrame(log["sent"], columns=COLUMNS),
-             "received": pd.DataFrame(log["received"], columns=COLUMNS + ["recv_ns", "ce"])}
-            for log in logs]
+def as_frames(logs, tmp_path):
+    """The logs as a host writes them and the emulator reads them back."""
+    out = []
+    for i, records in enumerate(logs):
+        write_records(records, tmp_path / f"packets-{i}")
+        out.append({part: pd.read_parquet(tmp_path / f"packets-{i}.{part}.parquet") for part in ("sent", "received")})
+    return out
 
 
 def test_each_packet_sent_once_with_its_fate():
@@ -40,11 +46,24 @@ def test_each_packet_sent_once_with_its_fate():
     assert list(t.droppable) == [False, True, False, False]
 
 
-def test_frames_read_back_make_the_same_table_as_lists():
+def test_frames_read_back_make_the_same_table_as_columns(tmp_path):
     scale = Scale(dilation=2.0)
-    pd.testing.assert_frame_equal(packet_table(as_frames(LOGS), scale, t0_ns=1_000),
+    pd.testing.assert_frame_equal(packet_table(as_frames(LOGS, tmp_path), scale, t0_ns=1_000),
                                   packet_table(LOGS, scale, t0_ns=1_000))
     # A host that sent nothing and received nothing adds no rows either way.
-    empty = {"sent": [], "received": []}
-    pd.testing.assert_frame_equal(packet_table(as_frames([*LOGS, empty]), scale, t0_ns=1_000),
+    empty = log([], [])
+    pd.testing.assert_frame_equal(packet_table(as_frames([*LOGS, empty], tmp_path), scale, t0_ns=1_000),
                                   packet_table([*LOGS, empty], scale, t0_ns=1_000))
+
+
+def test_packets_in_flight_and_where_dropped():
+    key = lambda src, dst, chunk, sent_ns: (src, dst, 0, 1, 7, chunk, sent_ns)   # noqa: E731
+    t = packet_table(LOGS, Scale(), in_flight=[key(0, 1, 1, 2_000), key(5, 5, 5, 5)],
+                     dropped=[(key(0, 1, 1, 2_000), "l1-eth3", "early"), (key(0, 1, 1, 2_000), "s1-eth1", "buffer_full"),
+                              (key(9, 9, 9, 9), "s2-eth1", "buffer_full")])
+    by = {(r.src, r.chunk): r for r in t.itertuples()}
+    assert by[(0, 1)].fate == "in_flight" and by[(0, 0)].fate == "delivered"
+    # The last drop known of a packet names where and why; others have none.
+    assert (by[(0, 1)].drop_at, by[(0, 1)].drop_reason) == ("s1-eth1", "buffer_full")
+    assert by[(0, 0)].drop_at is None and by[(1, 0)].drop_reason is None
+    assert t.drop_at.dtype == object

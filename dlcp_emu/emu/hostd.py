@@ -45,7 +45,7 @@ from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.streams import JsonLinesWriter, process_cpu_s
 from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
-from dlcp_emu.host.packet_log import COLUMNS, MAX_RECORDS, PacketLog
+from dlcp_emu.host.packet_log import MAX_RECORDS, PacketLog, write_records
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
@@ -234,10 +234,7 @@ def main(argv=None):
     reporter.close(status(cfg, stack, started, True, driver, stalls) | engine_status, samples(stack, driver))
     records = log.records() if log is not None else driver.packet_records() if cfg.get("packets_path") else None
     if records is not None:
-        import pandas as pd
-        pd.DataFrame(records["sent"], columns=COLUMNS).to_parquet(cfg["packets_path"] + ".sent.parquet")
-        pd.DataFrame(records["received"], columns=COLUMNS + ["recv_ns", "ce"]).to_parquet(
-            cfg["packets_path"] + ".received.parquet")
+        write_records(records, cfg["packets_path"])
     save_results(cfg, stack.agent)
     return 0
 

@@ -8,6 +8,7 @@ delivered, trimmed (payload cut on the way), lost, or in flight (still in the ne
 the run ended: the simulator knows which). The simulator also says where and why each lost
 packet was dropped.
 """
+import numpy as np
 import pandas as pd
 
 from dlcp_emu.wire import FRAME_OVERHEAD, Flags
@@ -15,6 +16,13 @@ from dlcp_emu.wire import FRAME_OVERHEAD, Flags
 MAX_RECORDS = 500_000
 COLUMNS = ["src", "dst", "type", "iteration", "tensor_id", "chunk", "send_ts_ns", "flags",
            "priority", "mag_class", "size"]
+RECEIVED_COLUMNS = COLUMNS + ["recv_ns", "ce"]
+
+
+def columns(rows, names):
+    """Rows (tuples) as the columns every log hands over: {name: int64 array}, `ce` bool."""
+    data = list(zip(*rows)) if rows else [()] * len(names)
+    return {n: np.asarray(c, dtype=bool if n == "ce" else np.int64) for n, c in zip(names, data)}
 
 
 class PacketLog:
@@ -50,7 +58,18 @@ class PacketLog:
         return self.endpoint.next_timeout()
 
     def records(self):
-        return {"sent": self.sent, "received": self.received, "overflow": self.overflow}
+        """{"sent", "received": {column: array} (`columns`), "overflow": rows not kept}."""
+        return {"sent": columns(self.sent, COLUMNS), "received": columns(self.received, RECEIVED_COLUMNS),
+                "overflow": self.overflow}
+
+
+def write_records(records, prefix):
+    """A host's records() into `<prefix>.sent.parquet` and `<prefix>.received.parquet`
+    (pyarrow from the columns: a host leaves in a blink, not after a frame built row by row)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    for part in ("sent", "received"):
+        pq.write_table(pa.table(records[part]), f"{prefix}.{part}.parquet")
 
 
 KEY = ["src", "dst", "type", "iteration", "tensor_id", "chunk", "send_ts_ns"]
@@ -61,12 +80,12 @@ def packet_key(h):
     return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index, h.send_ts_ns)
 
 
-def _rows(parts, columns):
-    """One frame of the rows of every host: each a list of tuples (records()) or a frame with
-    those columns already (read back from a host's parquet file: no rebuilding row by row)."""
-    frames = [p if isinstance(p, pd.DataFrame) else pd.DataFrame(p, columns=columns) for p in parts]
-    frames = [f[columns] for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+def _rows(parts, names):
+    """One frame of the rows of every host: each its columns (records()) or a frame of them
+    (read back from a host's parquet file)."""
+    frames = [pd.DataFrame(p, columns=names) if isinstance(p, dict) else p[names] for p in parts]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=names)
 
 
 def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
@@ -76,7 +95,7 @@ def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
     switch dropped (the simulator knows them), which fill `drop_at` (`<switch>-eth<port>`)
     and `drop_reason`; both stay empty where no drop is known (the emulator)."""
     sent = _rows([log["sent"] for log in logs], COLUMNS)
-    recv = _rows([log["received"] for log in logs], COLUMNS + ["recv_ns", "ce"])
+    recv = _rows([log["received"] for log in logs], RECEIVED_COLUMNS)
     if not len(sent):
         return pd.DataFrame(columns=COLUMNS + ["ce", "send_s", "recv_s", "fate", "droppable",
                                                "drop_at", "drop_reason"])
@@ -91,14 +110,25 @@ def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
     out["fate"] = "lost"
     out.loc[out["recv_ns"].notna(), "fate"] = "delivered"
     out.loc[(out["recv_ns"].notna()) & (trimmed > 0), "fate"] = "trimmed"
-    in_flight = set(in_flight)
-    if in_flight:
-        pending = [k in in_flight for k in out[key].itertuples(index=False, name=None)]
-        out.loc[out["recv_ns"].isna() & pd.Series(pending, index=out.index), "fate"] = "in_flight"
+    pending = _matches(out, pd.DataFrame(list(in_flight), columns=key))
+    out.loc[out["recv_ns"].isna() & pending, "fate"] = "in_flight"
     out["droppable"] = (out["flags"] & int(Flags.DROPPABLE)) > 0
-    where = {k: (at, reason) for k, at, reason in dropped}
-    drops = [where.get(k, (None, None)) for k in out[key].itertuples(index=False, name=None)] \
-        if where else [(None, None)] * len(out)
-    out["drop_at"] = pd.Series([at for at, _ in drops], index=out.index, dtype=object)
-    out["drop_reason"] = pd.Series([reason for _, reason in drops], index=out.index, dtype=object)
+    # Where and why (the simulator's drops): the last drop known of each packet.
+    where = pd.DataFrame([(*k, at, reason) for k, at, reason in dropped], columns=key + ["drop_at", "drop_reason"])
+    where = where.drop_duplicates(key, keep="last")
+    found = out[key].merge(where, on=key, how="left") if len(where) else None
+    for col in ("drop_at", "drop_reason"):
+        values = np.full(len(out), None, dtype=object)
+        if found is not None:
+            known = found[col].notna().to_numpy()
+            values[known] = found[col].to_numpy(object)[known]
+        out[col] = pd.Series(values, index=out.index, dtype=object)
     return out.drop(columns=["recv_ns", "recv_flags"])
+
+
+def _matches(frame, keys):
+    """Whether each row of `frame` has its packet key (KEY) among the rows of `keys`."""
+    if not len(keys):
+        return pd.Series(False, index=frame.index)
+    marked = frame[KEY].merge(keys.drop_duplicates().assign(_hit=True), on=KEY, how="left")
+    return pd.Series(marked["_hit"].notna().to_numpy(), index=frame.index)

@@ -26,7 +26,8 @@ py::dict counters(const dlcp::Switch& sw);
 std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
 
 // A host stack's completed sends since the last call (SendResult tuples), and its packet
-// records (PacketLog.records(): {"sent", "received", "overflow"}; ValueError if none taken).
+// records (PacketLog.records(): {"sent", "received": {column: array}, "overflow"}; ValueError if
+// none taken).
 py::list stack_completions(dlcp::HostStack& st);
 py::dict stack_packet_records(const dlcp::HostStack& st);
 
