@@ -8,20 +8,23 @@ namespace dlcp {
 
 namespace {
 
-// The heap puts the smallest (time, key) on top.
-bool later(const Event& a, const Event& b) {
-  return a.time != b.time ? a.time > b.time : a.key > b.key;
-}
+// The heap puts the smallest (time, key) on top. A type, not a function: the heap's
+// algorithms then inline the comparison (through a pointer they called it, ~3% of a run).
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time != b.time ? a.time > b.time : a.key > b.key;
+  }
+};
 
 }  // namespace
 
 void EventLoop::push(const Event& e) {
   heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 Event EventLoop::pop() {
-  std::pop_heap(heap_.begin(), heap_.end(), later);
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
   const Event e = heap_.back();
   heap_.pop_back();
   return e;
