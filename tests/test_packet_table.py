@@ -1,9 +1,9 @@
 """The per-packet table: each packet sent once, with its fate, from the hosts' logs as the
-simulator hands them over (columns) or as the emulator reads them back (frames from each
-host's parquet files): the same table either way."""
+simulator hands them over (columns) or as the emulator reads them back (each host's files):
+the same table either way."""
 import pandas as pd
 
-from dlcp_emu.host.packet_log import COLUMNS, RECEIVED_COLUMNS, columns, packet_table, write_records
+from dlcp_emu.host.packet_log import COLUMNS, RECEIVED_COLUMNS, columns, packet_table, read_records, write_records
 from dlcp_emu.scale import Scale
 from dlcp_emu.wire import Flags
 
@@ -27,12 +27,12 @@ LOGS = [
 ]
 
 
-def as_frames(logs, tmp_path):
+def read_back(logs, tmp_path):
     """The logs as a host writes them and the emulator reads them back."""
     out = []
     for i, records in enumerate(logs):
         write_records(records, tmp_path / f"packets-{i}")
-        out.append({part: pd.read_parquet(tmp_path / f"packets-{i}.{part}.parquet") for part in ("sent", "received")})
+        out.append(read_records(tmp_path / f"packets-{i}"))
     return out
 
 
@@ -46,14 +46,16 @@ def test_each_packet_sent_once_with_its_fate():
     assert list(t.droppable) == [False, True, False, False]
 
 
-def test_frames_read_back_make_the_same_table_as_columns(tmp_path):
+def test_records_read_back_make_the_same_table(tmp_path):
     scale = Scale(dilation=2.0)
-    pd.testing.assert_frame_equal(packet_table(as_frames(LOGS, tmp_path), scale, t0_ns=1_000),
+    pd.testing.assert_frame_equal(packet_table(read_back(LOGS, tmp_path), scale, t0_ns=1_000),
                                   packet_table(LOGS, scale, t0_ns=1_000))
     # A host that sent nothing and received nothing adds no rows either way.
     empty = log([], [])
-    pd.testing.assert_frame_equal(packet_table(as_frames([*LOGS, empty], tmp_path), scale, t0_ns=1_000),
+    pd.testing.assert_frame_equal(packet_table(read_back([*LOGS, empty], tmp_path), scale, t0_ns=1_000),
                                   packet_table([*LOGS, empty], scale, t0_ns=1_000))
+    # A host that wrote nothing is none.
+    assert read_records(tmp_path / "packets-none") is None
 
 
 def test_packets_in_flight_and_where_dropped():

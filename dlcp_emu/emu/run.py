@@ -365,14 +365,13 @@ def _failed(procs, run_dir):
 
 def _packets(run_dir, outs, scale, t0):
     """The hosts' per-packet logs joined into one table with each packet's fate."""
-    import pandas as pd
-    from dlcp_emu.host.packet_log import packet_table
+    from dlcp_emu.host.packet_log import PARTS, packet_table, read_records
     logs = []
     for rank in outs:
         base = run_dir / f"packets-{rank}"
-        sent, received = Path(f"{base}.sent.parquet"), Path(f"{base}.received.parquet")
-        if sent.exists() and received.exists():
-            logs.append({"sent": pd.read_parquet(sent), "received": pd.read_parquet(received)})
-            sent.unlink()
-            received.unlink()
+        records = read_records(base)
+        if records is not None:
+            logs.append(records)
+        for part in PARTS:
+            Path(f"{base}.{part}.arrow").unlink(missing_ok=True)
     return packet_table(logs, scale, t0)
