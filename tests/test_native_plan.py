@@ -1,12 +1,15 @@
 """The chunk plan of a message (magnitude classes, droppable chunks, the loss bound) as the
 core makes it for the native senders (`_core.plan_chunks`) is `MagnitudePolicy.plan`'s, bit
-for bit: ties (a stable sort), the last short chunk, fixed class edges, no room to drop."""
+for bit: ties (a stable sort), the last short chunk, fixed class edges, no room to drop. So
+are the chunks' magnitudes it starts from (`_core.chunk_magnitudes`, numpy's float32 means)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcp_emu.transport.message import MagnitudePolicy
+from dlcp_native import _core
+
+from dlcp_emu.transport.message import MagnitudePolicy, chunk_magnitudes
 from dlcp_emu.transport.native import planner
 
 CHUNK = st.sampled_from([4, 64, 1424, 8948])
@@ -48,3 +51,24 @@ def test_a_wrong_number_of_magnitudes_is_refused_as_python_refuses_it():
 def test_a_random_drop_order_keeps_the_policys_own_plan():
     policy = MagnitudePolicy(drop_order="random", seed=3)
     assert planner(policy) == policy.plan
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40_000), st.integers(1, 16_364).map(lambda k: 4 * k), st.integers(-30, 30),
+       st.integers(0, 2**32 - 1))
+def test_the_core_measures_chunks_as_numpy_does(n, chunk, exponent, seed):
+    """Every size around numpy's summation blocks (8 values, 128, halves above) and the last
+    short chunk; values of either sign over a wide range, zeros among them."""
+    rng = np.random.default_rng(seed)
+    data = (rng.standard_normal(n) * 2.0 ** exponent).astype(np.float32)
+    data[rng.random(n) < 0.05] = 0
+    want = chunk_magnitudes(data, chunk)
+    got = _core.chunk_magnitudes(data, chunk)
+    assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
+
+
+def test_the_core_refuses_what_it_cannot_measure():
+    with pytest.raises(TypeError):
+        _core.chunk_magnitudes(np.ones(8, dtype=np.float64), 16)
+    with pytest.raises(ValueError, match="chunk_size"):
+        _core.chunk_magnitudes(np.ones(8, dtype=np.float32), 2)

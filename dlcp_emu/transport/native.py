@@ -120,7 +120,8 @@ class Sender:
                 raise ValueError(f"{name} must be in 0..{_U32}, got {getattr(msg, name)}")
         p = prepare(msg, job=self.job, src_rank=self.src_rank, dst_rank=self.dst_rank,
                     payload_size=self.payload_size, policy=self.policy,
-                    bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan)
+                    bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan,
+                    magnitudes=_core.chunk_magnitudes)
         self._core.send(msg.iteration, msg.tensor_id, msg.priority, p.data, p.total, p.mag, p.drop,
                         p.bound, now)
 

@@ -58,11 +58,12 @@ class Prepared:
 
 def prepare(msg: Message, *, job: int, src_rank: int, dst_rank: int, payload_size: int,
             policy: MagnitudePolicy, bounded_loss: bool, busy, nbytes: int | None = None,
-            planner=None) -> Prepared:
+            planner=None, magnitudes=chunk_magnitudes) -> Prepared:
     """Check a message for a sender of (job, src_rank, dst_rank) that is sending the keys in
     `busy`, and plan its chunks; raise ValueError / TypeError naming what is wrong.
     A message without data (None) is payload-free: `nbytes` says its size. planner: what
-    plans the chunks, `policy.plan` or one with its signature (the native senders' own)."""
+    plans the chunks, `policy.plan` or one with its signature; magnitudes: what measures
+    them, `chunk_magnitudes` or one with its signature (the native senders' own, for both)."""
     if (msg.job, msg.src_rank, msg.dst_rank) != (job, src_rank, dst_rank):
         raise ValueError(f"message is for job {msg.job} rank {msg.src_rank}->{msg.dst_rank}, "
                          f"this sender for job {job} rank {src_rank}->{dst_rank}")
@@ -82,13 +83,13 @@ def prepare(msg: Message, *, job: int, src_rank: int, dst_rank: int, payload_siz
     count = -(-total // cs)
     if not 0 < total < 1 << 32 or count >= MAX_CHUNKS:
         raise ValueError(f"tensor must hold 1 byte to 4 GiB, got {total} bytes")
-    mag, drop = _plan(msg, data, total, count, payload_size, planner or policy.plan, bounded_loss)
+    mag, drop = _plan(msg, flat, total, count, payload_size, planner or policy.plan, magnitudes, bounded_loss)
     bound = policy.bound_bytes(total) if bounded_loss else 0
     return Prepared(flat, total, count, mag, drop, bound)
 
 
 def _plan(msg: Message, data: np.ndarray, total: int, count: int, payload_size: int,
-          planner, bounded_loss: bool) -> tuple[bytes, bytes]:
+          planner, magnitudes, bounded_loss: bool) -> tuple[bytes, bytes]:
     need_drop = bounded_loss and msg.droppable is None
     if msg.mag_class is None or need_drop:
         mags = msg.chunk_magnitudes
@@ -96,7 +97,7 @@ def _plan(msg: Message, data: np.ndarray, total: int, count: int, payload_size: 
             if data is None:
                 raise ValueError("a payload-free message needs chunk_magnitudes, or mag_class "
                                  "and (bounded loss) droppable")
-            mags = chunk_magnitudes(data, payload_size)
+            mags = magnitudes(data, payload_size)
         plan = planner(mags, total, payload_size, droppable_allowed=bounded_loss,
                        salt=(msg.job, msg.src_rank, msg.dst_rank, msg.iteration, msg.tensor_id))
         mag, drop = plan.mag_class, plan.droppable

@@ -169,6 +169,17 @@ void bind_endpoints(py::module_& m, const char* sender, const char* receiver) {
 
 void bind_transport(py::module_& m) {
   m.def(
+      "chunk_magnitudes",
+      [](const py::array_t<float, py::array::c_style>& data, int64_t chunk_size) {
+        if (data.ndim() != 1) throw py::value_error("data must be one-dimensional float32");
+        const std::vector<double> mags = chunk_magnitudes(data.data(), data.size(), chunk_size);
+        py::array_t<double> out(py::ssize_t(mags.size()));
+        std::copy(mags.begin(), mags.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("data"), py::arg("chunk_size"),
+      "message.chunk_magnitudes in the core, to the bit: mean |g| of each chunk_size-byte chunk");
+  m.def(
       "plan_chunks",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& mags, int64_t total,
          int64_t chunk_size, double droppable_fraction, double loss_bound, bool droppable_allowed,

@@ -28,6 +28,45 @@ int64_t transport_payload_size(int64_t mtu) {
   return size;
 }
 
+namespace {
+
+// numpy's float32 pairwise summation (`add.reduce` over contiguous values: eight accumulators
+// up to 128 values, halves above), step for step, of |a[i]|.
+float pairwise_abs_sum(const float* a, int64_t n) {
+  if (n < 8) {
+    float res = -0.0f;
+    for (int64_t i = 0; i < n; ++i) res += std::fabs(a[i]);
+    return res;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int k = 0; k < 8; ++k) r[k] = std::fabs(a[k]);
+    int64_t i = 8;
+    for (; i < n - (n % 8); i += 8)
+      for (int k = 0; k < 8; ++k) r[k] += std::fabs(a[i + k]);
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += std::fabs(a[i]);
+    return res;
+  }
+  int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pairwise_abs_sum(a, n2) + pairwise_abs_sum(a + n2, n - n2);
+}
+
+}  // namespace
+
+std::vector<double> chunk_magnitudes(const float* data, int64_t n, int64_t chunk_size) {
+  const int64_t per = chunk_size / 4;
+  if (per <= 0) throw std::invalid_argument("chunk_size must hold one float32 at least, got " + std::to_string(chunk_size));
+  std::vector<double> out;
+  out.reserve(size_t((n + per - 1) / per));
+  for (int64_t start = 0; start < n; start += per) {
+    const int64_t count = std::min(per, n - start);
+    out.push_back(double(pairwise_abs_sum(data + start, count) / float(count)));
+  }
+  return out;
+}
+
 std::vector<double> octiles(const std::vector<double>& m) {
   const int64_t n = int64_t(m.size());
   std::vector<double> s(m);

@@ -31,6 +31,11 @@ struct ChunkPlan {
   int64_t bound_bytes = 0;         // bytes the receiver may zero-fill
 };
 
+// message.py `chunk_magnitudes`: the mean |g| of each chunk_size-byte chunk of n float32
+// values (the last chunk may be shorter), to the bit: numpy's float32 pairwise summation of
+// the chunk, divided in float32 by its count (what `mean` does), widened to double.
+std::vector<double> chunk_magnitudes(const float* data, int64_t n, int64_t chunk_size);
+
 // np.quantile(m, [1/8 .. 7/8]) ("linear", as numpy computes it) of values without NaN.
 std::vector<double> octiles(const std::vector<double>& m);
 
