@@ -1,6 +1,7 @@
 """Experiments end to end in virtual time: spec -> compare -> tables, summary, table, plots.
 (The same runner code paths as emulation, minus Mininet.)"""
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -97,6 +98,91 @@ def test_cli_rejects_bad_spec_and_preset(tmp_path, capsys):
     assert main(["compare", str(good), "--backend", "sim", "--presets", "fifo,nosuch",
                  "--results", str(tmp_path)]) == 2
     assert "unknown preset(s) 'nosuch'" in capsys.readouterr().err
+
+
+def _without_wall_clock(x):
+    """A summary without what depends on the machine's speed (the engine's figures too)."""
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    if isinstance(x, dict):
+        return {k: _without_wall_clock(v) for k, v in x.items() if k not in WALL_CLOCK_KEYS}
+    if isinstance(x, list):
+        return [_without_wall_clock(v) for v in x]
+    return x
+
+
+def test_runs_side_by_side_give_the_figures_of_runs_one_at_a_time(tmp_path, capsys):
+    """`compare --jobs 2`: two processes simulate at once; every preset's figures, seed by
+    seed, are those of the same runs one at a time, and each run's tables are on disk."""
+    spec = parse_spec(TINY)
+    _, alone = compare.compare(spec, ["fifo", "dlcp"], seeds=2, backend="sim", root=tmp_path / "one",
+                               log=lambda m: None)
+    path = tmp_path / "tiny.toml"
+    path.write_text(_toml(TINY))
+    assert main(["compare", str(path), "--backend", "sim", "--presets", "fifo,dlcp", "--seeds", "2",
+                 "--jobs", "2", "--results", str(tmp_path / "two")]) == 0
+    out = capsys.readouterr().out
+    assert "4 simulated runs, 2 at a time" in out and "[4/4]" in out
+    together = json.loads((tmp_path / "two" / "latest" / "summary.json").read_text())
+    assert together["complete"] and list(together["presets"]) == ["fifo", "dlcp"]
+    assert _without_wall_clock(together["presets"]) == _without_wall_clock(json.loads(json.dumps(alone["presets"])))
+    for preset in ("fifo", "dlcp"):
+        for seed in (2, 3):
+            assert (tmp_path / "two" / "latest" / preset / f"seed-{seed}" / "iterations.parquet").is_file()
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_runs_under_way_and_starts_no_other(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) while two runs simulate side by side:
+    both stop where they are and are kept, marked interrupted; the two queued runs never
+    start; no process of the pool outlives the command."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    root = tmp_path / "r"
+    cmd = [sys.executable, "-m", "dlcp_emu.cli", "compare", "examples/default.toml", "--backend", "sim",
+           "--presets", "fifo,dlcp", "--seeds", "2", "--jobs", "2", "--vary", "byte_scale=1",
+           "--results", str(root)]
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Until both runs are simulating (~20 s each): each says so in its simulate.log.
+        deadline = time.monotonic() + 60
+        logs = lambda: [p.read_text() for p in root.glob("*/fifo,byte_scale=1/seed-*/simulate.log")]  # noqa: E731
+        while sum("virtual" in text for text in logs()) < 2 and proc.poll() is None:
+            assert time.monotonic() < deadline, "the runs did not start"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, out
+    # The pool's processes are gone at once; multiprocessing's resource tracker ends as it
+    # sees the command's end.
+    deadline = time.monotonic() + 10
+    with pytest.raises(ProcessLookupError):
+        while time.monotonic() < deadline:
+            os.killpg(proc.pid, 0)
+            time.sleep(0.05)
+    summary = json.loads((root / "latest" / "summary.json").read_text())
+    assert summary["stopped_because"] == "interrupted (Ctrl-C)" and not summary["complete"]
+    fifo = summary["presets"]["fifo,byte_scale=1"]
+    assert len(fifo["per_seed"]) == 2 and all(s["interrupted"] for s in fifo["per_seed"]), out
+    assert list(summary["presets"]) == ["fifo,byte_scale=1"] and not list(root.glob("*/dlcp*"))
+
+
+def test_jobs_are_for_simulated_runs(tmp_path, capsys):
+    path = tmp_path / "tiny.toml"
+    path.write_text(_toml(TINY))
+    assert main(["compare", str(path), "--backend", "emu", "--jobs", "2", "--results", str(tmp_path)]) == 2
+    assert "--jobs 2: only simulated runs (--backend sim) run side by side" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", str(path), "--backend", "sim", "--jobs", "0"])
+    assert "--jobs: must be a positive integer, got '0'" in capsys.readouterr().err
+    assert main(["compare", str(path), "--backend", "sim", "--jobs", "3", "--dry-run"]) == 0
+    assert "would run (sim, 3 at a time)" in capsys.readouterr().out
 
 
 def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):

@@ -47,6 +47,9 @@ def add_parser(sub):
     c.add_argument("--vary", type=field_values, metavar="FIELD=V1,V2,...", action="append",
                    help="also sweep a spec field, e.g. compression.mode=none,fixed,dc2 or "
                         "background.load=0.1,0.4 (repeat for several: every combination runs)")
+    c.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="simulated runs side by side (--backend sim), each in a process of its own "
+                        "(a core and the memory of one run each); the same figures as one at a time")
     _engine(c)
     _live(c)
     c.set_defaults(func=_compare)
@@ -147,6 +150,10 @@ def _emu_options(args, spec):
 
 
 def _compare(args):
+    if args.jobs != 1 and args.backend != "sim":
+        print(f"dlcp-emu: --jobs {args.jobs}: only simulated runs (--backend sim) run side by side; "
+              "an emulation has the machine to itself", file=sys.stderr)
+        return 2
     spec = _load(args.spec)
     spec = spec and _with_engine(args, spec)
     if spec is None or _need_root(args.backend, args.dry_run):
@@ -163,7 +170,7 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
     from dlcp_emu.study import compare
     if getattr(args, "dry_run", False):
         try:
-            lines = compare.dry_run(spec, presets, seeds, args.backend, vary)
+            lines = compare.dry_run(spec, presets, seeds, args.backend, vary, jobs=getattr(args, "jobs", 1))
         except (RuntimeError, ValueError) as e:
             print(f"dlcp-emu: {e}", file=sys.stderr)
             return 2
@@ -177,7 +184,8 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
         run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
                                            root=args.results, log=lambda m: print(m, flush=True),
                                            vary=vary,
-                                           emu_options=emu_options if args.backend == "emu" else None)
+                                           emu_options=emu_options if args.backend == "emu" else None,
+                                           jobs=getattr(args, "jobs", 1))
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2

@@ -10,10 +10,18 @@ A preset's figures are the mean over its seeds; each seed's own figures are kept
 `vary=[(field, values), ...]` also sweeps spec fields (`compression.mode`,
 `background.load`): every preset runs with every combination of values, labelled
 `<preset>,<field's last name>=<value>,...`.
+
+`jobs=N` runs N simulated runs side by side, each in a process of its own (a core each):
+the same figures as one at a time (every run is seeded), in about 1/N of the time. An
+emulation has the machine to itself, so emulated runs go one at a time.
 """
+import concurrent.futures
+import contextlib
 import itertools
 import json
+import multiprocessing
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -64,7 +72,7 @@ def _with_field(spec, field, value):
         raise SpecError(e.problems, f"--vary {field}={value!r}") from None
 
 
-def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
+def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
     """What `compare` would run, every variant checked as far as a run's set-up goes (the
     scaled topology, the plan from the trace, the transport the backend has), without
     running: lines to print. Raises what the set-up would (ValueError, RuntimeError)."""
@@ -73,7 +81,8 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None):
     from dlcp_emu.sim.run import sim_transport
     from workloads import trace_of
     runs = variants(spec, presets, vary)
-    lines = [f"{spec.source}: {len(runs)} variant(s) x {seeds} seed(s) would run ({backend}):"]
+    lines = [f"{spec.source}: {len(runs)} variant(s) x {seeds} seed(s) would run ({backend}"
+             + (f", {jobs} at a time" if jobs > 1 else "") + "):"]
     for label, preset, v in runs:
         transport = sim_transport(v, preset) if backend == "sim" else \
             v.transport_for(preset_name(preset))
@@ -112,7 +121,10 @@ def dilations(runs, log=print):
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
-            emu_options=None):
+            emu_options=None, jobs=1):
+    if jobs != 1 and backend != "sim":
+        raise ValueError(f"--jobs {jobs}: only simulated runs (--backend sim) run side by side; "
+                         "an emulation has the machine to itself")
     runs = dilations(variants(spec, presets, vary), log)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
@@ -122,23 +134,28 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
     if vary:
         summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
     results.point_latest(run_dir)
+    tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
+             for label, preset, v_spec, choice in runs for k in range(seeds)]
+    done = {label: {} for label, *_ in runs}   # label -> {seed index: summary}
+
+    def record(task, s):
+        if task.choice is not None:
+            s["time_dilation_choice"] = task.choice
+        for c in s.get("captures", ()):   # relative to summary.json's folder
+            c["file"] = str(task.folder / c["file"])
+        done[task.label][task.k] = s
+        summary["presets"][task.label] = _combine([done[task.label][k] for k in sorted(done[task.label])])
+        results.write_summary(run_dir, summary)
+        if s.get("interrupted"):
+            raise KeyboardInterrupt
+
     try:
-        for label, preset, v_spec, choice in runs:
-            per_seed = []
-            for k in range(seeds):
-                s_spec = v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k)
-                transport = v_spec.transport_for(preset_name(preset))
-                log(f"{label} (seed {s_spec.seed}, {transport} transport, {backend}):")
-                seed_dir = Path(label) / f"seed-{s_spec.seed}"
-                per_seed.append(run_one(s_spec, preset, run_dir / seed_dir, backend, log, emu_options))
-                if choice is not None:
-                    per_seed[-1]["time_dilation_choice"] = choice
-                for c in per_seed[-1].get("captures", ()):   # relative to summary.json's folder
-                    c["file"] = str(seed_dir / c["file"])
-                summary["presets"][label] = _combine(per_seed)
-                results.write_summary(run_dir, summary)
-                if per_seed[-1].get("interrupted"):
-                    raise KeyboardInterrupt
+        if jobs == 1:
+            for task in tasks:
+                log(f"{task.label} (seed {task.spec.seed}, {task.transport} transport, {backend}):")
+                record(task, run_one(task.spec, task.preset, run_dir / task.folder, backend, log, emu_options))
+        else:
+            _side_by_side(tasks, jobs, run_dir, record, log)
         summary["complete"] = all(s.get("completed") for s in summary["presets"].values())
     except KeyboardInterrupt:
         summary["stopped_because"] = "interrupted (Ctrl-C)"
@@ -146,6 +163,88 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
     finally:
         results.write_summary(run_dir, summary)
     return run_dir, summary
+
+
+class Task:
+    """One run of a comparison: a variant (label) under one of its seeds (k from 0)."""
+
+    def __init__(self, label, preset, spec, k, choice):
+        self.label, self.preset, self.spec, self.k, self.choice = label, preset, spec, k, choice
+        self.transport = spec.transport_for(preset_name(preset))
+        self.folder = Path(label) / f"seed-{spec.seed}"
+
+
+def _side_by_side(tasks, jobs, run_dir, record, log):
+    """The tasks simulated by `jobs` processes at once (spawned: a fork of a process whose
+    libraries run threads may hang), each recorded as it ends, with a line of progress. On
+    Ctrl-C the runs under way stop where they are (as one run alone does) and are kept; no
+    other starts."""
+    log(f"{len(tasks)} simulated runs, {min(jobs, len(tasks))} at a time")
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_pool_process,
+                                                  initargs=(stop,))
+    futures = {pool.submit(_simulate_quietly, t.spec, t.preset, run_dir / t.folder): t for t in tasks}
+    recorded = set()
+
+    def take(future):
+        task, s = futures[future], future.result()
+        recorded.add(future)
+        if s is not None:   # None: not started, after an interrupt
+            log(f"  [{len(recorded)}/{len(tasks)}] {task.label} seed {task.spec.seed}: " + _outcome(s))
+            record(task, s)
+
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            take(future)
+    except KeyboardInterrupt:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)   # the runs under way end at the interrupt
+        for future in futures:
+            if future not in recorded and future.done() and not future.cancelled() and future.exception() is None:
+                with contextlib.suppress(KeyboardInterrupt):   # each says it was interrupted
+                    take(future)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+SIMULATE_LOG = "simulate.log"
+_STOP = None   # in a pool's process: set once a run was interrupted, so that no other starts
+
+
+def _pool_process(stop):
+    """A pool process ignores Ctrl-C while idle (it would be taken down between runs)."""
+    global _STOP
+    _STOP = stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _simulate_quietly(spec, preset, run_dir):
+    """One run in a pool's process, its progress in `<run>/simulate.log` (the terminal shows
+    one line a run), or None if a run was interrupted before it started: Ctrl-C stops it
+    where it is, and then the runs still queued (taken by a process as soon as it is free,
+    before the runner knows of the interrupt) do not start."""
+    from dlcp_emu.sim.run import run_simulation
+    if _STOP.is_set():
+        return None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with open(run_dir / SIMULATE_LOG, "w") as f:
+            s, _ = run_simulation(spec, preset, run_dir, log=lambda m: print(m, file=f, flush=True))
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if s.get("interrupted"):
+        _STOP.set()
+    return s
+
+
+def _outcome(s):
+    if not s.get("completed"):
+        return f"stopped: {s.get('stopped_because') or s.get('interrupted') or 'not completed'}"
+    return (f"iteration {_ms(s.get('iteration_time_mean_s'))} ms, fct p99 {_ms(s.get('tensor_fct_p99_s'))} ms "
+            f"({s.get('wall_s', 0):.1f} s)")
 
 
 def _combine(per_seed):
