@@ -124,6 +124,8 @@ def test_runs_side_by_side_give_the_figures_of_runs_one_at_a_time(tmp_path, caps
     assert "4 simulated runs, 2 at a time" in out and "[4/4]" in out
     together = json.loads((tmp_path / "two" / "latest" / "summary.json").read_text())
     assert together["complete"] and list(together["presets"]) == ["fifo", "dlcp"]
+    assert together["runs"] == alone["runs"] == 4 and together["elapsed_s"] > 0
+    assert f"4 run(s) in {together['elapsed_s']:.1f} s; results: " in out
     assert _without_wall_clock(together["presets"]) == _without_wall_clock(json.loads(json.dumps(alone["presets"])))
     for preset in ("fifo", "dlcp"):
         for seed in (2, 3):

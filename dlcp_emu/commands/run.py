@@ -199,12 +199,19 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
             from dlcp_emu.emu.capture import describe
             print(f"\ncaptures ({len(captures)} files; Wireshark: `dlcp-emu wireshark --install`):")
             print("\n".join(describe(captures, run_dir)))
-        print(f"\nresults: {run_dir}  (also {args.results / 'latest'})")
+        print(f"\n{summary['runs']} run(s) in {_duration(summary['elapsed_s'])}; results: {run_dir}  "
+              f"(also {args.results / 'latest'})")
     if report:
         from dlcp_emu.study import report as rep
         pngs = rep.draw(run_dir)
         print("plots:\n" + "\n".join(f"  {p}" for p in pngs))
     return 0 if summary["complete"] else 1
+
+
+def _duration(seconds):
+    """`2 min 48 s`, `41.2 s`."""
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
 def _emulate(args):

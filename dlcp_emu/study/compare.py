@@ -131,6 +131,7 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         shutil.copy(spec.source, run_dir / "spec.toml")
     summary = {"spec": spec.name, "backend": backend, "seeds": seeds, "presets": {},
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "complete": False}
+    start = time.monotonic()
     if vary:
         summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
     results.point_latest(run_dir)
@@ -161,6 +162,8 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         summary["stopped_because"] = "interrupted (Ctrl-C)"
         log("interrupted: keeping what was measured so far")
     finally:
+        summary["runs"] = sum(len(d) for d in done.values())
+        summary["elapsed_s"] = round(time.monotonic() - start, 1)
         results.write_summary(run_dir, summary)
     return run_dir, summary
 
