@@ -132,6 +132,70 @@ def test_runs_side_by_side_give_the_figures_of_runs_one_at_a_time(tmp_path, caps
             assert (tmp_path / "two" / "latest" / preset / f"seed-{seed}" / "iterations.parquet").is_file()
 
 
+def _start_side_by_side(root):
+    """`compare --jobs 2` over two long runs (byte scale 1) in a session of its own, once both
+    say in their simulate.log that they simulate (~20 s each)."""
+    import subprocess
+    import sys
+    import time
+    cmd = [sys.executable, "-m", "dlcp_emu.cli", "compare", "examples/default.toml", "--backend", "sim",
+           "--presets", "fifo,dlcp", "--seeds", "2", "--jobs", "2", "--vary", "byte_scale=1",
+           "--results", str(root)]
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    logs = lambda: [p.read_text() for p in root.glob("*/fifo,byte_scale=1/seed-*/simulate.log")]  # noqa: E731
+    while sum("virtual" in text for text in logs()) < 2 and proc.poll() is None:
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("the runs did not start")
+        time.sleep(0.05)
+    return proc
+
+
+def _session_ends(proc):
+    """The command's session empties: the pool's processes are gone at once, multiprocessing's
+    resource tracker as it sees the command's end."""
+    import os
+    import time
+    deadline = time.monotonic() + 10
+    with pytest.raises(ProcessLookupError):
+        while time.monotonic() < deadline:
+            os.killpg(proc.pid, 0)
+            time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_a_simulation_process_that_dies_ends_the_comparison_with_what_was_measured(tmp_path):
+    """A pool process killed mid-run (as the kernel's OOM killer would): the command ends at
+    once, saying so in the summary, exit status 1, and no process of it is left."""
+    import os
+    import signal
+    root = tmp_path / "r"
+    proc = _start_side_by_side(root)
+    try:
+        workers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+                   and _parent(p) == proc.pid and b"spawn_main" in (p / "cmdline").read_bytes()]
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, out
+    _session_ends(proc)
+    summary = json.loads((root / "latest" / "summary.json").read_text())
+    assert summary["stopped_because"].startswith("a simulation process died") and not summary["complete"]
+    assert "a simulation process died" in out and "Traceback" not in out
+
+
+def _parent(proc_dir):
+    try:
+        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @pytest.mark.slow
 def test_ctrl_c_keeps_the_runs_under_way_and_starts_no_other(tmp_path):
     """Ctrl-C (SIGINT to the terminal's process group) while two runs simulate side by side:
@@ -139,35 +203,16 @@ def test_ctrl_c_keeps_the_runs_under_way_and_starts_no_other(tmp_path):
     start; no process of the pool outlives the command."""
     import os
     import signal
-    import subprocess
-    import sys
-    import time
     root = tmp_path / "r"
-    cmd = [sys.executable, "-m", "dlcp_emu.cli", "compare", "examples/default.toml", "--backend", "sim",
-           "--presets", "fifo,dlcp", "--seeds", "2", "--jobs", "2", "--vary", "byte_scale=1",
-           "--results", str(root)]
-    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = _start_side_by_side(root)
     try:
-        # Until both runs are simulating (~20 s each): each says so in its simulate.log.
-        deadline = time.monotonic() + 60
-        logs = lambda: [p.read_text() for p in root.glob("*/fifo,byte_scale=1/seed-*/simulate.log")]  # noqa: E731
-        while sum("virtual" in text for text in logs()) < 2 and proc.poll() is None:
-            assert time.monotonic() < deadline, "the runs did not start"
-            time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 1, out
-    # The pool's processes are gone at once; multiprocessing's resource tracker ends as it
-    # sees the command's end.
-    deadline = time.monotonic() + 10
-    with pytest.raises(ProcessLookupError):
-        while time.monotonic() < deadline:
-            os.killpg(proc.pid, 0)
-            time.sleep(0.05)
+    _session_ends(proc)
     summary = json.loads((root / "latest" / "summary.json").read_text())
     assert summary["stopped_because"] == "interrupted (Ctrl-C)" and not summary["complete"]
     fifo = summary["presets"]["fifo,byte_scale=1"]

@@ -16,6 +16,7 @@ the same figures as one at a time (every run is seeded), in about 1/N of the tim
 emulation has the machine to itself, so emulated runs go one at a time.
 """
 import concurrent.futures
+import concurrent.futures.process
 import contextlib
 import itertools
 import json
@@ -161,6 +162,9 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
     except KeyboardInterrupt:
         summary["stopped_because"] = "interrupted (Ctrl-C)"
         log("interrupted: keeping what was measured so far")
+    except concurrent.futures.process.BrokenProcessPool as e:
+        summary["stopped_because"] = f"a simulation process died ({e}); the runs it held are lost"
+        log(f"{summary['stopped_because']}: keeping what was measured so far")
     finally:
         summary["runs"] = sum(len(d) for d in done.values())
         summary["elapsed_s"] = round(time.monotonic() - start, 1)
