@@ -213,9 +213,9 @@ def run(trial_s=2.0, bridge=True, log=None):
     log("dlcp (model, dlcp preset)")
     with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU}, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)
-        # Light load first, then again after the overloads: a switch process that has been
-        # overloaded showed a longer tail at light load after (p99 0.1 -> 0.8-1.8 ms), which
-        # is a finding of its own, not the switch's added latency.
+        # Light load first, then again after the overloads: a switch process that had been
+        # overloaded often showed a longer tail at light load after (p99 0.1-0.3 -> 0.8-1.8
+        # ms in three sittings of four), a finding of its own, not the switch's added latency.
         lat_light = b.light_latency(light)
         m64, m1500 = b.max_rate(60), b.max_rate(1514)
         ll = b.lossless()
