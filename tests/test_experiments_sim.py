@@ -153,16 +153,27 @@ def _start_side_by_side(root):
     return proc
 
 
-def _session_ends(proc):
-    """The command's session empties: the pool's processes are gone at once, multiprocessing's
-    resource tracker as it sees the command's end."""
+def _side_by_side_until(root, act):
+    """(output, summary) of `_start_side_by_side` once `act(proc)` has ended it: exit status 1,
+    and its session empties (the pool's processes at once, multiprocessing's resource tracker
+    as it sees the command's end)."""
     import os
+    import signal
     import time
+    proc = _start_side_by_side(root)
+    try:
+        act(proc)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, out
     deadline = time.monotonic() + 10
     with pytest.raises(ProcessLookupError):
         while time.monotonic() < deadline:
             os.killpg(proc.pid, 0)
             time.sleep(0.05)
+    return out, json.loads((root / "latest" / "summary.json").read_text())
 
 
 @pytest.mark.slow
@@ -171,20 +182,14 @@ def test_a_simulation_process_that_dies_ends_the_comparison_with_what_was_measur
     once, saying so in the summary, exit status 1, and no process of it is left."""
     import os
     import signal
-    root = tmp_path / "r"
-    proc = _start_side_by_side(root)
-    try:
+
+    def kill_a_worker(proc):
         workers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
                    and _parent(p) == proc.pid and b"spawn_main" in (p / "cmdline").read_bytes()]
         assert len(workers) == 2
         os.kill(workers[0], signal.SIGKILL)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 1, out
-    _session_ends(proc)
-    summary = json.loads((root / "latest" / "summary.json").read_text())
+
+    out, summary = _side_by_side_until(tmp_path / "r", kill_a_worker)
     assert summary["stopped_because"].startswith("a simulation process died") and not summary["complete"]
     assert "a simulation process died" in out and "Traceback" not in out
 
@@ -204,16 +209,7 @@ def test_ctrl_c_keeps_the_runs_under_way_and_starts_no_other(tmp_path):
     import os
     import signal
     root = tmp_path / "r"
-    proc = _start_side_by_side(root)
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 1, out
-    _session_ends(proc)
-    summary = json.loads((root / "latest" / "summary.json").read_text())
+    out, summary = _side_by_side_until(root, lambda proc: os.killpg(proc.pid, signal.SIGINT))
     assert summary["stopped_because"] == "interrupted (Ctrl-C)" and not summary["complete"]
     fifo = summary["presets"]["fifo,byte_scale=1"]
     assert len(fifo["per_seed"]) == 2 and all(s["interrupted"] for s in fifo["per_seed"]), out
