@@ -216,6 +216,23 @@ def test_ctrl_c_keeps_the_runs_under_way_and_starts_no_other(tmp_path):
     assert list(summary["presets"]) == ["fifo,byte_scale=1"] and not list(root.glob("*/dlcp*"))
 
 
+def test_jobs_refuse_runs_that_would_not_fit_in_memory_together(tmp_path, monkeypatch):
+    """Each run's gradients fit alone (the spec's own check) but two at once would not: refused
+    by name before anything runs or is written. (Should the check let them through, the runs
+    are not started: two of them would take most of the machine's memory.)"""
+    monkeypatch.setattr(compare, "_side_by_side", lambda *a: pytest.fail("the runs were started"))
+    from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
+    one = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "byte_scale": 1.0,
+                      "topology": {"kind": "star", "hosts": 1, "rate_bps": 10e9},
+                      "workload": {**TINY["workload"], "workers": 1}})
+    workers = int(0.6 * machine_memory_bytes() / gradient_memory_bytes(one))
+    big = one.with_field("topology.hosts", workers).with_field("workload.workers", workers)
+    assert gradient_memory_bytes(big) == workers * gradient_memory_bytes(one)
+    with pytest.raises(ValueError, match=r"--jobs 2: 2 runs at once would hold .* GiB of gradients, more than"):
+        compare.compare(big, ["fifo"], seeds=2, backend="sim", root=tmp_path / "r", log=lambda m: None, jobs=2)
+    assert not (tmp_path / "r").exists()
+
+
 def test_jobs_are_for_simulated_runs(tmp_path, capsys):
     path = tmp_path / "tiny.toml"
     path.write_text(_toml(TINY))

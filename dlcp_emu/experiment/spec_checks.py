@@ -75,9 +75,8 @@ def _check_workload_memory(c, workload, top):
         c.problems += [f"workload.trace: {p}" for p in e.problems]
         return
     scale = top["byte_scale"]
-    scaled = int(np.maximum(4, (sizes * scale).astype(np.int64) // 4 * 4).sum())
-    ranks = workload["workers"] + (workload["ps"] if PATTERNS[workload["pattern"]].uses_ps else 0)
-    need, have = ranks * scaled, machine_memory_bytes()
+    ranks = _ranks(workload)
+    need, have = _held_bytes(sizes, scale, ranks), machine_memory_bytes()
     if need > have:
         max_scale = have / ranks / max(1, int(sizes.sum()))
         c.problems.append(
@@ -85,6 +84,24 @@ def _check_workload_memory(c, workload, top):
             f"{ranks} ranks (each holds its own) = {need / 2**30:,.1f} GiB, more than this "
             f"machine's {have / 2**30:,.1f} GiB of memory; lower byte_scale (at most "
             f"{max_scale:.3g} here) or workload.workers")
+
+
+def _ranks(workload):
+    return workload["workers"] + (workload["ps"] if PATTERNS[workload["pattern"]].uses_ps else 0)
+
+
+def _held_bytes(sizes, byte_scale, ranks):
+    """Every rank's own gradients, as dlcp_emu.host.plan rounds them."""
+    return ranks * int(np.maximum(4, (sizes * byte_scale).astype(np.int64) // 4 * 4).sum())
+
+
+def gradient_memory_bytes(spec):
+    """The bytes of gradients a run of a (checked) spec holds at once: none without values or
+    for live training (its model is small), else what `_check_workload_memory` counts."""
+    w = spec.workload
+    if spec.payload != "values" or not (w.get("trace") or w.get("model")):
+        return 0
+    return _held_bytes(_grad_bytes(w), spec.byte_scale, _ranks(w))
 
 
 def _grad_bytes(workload):

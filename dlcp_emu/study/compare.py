@@ -127,6 +127,10 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         raise ValueError(f"--jobs {jobs}: only simulated runs (--backend sim) run side by side; "
                          "an emulation has the machine to itself")
     runs = dilations(variants(spec, presets, vary), log)
+    tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
+             for label, preset, v_spec, choice in runs for k in range(seeds)]
+    if jobs > 1:
+        _check_memory_side_by_side(tasks, jobs)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
         shutil.copy(spec.source, run_dir / "spec.toml")
@@ -136,8 +140,6 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
     if vary:
         summary["vary"] = [{"field": f, "values": list(v)} for f, v in vary]
     results.point_latest(run_dir)
-    tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
-             for label, preset, v_spec, choice in runs for k in range(seeds)]
     done = {label: {} for label, *_ in runs}   # label -> {seed index: summary}
 
     def record(task, s):
@@ -179,6 +181,17 @@ class Task:
         self.label, self.preset, self.spec, self.k, self.choice = label, preset, spec, k, choice
         self.transport = spec.transport_for(preset_name(preset))
         self.folder = Path(label) / f"seed-{spec.seed}"
+
+
+def _check_memory_side_by_side(tasks, jobs):
+    """ValueError naming --jobs if the largest runs' gradients, `jobs` of them held at once,
+    would not fit in this machine's memory (each fits alone: the spec checks that)."""
+    from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
+    held = sorted((gradient_memory_bytes(t.spec) for t in tasks), reverse=True)[:jobs]
+    have = machine_memory_bytes()
+    if sum(held) > have:
+        raise ValueError(f"--jobs {jobs}: {len(held)} runs at once would hold {sum(held) / 2**30:,.1f} GiB of "
+                         f"gradients, more than this machine's {have / 2**30:,.1f} GiB of memory; lower --jobs")
 
 
 def _side_by_side(tasks, jobs, run_dir, record, log):
