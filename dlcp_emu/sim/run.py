@@ -1,5 +1,8 @@
 """Run one experiment in virtual time: the same switch models, transports and agents as the
 emulator, on the discrete-event network. Writes the same tables and summary as `run`."""
+import contextlib
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -120,6 +123,24 @@ def _background(spec, topo, hosts, endpoints):
     return endpoints
 
 
+@contextlib.contextmanager
+def _ctrl_c_between_slices():
+    """A list that Ctrl-C (SIGINT) appends to while the block runs, instead of raising where
+    the run happens to be; the handler there before is put back after. Where the handler is
+    not Python's default (ignored, someone else's) or cannot be set (off the main thread),
+    Ctrl-C does what it did."""
+    asked = []
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield asked
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: asked.append(1))
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts="auto"):
     """hosts: where the training endpoints run (`build`)."""
     run_dir = Path(run_dir)
@@ -142,17 +163,21 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts
     hosts.start()
     limit_ns = int(spec.time_limit_s * 1e9)
     # Run in slices of events so that progress shows every second or so of wall time, and
-    # the time limit (virtual) is honoured.
+    # the time limit (virtual) is honoured. Ctrl-C stops the run between two slices: raised
+    # inside one, it could leave a batch of the core's events half handed to the hosts.
     t = 0
     interrupted = None
-    try:
-        while not hosts.done() and net.loop.pending() and t < limit_ns:
-            t = net.loop.run(until=limit_ns, max_events=SLICE_EVENTS)
-            its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
-                      for s in hosts.stacks.values() if isinstance(s.agent, Worker))
-            log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
-                f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
-    except KeyboardInterrupt:
+    with _ctrl_c_between_slices() as asked:
+        try:
+            while not hosts.done() and net.loop.pending() and t < limit_ns and not asked:
+                t = net.loop.run(until=limit_ns, max_events=SLICE_EVENTS)
+                its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
+                          for s in hosts.stacks.values() if isinstance(s.agent, Worker))
+                log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
+                    f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
+        except KeyboardInterrupt:   # where Ctrl-C is not ours to take (a thread's run)
+            asked.append(1)
+    if asked:
         interrupted = "interrupted (Ctrl-C)"
     hosts.collect()
     if not hosts.done() and interrupted is None:
