@@ -10,9 +10,9 @@ For each: the forwarded packets/s at 64 B (60-byte UDP frames, the Ethernet mini
 1500 B while h1 sends as fast as it can (the slope of s1-eth2's transmit counter in the
 steady middle of the trial). For dlcp also the highest offered rate with < 0.1 % loss, and the
 one-way latency h1 -> h2 (DLCP frames stamped with CLOCK_MONOTONIC, shared by the
-namespaces) at a light load (the median of three trials: one trial's p99 is this VM's
-wake-up tail) before any overload and again after them, and at the lossless rate (1 frame in
-50 sampled through a socket filter). "Added latency" is a switch's latency at a percentile minus the bridge's median: what
+namespaces) at a light load before any overload (the median of three trials: one trial's p99
+is this VM's wake-up tail) and at the lossless rate (1 frame in 50 sampled through a socket
+filter). "Added latency" is a switch's latency at a percentile minus the bridge's median: what
 the userspace switch adds over the kernel's own path, receiver wake-up included in neither.
 
 The switch process is pinned to CPU 1, the generator and receiver to CPU 0. On a 2-core
@@ -213,18 +213,13 @@ def run(trial_s=2.0, bridge=True, log=None):
     log("dlcp (model, dlcp preset)")
     with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU}, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)
-        # Light load first, then again after the overloads: a switch process that had been
-        # overloaded often showed a longer tail at light load after (p99 0.1-0.3 -> 0.8-1.8
-        # ms in three sittings of four), a finding of its own, not the switch's added latency.
-        lat_light = b.light_latency(light)
+        lat_light = b.light_latency(light)   # before the overloads, which the kernel pays for after
         m64, m1500 = b.max_rate(60), b.max_rate(1514)
         ll = b.lossless()
-        lat_after = b.light_latency(light)
         lat_loaded = b.latency(ll["lossless_pps"] or light, sample_every=50)
     st = r.stats["s1"]
     detail["dlcp"] = {"max_64": m64, "max_1500": m1500, "lossless": ll,
-                      "latency_light": lat_light, "latency_light_after_overload": lat_after,
-                      "latency_at_lossless": lat_loaded,
+                      "latency_light": lat_light, "latency_at_lossless": lat_loaded,
                       "lateness": st["lateness"], "rx_socket_drops": st["rx_socket_drops"],
                       "conservation_ok": st["conservation"]["ok"]}
     res.update(dlcp_pps_64=m64["forwarded_pps"], dlcp_pps_1500=m1500["forwarded_pps"],
@@ -267,7 +262,6 @@ def run(trial_s=2.0, bridge=True, log=None):
     res["dlcp_p50_latency_us"] = lat_light.get("p50_us")
     res["dlcp_p99_latency_us"] = lat_light.get("p99_us")
     res["dlcp_p99_latency_at_lossless_us"] = lat_loaded.get("p99_us")
-    res["dlcp_p99_latency_after_overload_us"] = lat_after.get("p99_us")
     base = bridge_p50 or 0.0
 
     def added(v):
