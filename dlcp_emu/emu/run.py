@@ -365,13 +365,13 @@ def _failed(procs, run_dir):
 
 def _packets(run_dir, outs, scale, t0):
     """The hosts' per-packet logs joined into one table with each packet's fate."""
-    from dlcp_emu.host.packet_log import PARTS, packet_table, read_records
+    from dlcp_emu.host.packet_log import packet_table, read_records, record_files
     logs = []
     for rank in outs:
         base = run_dir / f"packets-{rank}"
         records = read_records(base)
         if records is not None:
             logs.append(records)
-        for part in PARTS:
-            Path(f"{base}.{part}.arrow").unlink(missing_ok=True)
+        for path in record_files(base).values():
+            Path(path).unlink(missing_ok=True)
     return packet_table(logs, scale, t0)

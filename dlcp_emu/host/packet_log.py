@@ -68,21 +68,26 @@ class PacketLog:
 PARTS = ("sent", "received")
 
 
+def record_files(prefix):
+    """{part: path} of a host's records as `write_records` writes them."""
+    return {part: f"{prefix}.{part}.arrow" for part in PARTS}
+
+
 def write_records(records, prefix):
-    """A host's records() into `<prefix>.sent.arrow` and `<prefix>.received.arrow`: Arrow IPC,
-    uncompressed, which the runner reads back as soon as the hosts have left and merges into
-    the run's table; a host then leaves in a blink (parquet took it 0.4-0.6 s)."""
+    """A host's records() into `record_files(prefix)`: Arrow IPC, uncompressed, which the
+    runner reads back as soon as the hosts have left and merges into the run's table; a host
+    then leaves in a blink (parquet took it 0.4-0.6 s)."""
     import pyarrow as pa
     import pyarrow.feather as feather
-    for part in PARTS:
-        feather.write_feather(pa.table(records[part]), f"{prefix}.{part}.arrow", compression="uncompressed")
+    for part, path in record_files(prefix).items():
+        feather.write_feather(pa.table(records[part]), path, compression="uncompressed")
 
 
 def read_records(prefix):
     """What `write_records` wrote, as records() hands it over (columns), or None if a part is
     missing (the host wrote none)."""
     import pyarrow.feather as feather
-    paths = {part: f"{prefix}.{part}.arrow" for part in PARTS}
+    paths = record_files(prefix)
     if not all(os.path.exists(p) for p in paths.values()):
         return None
     tables = {part: feather.read_table(p) for part, p in paths.items()}

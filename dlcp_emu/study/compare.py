@@ -121,11 +121,16 @@ def dilations(runs, log=print):
     return out
 
 
-def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
-            emu_options=None, jobs=1):
+def check_jobs(jobs, backend):
+    """ValueError naming --jobs where runs cannot go side by side."""
     if jobs != 1 and backend != "sim":
         raise ValueError(f"--jobs {jobs}: only simulated runs (--backend sim) run side by side; "
                          "an emulation has the machine to itself")
+
+
+def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
+            emu_options=None, jobs=1):
+    check_jobs(jobs, backend)
     runs = dilations(variants(spec, presets, vary), log)
     tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
              for label, preset, v_spec, choice in runs for k in range(seeds)]
@@ -262,7 +267,7 @@ def _simulate_quietly(spec, preset, run_dir):
 
 def _outcome(s):
     if not s.get("completed"):
-        return f"stopped: {s.get('stopped_because') or s.get('interrupted') or 'not completed'}"
+        return f"stopped: {s.get('stopped_because') or 'not completed'}"
     return (f"iteration {_ms(s.get('iteration_time_mean_s'))} ms, fct p99 {_ms(s.get('tensor_fct_p99_s'))} ms "
             f"({s.get('wall_s', 0):.1f} s)")
 
