@@ -98,8 +98,9 @@ def background_flows(spec, topology):
                           spec.time_limit_s, hosts, spec.seed, max_flows=MAX_BACKGROUND_FLOWS)
     index = {h: i for i, h in enumerate(hosts)}
     by_src = {h: [] for h in hosts}
+    scale = spec.scale   # a new Scale each time it is read: once, not once a flow
     for fid, f in enumerate(flows):
-        by_src[f.src].append((int(f.start_s * 1e9), index[f.dst], max(1, spec.scale.nbytes(f.nbytes)), fid))
+        by_src[f.src].append((int(f.start_s * 1e9), index[f.dst], max(1, scale.nbytes(f.nbytes)), fid))
     return by_src
 
 

@@ -128,6 +128,7 @@ class Worker:
         # Measures every bucket's delay; sets a kept ratio below 1 only if compressing.
         self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
         self.ready_gradients = {}    # (iteration, bucket) -> the values `pregenerate` drew
+        self.prefetch = None         # host.prefetch.Prefetch (`draw_ahead_on`)
 
     def pregenerate(self, max_bytes):
         """Draw every iteration's synthetic gradients now, if they fit in max_bytes: in an
@@ -143,6 +144,13 @@ class Worker:
             for b in self.plan.buckets:
                 self.ready_gradients[(it, b.index)] = gradient(self.trace, self.plan, b, self.rank, it, self.seed)
         return total
+
+    def draw_ahead_on(self, prefetch):
+        """Draw each bucket's synthetic gradients on `prefetch` (host.prefetch.Prefetch) while
+        the one before is synchronised, the first from now on (in a simulation, while the rest
+        of the run is built)."""
+        self.prefetch = prefetch
+        self._draw_ahead(0, None)
 
     # -- the sans-I/O surface -----------------------------------------------------------
     def start(self, now):
@@ -309,13 +317,32 @@ class Worker:
         else:
             buf = self.ready_gradients.pop((iteration, bucket.index), None)
             if buf is None:
-                buf = gradient(self.trace, self.plan, bucket, self.rank, iteration, self.seed)
+                buf = self._draw(iteration, bucket)
+            self._draw_ahead(iteration, bucket)
         c = _Collective(iteration, bucket, buf, started_ns=now, ratio=self.controller.ratio)
         if self.sizes:
             c.rng = np.random.default_rng([self.seed, self.rank, iteration, bucket.index])
         c.steps = self.pattern.steps(self.rank, bucket.nbytes, workers=self.n, ps_ranks=self.ps_ranks,
                                      iteration=iteration, group_size=self.group_size, seed=self.seed)
         return c
+
+    def _draw(self, iteration, bucket):
+        """The bucket's synthetic gradients: drawn ahead on the prefetch, or here."""
+        args = (self.trace, self.plan, bucket, self.rank, iteration, self.seed)
+        return gradient(*args) if self.prefetch is None else \
+            self.prefetch.take((self.rank, iteration, bucket.index), gradient, *args)
+
+    def _draw_ahead(self, iteration, bucket):
+        """Ask the prefetch for the bucket begun after `bucket` of `iteration` (None: the first):
+        one at a time, in the plan's order (an index is a place), iteration after iteration."""
+        if self.prefetch is None or self.sizes or self.training is not None:
+            return
+        nxt = 0 if bucket is None else bucket.index + 1
+        if nxt == len(self.plan.buckets):
+            iteration, nxt = iteration + 1, 0
+        if iteration < self.iterations and (iteration, nxt) not in self.ready_gradients:
+            self.prefetch.ask((self.rank, iteration, nxt), gradient, self.trace, self.plan,
+                              self.plan.buckets[nxt], self.rank, iteration, self.seed)
 
     def _finish_collective(self, now):
         c = self.active

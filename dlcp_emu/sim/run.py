@@ -24,6 +24,7 @@ from dlcp_emu.experiment.runner import (
     tables,
 )
 from dlcp_emu.host.agent import Worker, make_worker
+from dlcp_emu.host.prefetch import Prefetch
 from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.host.packet_log import PacketLog, packet_table
@@ -50,10 +51,11 @@ def sim_transport(spec, pipeline):
 HOSTS = ("auto", "core", "python")
 
 
-def build(spec, pipeline, keep_results=False, hosts="auto"):
+def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
     """hosts: where the hosts' endpoints run: "core" (compiled, inside the native network:
     Python per message), "python" (Python per packet; the oracle), or "auto" (the core when
-    the network is native)."""
+    the network is native). prefetch: a host.prefetch.Prefetch the workers draw their next
+    bucket's synthetic gradients on, ahead of need (None: when they begin it)."""
     if hosts not in HOSTS:
         raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
     transport = sim_transport(spec, pipeline)
@@ -84,6 +86,8 @@ def build(spec, pipeline, keep_results=False, hosts="auto"):
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
                                 keep_results=keep_results, training=training_of(spec), payload=spec.payload)
+            if prefetch is not None:
+                agent.draw_ahead_on(prefetch)
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
                           drop_order=t["drop_order"], seed=spec.seed,
@@ -142,13 +146,19 @@ def _ctrl_c_between_slices():
 
 
 def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts="auto"):
-    """hosts: where the training endpoints run (`build`)."""
-    run_dir = Path(run_dir)
+    """hosts: where the training endpoints run (`build`). The workers draw their synthetic
+    gradients a bucket ahead on a thread of their own while the core moves packets
+    (host/prefetch.py)."""
+    with Prefetch() as prefetch:
+        return _simulate(spec, pipeline, Path(run_dir), log, keep_results, hosts, prefetch)
+
+
+def _simulate(spec, pipeline, run_dir, log, keep_results, hosts, prefetch):
     run_dir.mkdir(parents=True, exist_ok=True)
-    topo, plan, net, hosts = build(spec, pipeline, keep_results, hosts)
+    topo, plan, net, hosts = build(spec, pipeline, keep_results, hosts, prefetch)
     preset = preset_name(pipeline)
     log(f"  engine: {net.engine} ({net.engine_note})")
-    wall = time.monotonic()
+    wall, cpu = time.monotonic(), time.process_time()
     samples = {name: {"ports": net.port_numbers(name), "samples": []} for name in topo.switches()}
     sample_ns = spec.scale.delay_ns(1_000_000)   # 1 ms of real-world time
 
@@ -193,6 +203,7 @@ def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts
     s["engine"], s["engine_note"] = net.engine, net.engine_note
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
+    s["process_cpu_s"] = time.process_time() - cpu   # every thread's: the prefetch's draws too
     conservation = net.conservation()
     s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
     # The simulator's own speed on this run (NICs included, as `bench sim` counts).
