@@ -231,6 +231,20 @@ def test_a_send_the_kernel_refuses_is_a_drop_not_sent(tmp_path, engine):
     assert c["ok"], c
 
 
+def test_forward_mode_counts_a_refused_send_and_sends_the_frames_around_it(tmp_path, engine):
+    """Frames go out in batches (one sendmmsg a port, compiled): one the kernel refuses
+    between two others is counted as an error, and the others still leave, in order."""
+    rig = Rig(tmp_path, mode="forward", engine=engine, mtu=9000)
+    rig.dp.socks[2].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2048)
+    sent = [frame(payload=100), frame(payload=8000), frame(payload=101), frame(payload=8000), frame(payload=102)]
+    for f in sent:
+        rig.far[1].send(f)
+    got = rig.recv(2, 3)
+    stats = rig.stop()
+    assert [g[1] for g in got] == [sent[0], sent[2], sent[4]]
+    assert stats["tx_errors"][2] == 2 and stats["tx_frames"][2] == 3 and stats["rx_frames"][1] == 5
+
+
 def test_malformed_and_invalid_dlcp_frames_are_dropped_and_counted(tmp_path, engine):
     """A frame with the DLCP magic and an unknown flag bit, and one too short for an
     Ethernet header, never reach the model: each is dropped under its reason, and counted

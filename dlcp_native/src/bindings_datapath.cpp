@@ -114,8 +114,8 @@ void bind_datapath(py::module_& m) {
       .def("counters", [](const Forwarder& f) {
         py::dict d;
         d["rx_frames"] = f.counters.rx_frames;
-        d["tx_frames"] = f.counters.tx_frames;
-        d["tx_errors"] = f.counters.tx_errors;
+        d["tx_frames"] = f.tx_frames();
+        d["tx_errors"] = f.tx_errors();
         d["no_route"] = f.counters.no_route;
         return d;
       });

@@ -18,12 +18,18 @@ constexpr int64_t MAX_SEND_AHEAD_NS = 200000;  // sendahead.py
 constexpr int64_t SEND_AHEAD_STEP_NS = 1000;
 }  // namespace
 
+static std::vector<int> fds_of(const std::vector<DatapathPort>& ports) {
+  std::vector<int> fds;
+  for (const DatapathPort& p : ports) fds.push_back(p.fd);
+  return fds;
+}
+
 Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unordered_map<uint64_t, int32_t> routes,
                    std::vector<int32_t> port_route, std::vector<std::vector<int>> flood, size_t batch, int wake_fd,
                    int64_t sample_ns, int64_t pending_limit)
     : sw_(sw), ports_(ports), routes_(std::move(routes)), port_route_(std::move(port_route)),
       flood_(std::move(flood)), batch_(batch), wake_fd_(wake_fd), sample_ns_(sample_ns),
-      pending_limit_(pending_limit) {
+      pending_limit_(pending_limit), tx_(fds_of(ports), batch) {
   if (ports_.size() != sw_.ports.size() || port_route_.size() != ports_.size() || flood_.size() != ports_.size())
     throw std::invalid_argument("a datapath needs one port, port route and flood list per switch port");
   counters.resize(ports_.size());
@@ -215,7 +221,8 @@ void Datapath::receive(Packet pkt, int port, int64_t t, std::vector<uint8_t>& fr
     held_[slot].assign(frame.begin(), frame.end());
 }
 
-// sendahead.py `send_due`.
+// sendahead.py `send_due`; the frames leave together after the poll (tx_batch.hpp), each
+// one's lateness taken as it is added, as the Python loop takes it before its send.
 void Datapath::send_due(int64_t until) {
   departures_.clear();
   sw_.poll(until, departures_);
@@ -235,8 +242,10 @@ void Datapath::send_due(int64_t until) {
     } else if (ahead > 0) {
       ahead -= SEND_AHEAD_STEP_NS;
     }
-    if (send(ports_[d.port].fd, frame.data(), frame.size(), MSG_DONTWAIT) < 0) ++counters[d.port].tx_errors;
+    tx_.add(d.port, frame.data(), frame.size());
   }
+  tx_.flush();
+  for (size_t p = 0; p < counters.size(); ++p) counters[p].tx_errors = tx_.errors[p];
   send_ahead = ahead;
 }
 

@@ -17,6 +17,7 @@
 #include "nic.hpp"
 #include "rx_ring.hpp"
 #include "switch.hpp"
+#include "tx_batch.hpp"
 
 namespace dlcp {
 
@@ -120,6 +121,7 @@ class Datapath {
   std::vector<std::vector<uint8_t>> spare_;  // frame buffers to reuse
   std::vector<std::vector<uint8_t>> held_;   // the frame of each packet the switch holds, by slot
   std::vector<Departure> departures_;
+  TxBatch tx_;  // one poll's departures, one sendmmsg a port
 };
 
 }  // namespace dlcp

@@ -15,26 +15,18 @@ Forwarder::Forwarder(const std::vector<int>& fds, const std::vector<uint32_t>& r
                      std::unordered_map<uint64_t, int> routes, std::vector<std::vector<int>> flood, size_t batch,
                      int wake_fd, size_t recv_size)
     : fds_(fds), routes_(std::move(routes)), flood_(std::move(flood)), batch_(batch), wake_fd_(wake_fd),
-      buf_(recv_size) {
+      buf_(recv_size), tx_(fds, batch) {
   if (ring_frame_sizes.size() != fds_.size() || flood_.size() != fds_.size())
     throw std::invalid_argument("a forwarder needs one ring size and flood list per port");
   for (size_t i = 0; i < fds_.size(); ++i)
     rings_.push_back(ring_frame_sizes[i] ? std::make_unique<RxRing>(fds_[i], ring_frame_sizes[i]) : nullptr);
   counters.rx_frames.assign(fds_.size(), 0);
-  counters.tx_frames.assign(fds_.size(), 0);
-  counters.tx_errors.assign(fds_.size(), 0);
 }
 
 void Forwarder::forward(size_t port, const uint8_t* frame, size_t n) {
   ++counters.rx_frames[port];
-  auto out = [&](int q) {
-    if (send(fds_[q], frame, n, MSG_DONTWAIT) < 0)
-      ++counters.tx_errors[q];
-    else
-      ++counters.tx_frames[q];
-  };
   if (frame[0] & 1) {
-    for (int q : flood_[port]) out(q);
+    for (int q : flood_[port]) tx_.add(q, frame, n);
     return;
   }
   const auto it = routes_.find(mac_key(frame));
@@ -42,7 +34,7 @@ void Forwarder::forward(size_t port, const uint8_t* frame, size_t n) {
     ++counters.no_route;
     return;
   }
-  out(it->second);
+  tx_.add(it->second, frame, n);
 }
 
 bool Forwarder::run(int64_t until) {
@@ -58,6 +50,7 @@ bool Forwarder::run(int64_t until) {
         any = true;
         rings_[i]->drain(batch_, [&](const uint8_t* f, size_t n, int64_t) { forward(i, f, n); });
       }
+    tx_.flush();
     if (any) continue;
     const timespec ts = timespec_of(until - now);
     for (pollfd& f : fds) f.revents = 0;
@@ -75,6 +68,7 @@ bool Forwarder::run(int64_t until) {
         forward(i, buf_.data(), size_t(n));
       }
     }
+    tx_.flush();
   }
 }
 

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "rx_ring.hpp"
+#include "tx_batch.hpp"
 
 namespace dlcp {
 
 struct ForwarderCounters {
-  std::vector<int64_t> rx_frames, tx_frames, tx_errors;
+  std::vector<int64_t> rx_frames;
   int64_t no_route = 0;
 };
 
@@ -27,6 +28,8 @@ class Forwarder {
   // Forward until `until` (monotonic ns) or the wake fd is readable (returns true then).
   bool run(int64_t until);
   ForwarderCounters counters;
+  const std::vector<int64_t>& tx_frames() const { return tx_.sent; }
+  const std::vector<int64_t>& tx_errors() const { return tx_.errors; }
   const RxRing* ring(size_t port) const { return rings_[port].get(); }
 
  private:
@@ -38,6 +41,7 @@ class Forwarder {
   size_t batch_;
   int wake_fd_;
   std::vector<uint8_t> buf_;
+  TxBatch tx_;  // what one pass over the ports forwards, sent after it
 };
 
 }  // namespace dlcp
