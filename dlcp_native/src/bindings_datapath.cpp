@@ -42,20 +42,36 @@ std::vector<uint8_t> bytes_of(const py::bytes& b) {
   return {s.begin(), s.end()};
 }
 
+// Histogram::take as (counts by bin, n, total, max, above): `Lateness.merge`'s arguments.
+py::tuple taken(Histogram& h) {
+  Histogram::Taken t = h.take();
+  return py::make_tuple(take(t.counts), t.n, t.total, t.max, t.above);
+}
+
 }  // namespace
 
 void bind_datapath(py::module_& m) {
+  // The loop's histogram alone, for the differential test against Lateness.
+  py::class_<Histogram>(m, "Histogram")
+      .def(py::init<std::vector<double>>())
+      .def_readwrite("threshold", &Histogram::threshold)
+      .def("add", [](Histogram& h, const std::vector<int64_t>& values) {
+        for (int64_t v : values) h.add(v);
+      })
+      .def("take", [](Histogram& h) { return taken(h); });
+
   py::class_<Datapath>(m, "Datapath")
       .def(py::init([](py::object core, const std::vector<py::tuple>& ports,
                        std::unordered_map<uint64_t, int32_t> routes, std::vector<int32_t> port_route,
                        std::vector<std::vector<int>> flood, size_t batch, int wake_fd, int64_t sample_ns,
-                       int64_t pending_limit) {
+                       int64_t pending_limit, const std::vector<double>& edges, int64_t late_threshold_ns) {
              std::vector<DatapathPort> specs;
              for (const py::tuple& t : ports)
                specs.push_back({t[0].cast<int>(), t[1].cast<uint32_t>(), t[2].cast<size_t>(), t[3].cast<bool>(),
                                 t[4].cast<double>(), t[5].cast<int64_t>()});
              return std::make_unique<Datapath>(core_switch(core), specs, std::move(routes), std::move(port_route),
-                                               std::move(flood), batch, wake_fd, sample_ns, pending_limit);
+                                               std::move(flood), batch, wake_fd, sample_ns, pending_limit, edges,
+                                               late_threshold_ns);
            }),
            py::keep_alive<1, 2>())
       .def("run",
@@ -68,8 +84,8 @@ void bind_datapath(py::module_& m) {
              py::gil_scoped_release released;
              d.drain(deadline);
            })
-      .def("take_lateness", [](Datapath& d) { return take(d.lateness); })
-      .def("take_rx_wait", [](Datapath& d) { return take(d.rx_wait); })
+      .def("take_lateness", [](Datapath& d) { return taken(d.lateness); })
+      .def("take_rx_wait", [](Datapath& d) { return taken(d.rx_wait); })
       .def("take_samples", [](Datapath& d) { return take(d.samples); })
       .def_readwrite("send_ahead", &Datapath::send_ahead)
       .def_readwrite("wake_period_ns", &Datapath::wake_period_ns)

@@ -26,12 +26,14 @@ static std::vector<int> fds_of(const std::vector<DatapathPort>& ports) {
 
 Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unordered_map<uint64_t, int32_t> routes,
                    std::vector<int32_t> port_route, std::vector<std::vector<int>> flood, size_t batch, int wake_fd,
-                   int64_t sample_ns, int64_t pending_limit)
-    : sw_(sw), ports_(ports), routes_(std::move(routes)), port_route_(std::move(port_route)),
+                   int64_t sample_ns, int64_t pending_limit, const std::vector<double>& edges,
+                   int64_t late_threshold_ns)
+    : lateness(edges), rx_wait(edges), sw_(sw), ports_(ports), routes_(std::move(routes)), port_route_(std::move(port_route)),
       flood_(std::move(flood)), batch_(batch), wake_fd_(wake_fd), sample_ns_(sample_ns),
       pending_limit_(pending_limit), tx_(fds_of(ports), batch) {
   if (ports_.size() != sw_.ports.size() || port_route_.size() != ports_.size() || flood_.size() != ports_.size())
     throw std::invalid_argument("a datapath needs one port, port route and flood list per switch port");
+  lateness.threshold = rx_wait.threshold = late_threshold_ns;
   counters.resize(ports_.size());
   for (const DatapathPort& p : ports_) {
     rings_.push_back(p.ring_frame_size ? std::make_unique<RxRing>(p.fd, p.ring_frame_size) : nullptr);
@@ -59,7 +61,7 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
     const std::optional<int64_t> t = next_wake(send_ahead);
     int64_t now = monotonic_ns();
     if (now >= until) return UNTIL;
-    if (int64_t(lateness.size()) >= pending_limit_ || int64_t(rx_wait.size()) >= pending_limit_) return FULL;
+    if (int64_t(samples.size()) >= pending_limit_) return FULL;
     if (wake_period_ns > 0 && now < acted_ + wake_period_ns) {
       const timespec ts = timespec_of(std::min(acted_ + wake_period_ns, until));
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
@@ -137,7 +139,7 @@ void Datapath::settle(int64_t now, size_t sources) {
   for (Got& g : got_) {
     int64_t t = g.stamped ? g.t : now;
     if (t > now) t = now;
-    if (g.stamped) rx_wait.push_back(now - t);
+    if (g.stamped) rx_wait.add(now - t);
     if (nics_[g.port]) {
       const std::optional<int64_t> end = nics_[g.port]->transmit(int64_t(g.frame.size()), t);
       if (!end) {  // counted by the NIC
@@ -236,7 +238,7 @@ void Datapath::send_due(int64_t until) {
         mark_ce(frame);
     }
     const int64_t late = monotonic_ns() - d.pkt.depart;
-    lateness.push_back(late);
+    lateness.add(late);
     if (late > 0) {
       if (ahead < MAX_SEND_AHEAD_NS) ahead += SEND_AHEAD_STEP_NS;
     } else if (ahead > 0) {

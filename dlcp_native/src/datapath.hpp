@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "histogram.hpp"
 #include "nic.hpp"
 #include "rx_ring.hpp"
 #include "switch.hpp"
@@ -40,13 +41,15 @@ class Datapath {
   // routes: destination MAC (mac_key) -> route index of the switch; port_route[i]: the route
   // index that sends a flood copy out of port i alone; flood[i]: the ports a broadcast that
   // came in on port i is copied to. wake_fd: readable when the caller has something to do.
+  // edges: the lateness and ring-wait histograms' (Lateness.edges); late_threshold_ns: what
+  // they count as late (`above`).
   Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unordered_map<uint64_t, int32_t> routes,
            std::vector<int32_t> port_route, std::vector<std::vector<int>> flood, size_t batch, int wake_fd,
-           int64_t sample_ns, int64_t pending_limit);
+           int64_t sample_ns, int64_t pending_limit, const std::vector<double>& edges, int64_t late_threshold_ns);
 
   enum Return { UNTIL = 0, WAKE = 1, FULL = 2 };
-  // The loop until `until` (monotonic ns), the wake fd being readable, or the measurement
-  // vectors holding pending_limit entries. clock_offset: CLOCK_REALTIME - CLOCK_MONOTONIC,
+  // The loop until `until` (monotonic ns), the wake fd being readable, or the queue samples
+  // holding pending_limit entries. clock_offset: CLOCK_REALTIME - CLOCK_MONOTONIC,
   // to read the kernel's delivery times.
   Return run(int64_t until, int64_t clock_offset);
   // After a stop: read nothing more, let what the model holds and the frames still on a
@@ -55,8 +58,8 @@ class Datapath {
   void drain(int64_t deadline);
 
   // What the loop measured since the caller last took it.
-  std::vector<int64_t> lateness;  // ns each frame left after its scheduled departure
-  std::vector<int64_t> rx_wait;   // ns each frame waited in its ring
+  Histogram lateness;             // ns each frame left after its scheduled departure
+  Histogram rx_wait;              // ns each frame waited in its ring
   std::vector<int64_t> samples;   // rows of (t ns, queued bytes of each port)
   int64_t send_ahead = 0;         // ns before a departure the loop wakes (sendahead.py)
   // The loop acts at most once a period (wall ns; 0: at every event). Frames that arrive

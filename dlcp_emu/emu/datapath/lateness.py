@@ -40,6 +40,17 @@ class Lateness:
         a = np.minimum(a, self.edges[-1] - 1)
         self.counts += np.histogram(a, bins=self.edges)[0]
 
+    def merge(self, counts, n, total, largest, above):
+        """Fold in what a compiled loop binned itself (`_core.Histogram.take`: these edges
+        and threshold), as `add` of the same values would."""
+        if not n:
+            return
+        self.counts += counts
+        self.n += n
+        self.total += total
+        self.max = max(self.max, largest)
+        self.above += above
+
     def percentile(self, q):
         """Upper edge of the bin holding the q-th percentile (within 5%), capped at the max."""
         if not self.n:

@@ -15,7 +15,7 @@ from switch_models.nic import BUFFER_FULL
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED
 
 WAKE, FULL = 1, 2
-PENDING_LIMIT = 1 << 16     # measurements the loop keeps before Python folds them
+PENDING_LIMIT = 1 << 16     # queue samples the loop keeps before Python takes them
 
 
 def flood_indices(dp):
@@ -92,9 +92,11 @@ class NativeLoop:
                           float(p["rate_bps"]), int(p.get("delay_ns", 0))))
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
         sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
+        if dp.lateness.threshold != dp.rx_wait.threshold:
+            raise ValueError("the compiled loop counts lateness and ring waits against one threshold")
         self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
                                    flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
-                                   PENDING_LIMIT)
+                                   PENDING_LIMIT, dp.lateness.edges.tolist(), dp.lateness.threshold)
         self.core.wake_period_ns = int(dp.cfg["wake_period_ns"])
         self.numbers = dp.numbers
         self._rings = any(p[1] for p in ports)
@@ -123,8 +125,8 @@ class NativeLoop:
         """What the loop measured and counted since the last call, into the Datapath's
         histograms, queue rows and counters (what `datapath_stats` reads)."""
         core = self.core
-        dp.lateness.add(core.take_lateness())
-        dp.rx_wait.add(core.take_rx_wait())
+        dp.lateness.merge(*core.take_lateness())    # binned in the loop (histogram.hpp)
+        dp.rx_wait.merge(*core.take_rx_wait())
         samples = core.take_samples()
         if dp.queues is not None and len(samples):
             dp.queues.rows.extend(map(tuple, samples.reshape(-1, len(self.numbers) + 1).tolist()))
