@@ -279,6 +279,26 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path, engine):
     assert mid["delay_p50_us"] < low["delay_p50_us"], (mid, low)
 
 
+def test_one_way_latency_ends_at_the_kernels_delivery_not_the_receivers_read(tmp_path):
+    """The traffic receiver times a frame to when the kernel put it in its socket: stopped
+    for 0.3 s while frames came (SIGSTOP, by pid), it reports that wait as its own
+    (`rx_wait_*`), not as the network's latency."""
+    t = build("star", hosts=2, rate_bps=100 * MBPS)
+    with emulate(tmp_path, t, "fifo") as run:
+        rx = start_receiver(run, tmp_path, "h2", 6, idle=1.5)
+        start = time.monotonic() + 0.3
+        tx = traffic(run, "h1", *sender_args(t, "h1", "h2", 2000, 1.2, ["0:7:0:100:1"], start_at=start))
+        time.sleep(max(0.0, start + 0.3 - time.monotonic()))
+        os.kill(rx.pid, signal.SIGSTOP)      # the stimulus: 0.3 s of frames nobody reads
+        time.sleep(0.3)
+        os.kill(rx.pid, signal.SIGCONT)
+        sent, got = finish(tx), finish(rx)
+    assert got["received"] == sent["sent"] > 2000, (got, sent)
+    cls = got["classes"]["0:7:0"]
+    assert 0 < cls["delay_p50_us"] and cls["delay_p99_us"] < 50_000, cls   # the network's time
+    assert got["rx_wait_p99_us"] > 100_000, got                            # the receiver's
+
+
 @pytest.mark.slow
 def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)

@@ -164,7 +164,9 @@ def _bench_switch(args):
         print(json.dumps(result))
     else:
         for k, v in result.items():
-            print(f"{k}: {v}")
+            if k != "detail":
+                print(f"{k}: {v}")
+        print("(every trial, with its latencies: --json, under `detail`)")
     return 0
 
 

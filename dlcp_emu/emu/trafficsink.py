@@ -1,8 +1,16 @@
 """The receiving side of the traffic generator: count DLCP frames per class and per sender,
-their loss, reordering and one-way latency (raw AF_PACKET, for tests and benchmarks)."""
+their loss, reordering and one-way latency (raw AF_PACKET, for tests and benchmarks).
+
+A frame's one-way latency ends when the kernel delivered it to this socket (SO_TIMESTAMPNS),
+not when this process read it: the receiver's own wake-up is not the network's. On a 2-core
+machine the receiver shares a core with the generator, and at a high rate waited for it for
+milliseconds, which the benchmark had counted as the switch's latency. How long frames
+waited in the socket is reported beside it (`rx_wait_*`).
+"""
 import os
 import select
 import socket
+import struct
 import time
 
 from dlcp_emu.emu.datapath.sockets import socket_drops
@@ -20,6 +28,11 @@ _RX = fields_at((OFF_UDP_DPORT, "H"), (OFF_MAGIC, "H"), (OFF_VERSION, "B"), (OFF
 
 
 _SENDER = fields_at((OFF_IP_SRC, "4s"), (OFF_UDP_SPORT, "H"))    # IPv4 source address, UDP source port
+
+
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("qq")
+_ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
 def _pct(sorted_vals, q):
@@ -100,13 +113,18 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
     filt = job_filter(job) if job is not None else None
     sock = _socket(intf, filt=filt)
     sock.setblocking(False)
+    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    # The kernel stamps CLOCK_REALTIME; the sender stamped CLOCK_MONOTONIC.
+    offset = time.time_ns() - time.monotonic_ns()
     if ready_path:
         with open(ready_path, "w") as f:
             f.write(str(os.getpid()))
-    recv = sock.recv
+    recvmsg = sock.recvmsg
     clock = time.monotonic_ns
     tally = Tally()
     add = tally.add
+    waits = []
+    last_read = None      # idle: since this process last read one of ours (arrivals may be older)
     t_end = clock() + int(duration_s * 1e9)
     drops = socket_drops(sock)      # zero: counts from bind; read to reset
     while True:
@@ -117,7 +135,7 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
         if expect is not None and tally.total >= expect:
             stopped_by = "expect"
             break
-        if tally.last is not None and now - tally.last > idle_s * 1e9:
+        if last_read is not None and now - last_read > idle_s * 1e9:
             stopped_by = "idle"
             break
         wait = min(t_end - now, int(idle_s * 1e9)) / 1e9
@@ -126,13 +144,27 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
             continue
         for _ in range(256):
             try:
-                frame = recv(9100)
+                frame, anc, _, _ = recvmsg(9100, _ANCILLARY)
             except BlockingIOError:
                 break
-            add(frame, clock())
+            arrived = _arrival(anc) - offset
+            if add(frame, arrived):
+                last_read = clock()
+                waits.append(last_read - arrived)
     drops += socket_drops(sock)
     sock.close()
-    return {**tally.result(), "socket_drops": drops, "stopped_by": stopped_by}
+    waits.sort()
+    return {**tally.result(), "socket_drops": drops, "stopped_by": stopped_by,
+            "rx_wait_p50_us": _us(_pct(waits, 50)), "rx_wait_p99_us": _us(_pct(waits, 99))}
+
+
+def _arrival(ancillary):
+    """The kernel's delivery time of a frame (CLOCK_REALTIME ns) from recvmsg's ancillary data."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return sec * 1_000_000_000 + nsec
+    raise RuntimeError("the kernel gave a frame no arrival time (SO_TIMESTAMPNS)")
 
 
 def _us(ns):

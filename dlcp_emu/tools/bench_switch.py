@@ -10,9 +10,10 @@ For each: the forwarded packets/s at 64 B (60-byte UDP frames, the Ethernet mini
 1500 B while h1 sends as fast as it can (the slope of s1-eth2's transmit counter in the
 steady middle of the trial). For dlcp also the highest offered rate with < 0.1 % loss, and the
 one-way latency h1 -> h2 (DLCP frames stamped with CLOCK_MONOTONIC, shared by the
-namespaces) at a light load before any overload (the median of three trials: one trial's p99
-is this VM's wake-up tail) and at the lossless rate (1 frame in 50 sampled through a socket
-filter). "Added latency" is a switch's latency at a percentile minus the bridge's median: what
+namespaces, at the send, to the kernel's delivery into h2's socket) at a light load before
+any overload (the median of three trials: one trial's p99 is this VM's wake-up tail) and at
+the lossless rate, in the same trials that find it (90-byte DLCP frames, the smallest that
+carry the stamp; 1 in 50 timed, through a socket filter). "Added latency" is a switch's latency at a percentile minus the bridge's median: what
 the userspace switch adds over the kernel's own path, receiver wake-up included in neither.
 
 The switch process is pinned to CPU 1, the generator and receiver to CPU 0. On a 2-core
@@ -35,6 +36,7 @@ LOSS_OK = 0.001
 FAST = 5_000_000            # "as fast as you can" offered rate
 LIGHT_TRIALS = 3            # latency trials at the light load (a median of them is reported)
 NONLOCAL_IP = "10.0.0.200"  # h2 drops these at once in IP (no ICMP, no socket)
+PROBE_EVERY = 50            # at a high rate one frame in this many is timed (a socket filter)
 
 
 # -- one trial ------------------------------------------------------------------------------
@@ -83,13 +85,19 @@ class Bench:
             last = now
         return last
 
-    def trial(self, rate, size=60):
+    def trial(self, rate, size=60, probe_every=0):
         """Offer `rate` pps of `size`-byte frames from h1; returns sent, forwarded and the
-        steady forwarding rate."""
+        steady forwarding rate. probe_every: DLCP frames instead (90 B), one in that many
+        timed by a receiver on h2 (`latency` in the result)."""
         out_if = "s1-eth2"
         self._drain(out_if)
         base = _counter(out_if)
-        p = self._traffic("h1", self._send_args(rate, size=size))
+        if probe_every:
+            rx = self._receiver(self.trial_s, probe_every)
+            p = self._traffic("h1", self._send_args(rate, dlcp_payload=0, sample_every=probe_every))
+            size = 90
+        else:
+            p = self._traffic("h1", self._send_args(rate, size=size))
         samples = []
         while p.poll() is None:
             samples.append((time.monotonic(), _counter(out_if)))
@@ -108,6 +116,8 @@ class Bench:
              "loss": round(1 - forwarded / sent["sent"], 6) if sent["sent"] else None}
         self.log(f"  trial {size} B offered {rate:,.0f}: sent {sent['pps']:,} pps, "
                  f"forwarded {r['forwarded_pps']:,} pps, loss {r['loss']}")
+        if probe_every:
+            r["latency"] = self._timed(rx, sent, probe_every, rate)
         return r
 
     def max_rate(self, size):
@@ -116,14 +126,18 @@ class Bench:
         r["generator_bound"] = r["loss"] is not None and r["loss"] < 0.01
         return r
 
-    def lossless(self, start=50_000, step=50_000, top=None):
+    def lossless(self, start=50_000, step=50_000, top=None, probe_every=PROBE_EVERY):
         """Highest offered rate with loss < 0.1 %: steps up until a loss (or the generator
-        cannot offer the rate), then halves the step twice between the last good and bad."""
+        cannot offer the rate), then halves the step twice between the last good and bad.
+        Every trial carries the latency probe, and the latency at the rate found is its own
+        trial's (`latency`): a receiver's socket filter runs in the switch's send, once a
+        frame, and a separate probe trial at a rate found without it had overloaded the
+        switch (p50 10 ms, 8.5% of the samples lost)."""
         good, bad, trials = 0, None, []
         rate = start
         gen_limited = False
         while bad is None and (top is None or rate <= top):
-            r = self.trial(rate)
+            r = self.trial(rate, probe_every=probe_every)
             trials.append(r)
             if r["sent_pps"] < 0.97 * rate:
                 gen_limited = True
@@ -136,13 +150,14 @@ class Bench:
         if bad is not None:
             for _ in range(2):
                 mid = (good + bad) // 2
-                r = self.trial(mid)
+                r = self.trial(mid, probe_every=probe_every)
                 trials.append(r)
                 if r["sent_pps"] >= 0.97 * mid and r["loss"] < LOSS_OK:
                     good = mid
                 else:
                     bad = mid
-        return {"lossless_pps": good, "generator_bound": gen_limited, "trials": trials}
+        at = next((t["latency"] for t in trials if t["offered_pps"] == good and "latency" in t), {})
+        return {"lossless_pps": good, "generator_bound": gen_limited, "trials": trials, "latency": at}
 
     def light_latency(self, rate, trials=LIGHT_TRIALS):
         """`latency` at a light load, `trials` times: this VM's wake-up tail moves one trial's
@@ -160,8 +175,15 @@ class Bench:
                  f"p99 {out['p99_us']} us")
         return out
 
-    def latency(self, rate, seconds=2.0, sample_every=0):
+    def latency(self, rate, seconds=2.0):
         """One-way delay h1 -> h2 of DLCP frames (90 B) at `rate` pps."""
+        rx = self._receiver(seconds)
+        tx = self._traffic("h1", self._send_args(rate, dlcp_payload=0, duration=seconds))
+        tx_out, _ = tx.communicate(timeout=seconds + 20)
+        return self._timed(rx, json.loads(tx_out), 0, rate)
+
+    def _receiver(self, seconds, sample_every=0):
+        """A receiver on h2, ready (its socket bound) when this returns."""
         rdy = os.path.join(self.run.run_dir, f"recv-{time.monotonic_ns()}.ready")
         args = ["recv", "--intf", "h2-eth0", "--duration", seconds + 5, "--idle", 0.5,
                 "--ready", rdy]
@@ -171,23 +193,25 @@ class Bench:
         deadline = time.monotonic() + 10
         while not os.path.exists(rdy) and rx.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        tx = self._traffic("h1", self._send_args(rate, dlcp_payload=0, duration=seconds,
-                                                 sample_every=sample_every))
-        tx_out, _ = tx.communicate(timeout=seconds + 20)
-        rx_out, rx_err = rx.communicate(timeout=seconds + 20)
+        return rx
+
+    def _timed(self, rx, sent, sample_every, rate):
+        """The receiver's one-way delays of the frames `sent` (the sender's summary)."""
+        rx_out, rx_err = rx.communicate(timeout=30)
         if rx.returncode != 0:
             raise RuntimeError(f"receiver failed: {rx_err.decode()}")
         got = json.loads(rx_out)
-        sent = json.loads(tx_out)
         cls = next(iter(got["classes"].values()), None)
         if cls is None:
             return {"rate_pps": rate, "samples": 0}
         expect = sent["sent"] // sample_every + 1 if sample_every else sent["sent"]
         r = {"rate_pps": rate, "samples": cls["count"], "expected": expect,
              "p50_us": cls["delay_p50_us"], "p99_us": cls["delay_p99_us"],
-             "max_us": cls["delay_max_us"]}
+             "max_us": cls["delay_max_us"],
+             "receiver_wait_p50_us": got["rx_wait_p50_us"], "receiver_wait_p99_us": got["rx_wait_p99_us"]}
         self.log(f"  latency at {rate:,} pps: p50 {r['p50_us']} us, p99 {r['p99_us']} us "
-                 f"({r['samples']} samples)")
+                 f"({r['samples']} samples; the receiver then read them {r['receiver_wait_p50_us']} us later, "
+                 f"p99 {r['receiver_wait_p99_us']} us)")
         return r
 
 
@@ -216,14 +240,14 @@ def run(trial_s=2.0, bridge=True, log=None):
         lat_light = b.light_latency(light)   # before the overloads, which the kernel pays for after
         m64, m1500 = b.max_rate(60), b.max_rate(1514)
         ll = b.lossless()
-        lat_loaded = b.latency(ll["lossless_pps"] or light, sample_every=50)
+        lat_loaded = ll["latency"]
     st = r.stats["s1"]
     detail["dlcp"] = {"max_64": m64, "max_1500": m1500, "lossless": ll,
                       "latency_light": lat_light, "latency_at_lossless": lat_loaded,
                       "lateness": st["lateness"], "rx_socket_drops": st["rx_socket_drops"],
                       "conservation_ok": st["conservation"]["ok"]}
     res.update(dlcp_pps_64=m64["forwarded_pps"], dlcp_pps_1500=m1500["forwarded_pps"],
-               dlcp_lossless_pps_64=ll["lossless_pps"],
+               dlcp_lossless_pps_64=ll["lossless_pps"], dlcp_lossless_frame_bytes=90,
                dlcp_pps_64_generator_bound=m64["generator_bound"],
                dlcp_lossless_generator_bound=ll["generator_bound"],
                dlcp_conservation_ok=st["conservation"]["ok"])
