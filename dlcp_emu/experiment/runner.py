@@ -172,14 +172,32 @@ def tables(records, run_scale, t0_ns=0):
                          "sent_bytes": r["sent_bytes"], "dense_bytes": r["dense_bytes"],
                          "energy_kept": r["energy_kept"],
                          "delay_s": r["delay_ns"] * scale if r["delay_ns"] >= 0 else None})
-        for src, it_, tid, nbytes, lost, first, done, by_class in rec.get("deliveries", []):
-            row = {"src": src, "dst": rank, "iteration": it_, "tensor_id": tid,
-                   "nbytes": nbytes, "lost_bytes": lost,
-                   "first_s": (first - t0_ns) * scale, "done_s": (done - t0_ns) * scale}
-            for k in range(-1, 8):   # -1: class unknown (never seen, not even trimmed)
-                row[f"lost_mag{k}"] = int(by_class.get(k, by_class.get(str(k), 0)))
-            dels.append(row)
-    return pd.DataFrame(its), pd.DataFrame(tens), pd.DataFrame(dels)
+    return pd.DataFrame(its), pd.DataFrame(tens), _deliveries(records, scale, t0_ns)
+
+
+def _deliveries(records, scale, t0_ns):
+    """The deliveries' table, by columns: a run of a thousand hosts delivers millions of
+    messages, and a dict a row cost seconds."""
+    rows, by_class = [], []
+    for rec in records:
+        rank = rec["rank"]
+        for src, it_, tid, nbytes, lost, first, done, classes in rec.get("deliveries", []):
+            rows.append((src, rank, it_, tid, nbytes, lost, first, done))
+            by_class.append(classes)
+    if not rows:
+        return pd.DataFrame()
+    d = pd.DataFrame(rows, columns=["src", "dst", "iteration", "tensor_id", "nbytes", "lost_bytes",
+                                    "first_s", "done_s"])
+    for col in ("first_s", "done_s"):
+        d[col] = (d[col] - t0_ns) * scale
+    lost = np.zeros((9, len(rows)), dtype=np.int64)   # by class -1..7 (-1: never seen, not even trimmed)
+    for i, classes in enumerate(by_class):
+        for k, n in classes.items():     # {} for most; keys are str in hosts' files
+            if -1 <= int(k) <= 7:
+                lost[int(k) + 1, i] = int(n)
+    for k in range(-1, 8):
+        d[f"lost_mag{k}"] = lost[k + 1]
+    return d
 
 
 def active_seconds(tensors):

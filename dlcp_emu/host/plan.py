@@ -104,17 +104,21 @@ def _lognormal_layers(mu, sigma, counts, rng):
     return mags
 
 
-def _draws(dist, mu, sigma, rng):
+def _draws(dist, mu, sigma, rng, lognormal_only=None):
     """|gradient| draws, one per entry of the per-draw parameter arrays (float32).
     float32 throughout, and each distribution computed only where it is used: float64
-    with every branch evaluated everywhere cost more than the network time it feeds."""
+    with every branch evaluated everywhere cost more than the network time it feeds.
+    lognormal_only: whether every dist is lognormal, if the caller knows (a payload-free
+    message's shape does: its tests on small arrays cost as much as the draws)."""
     mags = rng.standard_normal(len(dist), dtype=np.float32)
     mags *= sigma
     mags += mu
-    lognormal, normal = dist == 0, dist == 1
-    if lognormal.all():
+    if lognormal_only is None:
+        lognormal_only = bool((dist == 0).all())
+    if lognormal_only:
         np.exp(mags, out=mags)
     else:
+        lognormal, normal = dist == 0, dist == 1
         uniform = ~(lognormal | normal)
         mags[lognormal] = np.exp(mags[lognormal])
         mags[normal] = np.abs(mags[normal])
@@ -150,18 +154,20 @@ def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
             at = lids == lid
             out[at] = trace.sample_magnitudes(lid, int(at.sum()), rng)
         return out
-    return _draws(*layers, rng)
+    dist, mu, sigma, lognormal_only = layers
+    return _draws(dist, mu, sigma, rng, lognormal_only)
 
 
 def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
     """The layer of each chunk's first byte: its id (a chunk table), or its magnitude
-    distribution's (dist, mu, sigma) as float32 arrays."""
+    distribution's (dist, mu, sigma) as float32 arrays and whether every dist is lognormal."""
     ends = _bucket_ends(bucket.sizes)
     firsts = start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64)
     lids = np.asarray(bucket.layer_ids)[np.minimum(np.searchsorted(ends, firsts, side="right"), len(ends) - 1)]
     if plan.mag_params is None:
         return lids
-    return tuple(a[lids].astype(np.float32) for a in plan.mag_params)
+    dist, mu, sigma = (a[lids].astype(np.float32) for a in plan.mag_params)
+    return dist, mu, sigma, bool((dist == 0).all())
 
 
 _DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}
