@@ -299,6 +299,22 @@ def test_one_way_latency_ends_at_the_kernels_delivery_not_the_receivers_read(tmp
     assert got["rx_wait_p99_us"] > 100_000, got                            # the receiver's
 
 
+def test_sampled_probes_go_to_their_own_host_and_the_load_to_its_own(tmp_path):
+    """`--probe-dst-mac/--probe-dst-ip` (bench switch's latency probe): one frame in 10 goes
+    to h3, stamped and marked job 1; the other nine go to h2."""
+    t = build("star", hosts=3, rate_bps=100 * MBPS)
+    with emulate(tmp_path, t, "fifo") as run:
+        rx_load = start_receiver(run, tmp_path, "h2", 5, idle=1.0)
+        rx_probe = start_receiver(run, tmp_path, "h3", 5, idle=1.0, job=1)
+        tx = traffic(run, "h1", *sender_args(t, "h1", "h2", 1000, 1.0, ["0:7:0:100:1"], sample_every=10,
+                                             probe_dst_mac=t.host_mac("h3"), probe_dst_ip=t.host_ip("h3")))
+        sent, load, probes = finish(tx), finish(rx_load), finish(rx_probe)
+    assert sent["sent"] >= 900
+    assert probes["received"] == -(-sent["sent"] // 10), (probes, sent)
+    assert load["received"] == sent["sent"] - probes["received"], (load, sent)
+    assert probes["classes"]["0:7:0"]["delay_p50_us"] > 0
+
+
 @pytest.mark.slow
 def test_spray_uses_every_spine_and_ecmp_pins_flows(tmp_path):
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=100 * MBPS)

@@ -55,3 +55,17 @@ def test_frames_that_are_not_ours_are_counted_apart():
     r = t.result()
     assert r["other"] == 2 and r["received"] == 1
     assert r["classes"]["0:7:0"]["delay_p50_us"] == (3 - 1000) / 1000
+
+
+def test_probes_to_another_host_need_both_addresses_and_sampling(capsys):
+    import pytest
+
+    from dlcp_emu.emu.trafficgen import main
+    base = ["send", "--intf", "lo", "--src-mac", "00:00:00:00:00:01", "--dst-mac", "00:00:00:00:00:02",
+            "--src-ip", "10.0.0.1", "--dst-ip", "10.0.0.2", "--rate-pps", "10"]
+    for extra, said in ((["--probe-dst-mac", "00:00:00:00:00:03", "--sample-every", "5"], "give both or neither"),
+                        (["--probe-dst-mac", "00:00:00:00:00:03", "--probe-dst-ip", "10.0.0.3"],
+                         "needs --sample-every")):
+        with pytest.raises(SystemExit) as e:
+            main(base + extra)
+        assert e.value.code == 2 and said in capsys.readouterr().err

@@ -12,7 +12,9 @@ gets one-way delay as its receive time minus send_ts_ns.
 
 A class is PRIO:MAG:DROPPABLE:PAYLOAD:WEIGHT; classes are interleaved by weight, flows (UDP
 source ports) round robin. `--sample-every K` marks every K-th frame with job 1; a receiver
-with `--job 1` gets only those through a socket filter (so it keeps up at high rates).
+with `--job 1` gets only those through a socket filter (so it keeps up at high rates);
+`--probe-dst-mac/--probe-dst-ip` send those to another host, so that no filter runs on the
+frames of the load.
 """
 import argparse
 import ctypes
@@ -157,22 +159,25 @@ def sampled(frames):
 
 
 def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sample_every=0,
-         cpu=None, engine="native"):
+         cpu=None, engine="native", probe_templates=None):
     """Send frames at rate_pps (bursts of at most `burst` when behind) for duration_s or
     count frames. Returns a summary dict. engine: the compiled sender (`send_native`, the
-    benchmarks' default: no figure bound by Python) or this loop."""
+    benchmarks' default: no figure bound by Python) or this loop. probe_templates: what the
+    sampled frames are made of (templates to another destination, `--probe-dst-mac`);
+    default the frames themselves."""
     _set_slack()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
+    probes = [(probe_templates or templates)[c][f] for c, f in seq]
     if engine == "native":
-        return send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every)
+        return send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every, probes)
     sock = _socket(intf)
     tx = sock.send
     clock = time.monotonic_ns
     pack_ts = _U64.pack_into
     pack_seq = _U32.pack_into
     frames = [templates[c][f] for c, f in seq]
-    samples = sampled(frames) if sample_every else None
+    samples = sampled(probes) if sample_every else None
     L = len(frames)
     stamp = all(len(f) >= 90 for f in frames)
     per_class = [0] * len(templates)
@@ -220,12 +225,12 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
             "pps": round(sent / elapsed) if elapsed > 0 else 0, "per_class": per_class}
 
 
-def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every):
+def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every, probes):
     """`send` with the loop compiled (dlcp_native/src/traffic.cpp): the same frames, stamps,
     bursts and summary."""
     from dlcp_native import _core
     frames = [bytes(templates[c][f]) for c, f in seq]
-    samples = [bytes(b) for b in sampled(frames)] if sample_every else []
+    samples = [bytes(b) for b in sampled(probes)] if sample_every else []
     sock = _socket(intf)
     try:
         sent, errors, elapsed_ns, per_class = _core.send_frames(
@@ -259,6 +264,9 @@ def main(argv=None):
     s.add_argument("--count", type=int, default=None)
     s.add_argument("--burst", type=int, default=32)
     s.add_argument("--sample-every", type=int, default=0)
+    s.add_argument("--probe-dst-mac", default=None,
+                   help="send the sampled frames (--sample-every) to this MAC instead ...")
+    s.add_argument("--probe-dst-ip", default=None, help="... and this IPv4 address")
     s.add_argument("--ecn", type=int, default=0, choices=(0, 1, 2, 3))
     s.add_argument("--cpu", type=int, default=None)
     s.add_argument("--engine", choices=("native", "python"), default="native",
@@ -286,12 +294,21 @@ def main(argv=None):
             tpl = build_templates(args.src_mac, args.dst_mac, args.src_ip, args.dst_ip, classes,
                                   flows=args.flows, sport_base=args.sport_base, ecn=args.ecn)
             seq = schedule(classes, args.flows)
+        probe_tpl = None
+        if (args.probe_dst_mac is None) != (args.probe_dst_ip is None):
+            ap.error("--probe-dst-mac and --probe-dst-ip: give both or neither")
+        if args.probe_dst_mac is not None:
+            if not args.sample_every or args.udp_size is not None:
+                ap.error("--probe-dst-mac: the probes are the sampled DLCP frames: needs --sample-every, "
+                         "not --udp-size")
+            probe_tpl = build_templates(args.src_mac, args.probe_dst_mac, args.src_ip, args.probe_dst_ip,
+                                        classes, flows=args.flows, sport_base=args.sport_base, ecn=args.ecn)
         if args.start_at is not None:
             wait = args.start_at - time.monotonic()
             if 0 < wait < 30:
                 time.sleep(wait)
         out = send(args.intf, tpl, seq, args.rate_pps, args.duration, args.count, args.burst,
-                   args.sample_every, args.cpu, args.engine)
+                   args.sample_every, args.cpu, args.engine, probe_tpl)
         out["classes"] = classes
     else:
         from dlcp_emu.emu.trafficsink import receive
