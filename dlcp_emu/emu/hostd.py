@@ -42,7 +42,7 @@ from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.training import TrainingSpec, trace_of_training
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
-from dlcp_emu.emu.streams import JsonLinesWriter, process_cpu_s
+from dlcp_emu.emu.streams import JsonLinesWriter, process_cpu_s, process_cpus
 from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import MAX_RECORDS, PacketLog, write_records
@@ -96,7 +96,7 @@ def run_kernel_tcp(cfg, agent, stopping):
 def tcp_status(cfg, m, started, finished):
     return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
             "done": m.done, "engine": "kernel", "engine_note": "transport tcp: the kernel's",
-            "cpu_s": process_cpu_s()}
+            "cpu_s": process_cpu_s(), "cpus": process_cpus()}
 
 
 class Reporter:
@@ -173,7 +173,7 @@ def status(cfg, stack, started_ns, finished, driver, stalls):
             "started_ns": started_ns, "done": stack.done,
             "packets_sent": driver.sent, "packets_received": driver.received,
             "timer_lateness_sum_ns": stack.timer_lateness_sum,
-            "cpu_s": process_cpu_s(),
+            "cpu_s": process_cpu_s(), "cpus": process_cpus(),
             "stalls": stalls.summary() | ({} if turns is None else
                                           dict(zip(("agent_count", "agent_sum_ns", "agent_max_ns"), turns)))}
 

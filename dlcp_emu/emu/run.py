@@ -15,6 +15,7 @@ from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
+from dlcp_emu.emu.placement import split_cpus
 from dlcp_emu.emu.streams import read_process_row, tail_text
 from dlcp_emu.emu.run_records import (
     Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
@@ -85,8 +86,9 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
             + (f", at most {cap / 1e6:.1f} MB a file (the newest frames kept)" if cap else ""))
     frame_ns = host_frame_ns(topo, spec.mtu)
+    switch_cpus, host_cpus = split_cpus()
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
-                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine,
+                       switch_opts={"rt_priority": SWITCH_RT_PRIORITY, "engine": spec.engine, "cpu": switch_cpus,
                                     "wake_period_ns": switch_wake_period_ns(frame_ns)}, mtu=spec.mtu,
                        pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
                        pcap_max_bytes=capture.get("max_bytes") if capture else None)
@@ -108,13 +110,14 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
                                records_path=str(paths["records"]),
                                samples_path=str(paths["samples"]),
                                packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
-                               results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None)
+                               results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None,
+                               cpus=host_cpus)
             cfg_path = run_dir / f"host-{rank}.config.json"
             cfg_path.write_text(json.dumps(cfg))
             outs[rank] = paths
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
                                     output=paths["log"], cwd=PROJECT_ROOT)
-        bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log)
+        bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log, host_cpus)
         try:
             start_at, interrupted = _start_together(
                 ready + bg_ready, start_file,
@@ -158,6 +161,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     # one hour here, and a test run in that hour saw its switches fall behind).
     fidelity.update(cpu_use(records, run.stats, bg_outs.values(), cpu.get("busy"), cpu.get("steal"), duration))
     fidelity["switch_wake_period_us"] = switch_wake_period_ns(frame_ns) / 1e3
+    fidelity["cpus"] = {"switches": switch_cpus, "hosts": host_cpus}   # emu/placement.py
     fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
     # How long after the common start the last host began (its wake-up from a sleep).
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
@@ -319,11 +323,11 @@ def cpu_use(records, stats, background, busy_s, steal_s, duration):
 BACKGROUND_TCP_PORT = 5001
 
 
-def _start_background(spec, topo, run, run_dir, start_file, log):
+def _start_background(spec, topo, run, run_dir, start_file, log, cpus):
     """The spec's background flows (`runner.background_flows`), one process per host, over
     the `reliable` packet transport (`background`, what the simulator runs too) or kernel
-    TCP (`background_tcp`, sink and sources). Returns ({host: records path}, [ready files],
-    {host: process})."""
+    TCP (`background_tcp`, sink and sources), on `cpus`. Returns ({host: records path},
+    [ready files], {host: process})."""
     if not spec.background:
         return {}, [], {}
     hosts = topo.hosts()
@@ -339,7 +343,7 @@ def _start_background(spec, topo, run, run_dir, start_file, log):
         ready.append(run_dir / f"background-{h}.ready")
         ready[-1].unlink(missing_ok=True)
         common = {"ready_file": str(ready[-1]), "start_file": str(start_file),
-                  "deadline_s": spec.time_limit_s + START_MARGIN_S, "out_path": str(out)}
+                  "deadline_s": spec.time_limit_s + START_MARGIN_S, "out_path": str(out), "cpus": cpus}
         if TRANSPORTS[bg["transport"]].kernel:
             module = "dlcp_emu.emu.background_tcp"
             cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,

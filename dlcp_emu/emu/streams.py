@@ -101,9 +101,14 @@ def process_cpu_s():
     return round(sum(os.times()[:2]), 3)
 
 
+def process_cpus():
+    """The CPUs this process may run on (emu/placement.py chose them)."""
+    return sorted(os.sched_getaffinity(0))
+
+
 def process_row():
     """The last record of a background process's stream."""
-    return ("process", {"cpu_s": process_cpu_s()})
+    return ("process", {"cpu_s": process_cpu_s(), "cpus": process_cpus()})
 
 
 def read_process_row(path):

@@ -13,7 +13,7 @@ Config (JSON)::
      "pcap_ports": null (every port) or [1, 3], "pcap_max_bytes": null or bytes per file,
      "stats_interval_s": 1.0, "late_threshold_ns": 1000000, "stall_limit_ns": 20000000,
      "batch": 64,
-     "parent_pid": null, "cpu": null, "rx_ring": true, "drain_s": 2.0,
+     "parent_pid": null, "cpu": null or a CPU or a list of them, "rx_ring": true, "drain_s": 2.0,
      "queue_path": "...i64" or null, "queue_sample_ns": 1000000,
      "engine": "auto" | "native" | "python", "wake_period_ns": 0}
 

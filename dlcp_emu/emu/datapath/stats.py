@@ -7,7 +7,7 @@ port off the flood tree) and `tx_refused` (the kernel refused the send)."""
 import os
 import time
 
-from dlcp_emu.emu.streams import process_cpu_s
+from dlcp_emu.emu.streams import process_cpu_s, process_cpus
 
 
 def datapath_stats(dp, final=False):
@@ -18,7 +18,7 @@ def datapath_stats(dp, final=False):
         "elapsed_s": round((time.monotonic_ns() - dp.started_ns) / 1e9, 3)
         if dp.started_ns else 0.0,
         "loops": dp.loops,
-        "cpu_s": process_cpu_s(),
+        "cpu_s": process_cpu_s(), "cpus": process_cpus(),
         "snapshot": dp.snapshots,
         "ports": {n: dp.intf[n] for n in dp.numbers},
         "rx_socket_drops": dict(dp.socket_drops),
