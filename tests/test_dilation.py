@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dlcp_emu.emu.placement import split_cpus
 from dlcp_emu.experiment.fidelity import HOST_LAG_LIMIT
 from dlcp_emu.experiment.spec import SpecError, parse_spec
 from dlcp_emu.study import dilation
@@ -137,3 +138,5 @@ def test_an_emulation_with_auto_says_and_records_the_dilation_it_chose(tmp_path)
     assert s["byte_scale"] == 0.002
     assert choice["busy_share"] <= BUSY_LIMIT and choice["wake_share"] <= HOST_LAG_LIMIT
     assert any(line.startswith(f"time_dilation auto: {choice['dilation']} (") for line in logged)
+    # The run says where its processes ran (emu/placement.py).
+    assert s["fidelity"]["cpus"] == dict(zip(("switches", "hosts"), split_cpus()))

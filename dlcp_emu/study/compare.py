@@ -301,6 +301,8 @@ def _combine(per_seed):
         worst["cpu_s"] = {k: _mean_or_none([c.get(k) for c in cpus]) for k in cpus[0]}
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
                        "hosts_behind": any(f.get("hosts_behind") for f in fid)}
+    if fid and "cpus" in fid[0]:   # the processes' placement (emu/placement.py), the same each run
+        out["fidelity"]["cpus"] = fid[0]["cpus"]
     if len(per_seed) > 1:
         out["per_seed"] = per_seed
     return out
