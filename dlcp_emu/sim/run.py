@@ -147,7 +147,7 @@ def _ctrl_c_between_slices():
 
 def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts="auto"):
     """hosts: where the training endpoints run (`build`). The workers draw their synthetic
-    gradients a bucket ahead on a thread of their own while the core moves packets
+    gradients a bucket ahead on threads of their own while the core moves packets
     (host/prefetch.py)."""
     with Prefetch() as prefetch:
         return _simulate(spec, pipeline, Path(run_dir), log, keep_results, hosts, prefetch)

@@ -64,14 +64,15 @@ void bind_datapath(py::module_& m) {
       .def(py::init([](py::object core, const std::vector<py::tuple>& ports,
                        std::unordered_map<uint64_t, int32_t> routes, std::vector<int32_t> port_route,
                        std::vector<std::vector<int>> flood, size_t batch, int wake_fd, int64_t sample_ns,
-                       int64_t pending_limit, const std::vector<double>& edges, int64_t late_threshold_ns) {
+                       int64_t pending_limit, const std::vector<double>& edges,
+                       std::pair<int64_t, int64_t> thresholds) {
              std::vector<DatapathPort> specs;
              for (const py::tuple& t : ports)
                specs.push_back({t[0].cast<int>(), t[1].cast<uint32_t>(), t[2].cast<size_t>(), t[3].cast<bool>(),
                                 t[4].cast<double>(), t[5].cast<int64_t>()});
              return std::make_unique<Datapath>(core_switch(core), specs, std::move(routes), std::move(port_route),
                                                std::move(flood), batch, wake_fd, sample_ns, pending_limit, edges,
-                                               late_threshold_ns);
+                                               thresholds);
            }),
            py::keep_alive<1, 2>())
       .def("run",
@@ -97,7 +98,7 @@ void bind_datapath(py::module_& m) {
                const DatapathPortCounters& c = d.counters[i];
                py::dict p;
                p["rx_frames"] = c.rx_frames;
-               p["tx_errors"] = c.tx_errors;
+               p["tx_errors"] = d.tx_errors()[i];
                p["rx_errors"] = c.rx_errors;
                p["flood_frames"] = c.flood_frames;
                p["flood_copies"] = c.flood_copies;

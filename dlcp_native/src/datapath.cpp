@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
+#include <tuple>
 
 #include "clock.hpp"
 #include "frames.hpp"
@@ -27,13 +28,13 @@ static std::vector<int> fds_of(const std::vector<DatapathPort>& ports) {
 Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unordered_map<uint64_t, int32_t> routes,
                    std::vector<int32_t> port_route, std::vector<std::vector<int>> flood, size_t batch, int wake_fd,
                    int64_t sample_ns, int64_t pending_limit, const std::vector<double>& edges,
-                   int64_t late_threshold_ns)
+                   std::pair<int64_t, int64_t> thresholds)
     : lateness(edges), rx_wait(edges), sw_(sw), ports_(ports), routes_(std::move(routes)), port_route_(std::move(port_route)),
       flood_(std::move(flood)), batch_(batch), wake_fd_(wake_fd), sample_ns_(sample_ns),
       pending_limit_(pending_limit), tx_(fds_of(ports), batch) {
   if (ports_.size() != sw_.ports.size() || port_route_.size() != ports_.size() || flood_.size() != ports_.size())
     throw std::invalid_argument("a datapath needs one port, port route and flood list per switch port");
-  lateness.threshold = rx_wait.threshold = late_threshold_ns;
+  std::tie(lateness.threshold, rx_wait.threshold) = thresholds;
   counters.resize(ports_.size());
   for (const DatapathPort& p : ports_) {
     rings_.push_back(p.ring_frame_size ? std::make_unique<RxRing>(p.fd, p.ring_frame_size) : nullptr);
@@ -224,7 +225,8 @@ void Datapath::receive(Packet pkt, int port, int64_t t, std::vector<uint8_t>& fr
 }
 
 // sendahead.py `send_due`; the frames leave together after the poll (tx_batch.hpp), each
-// one's lateness taken as it is added, as the Python loop takes it before its send.
+// one's lateness taken as it is added, as the Python loop takes it before its send. The batch
+// borrows the held frames: the model gives no slot a new packet until the next receive.
 void Datapath::send_due(int64_t until) {
   departures_.clear();
   sw_.poll(until, departures_);
@@ -247,7 +249,6 @@ void Datapath::send_due(int64_t until) {
     tx_.add(d.port, frame.data(), frame.size());
   }
   tx_.flush();
-  for (size_t p = 0; p < counters.size(); ++p) counters[p].tx_errors = tx_.errors[p];
   send_ahead = ahead;
 }
 

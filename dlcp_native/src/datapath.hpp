@@ -12,6 +12,7 @@
 #include <optional>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "histogram.hpp"
@@ -32,7 +33,7 @@ struct DatapathPort {
 };
 
 struct DatapathPortCounters {
-  int64_t rx_frames = 0, tx_errors = 0, rx_errors = 0;
+  int64_t rx_frames = 0, rx_errors = 0;
   int64_t flood_frames = 0, flood_copies = 0, not_flooded = 0;
 };
 
@@ -41,11 +42,12 @@ class Datapath {
   // routes: destination MAC (mac_key) -> route index of the switch; port_route[i]: the route
   // index that sends a flood copy out of port i alone; flood[i]: the ports a broadcast that
   // came in on port i is copied to. wake_fd: readable when the caller has something to do.
-  // edges: the lateness and ring-wait histograms' (Lateness.edges); late_threshold_ns: what
-  // they count as late (`above`).
+  // edges: the lateness and ring-wait histograms' (Lateness.edges); thresholds: what each
+  // counts as late (`above`), lateness's then the ring waits'.
   Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unordered_map<uint64_t, int32_t> routes,
            std::vector<int32_t> port_route, std::vector<std::vector<int>> flood, size_t batch, int wake_fd,
-           int64_t sample_ns, int64_t pending_limit, const std::vector<double>& edges, int64_t late_threshold_ns);
+           int64_t sample_ns, int64_t pending_limit, const std::vector<double>& edges,
+           std::pair<int64_t, int64_t> thresholds);
 
   enum Return { UNTIL = 0, WAKE = 1, FULL = 2 };
   // The loop until `until` (monotonic ns), the wake fd being readable, or the queue samples
@@ -71,6 +73,7 @@ class Datapath {
   int64_t loops = 0;
 
   std::vector<DatapathPortCounters> counters;
+  const std::vector<int64_t>& tx_errors() const { return tx_.errors; }  // sends the kernel refused, by port
   int64_t malformed = 0, invalid_dlcp = 0, rewrite_errors = 0;
   size_t on_link() const { return arriving_.size(); }
   const RxRing* ring(size_t port) const { return rings_[port].get(); }

@@ -26,7 +26,7 @@ Forwarder::Forwarder(const std::vector<int>& fds, const std::vector<uint32_t>& r
 void Forwarder::forward(size_t port, const uint8_t* frame, size_t n) {
   ++counters.rx_frames[port];
   if (frame[0] & 1) {
-    for (int q : flood_[port]) tx_.add(q, frame, n);
+    for (int q : flood_[port]) tx_.add_copy(q, frame, n);
     return;
   }
   const auto it = routes_.find(mac_key(frame));
@@ -34,7 +34,7 @@ void Forwarder::forward(size_t port, const uint8_t* frame, size_t n) {
     ++counters.no_route;
     return;
   }
-  tx_.add(it->second, frame, n);
+  tx_.add_copy(it->second, frame, n);
 }
 
 bool Forwarder::run(int64_t until) {

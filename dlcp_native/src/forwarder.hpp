@@ -41,7 +41,7 @@ class Forwarder {
   size_t batch_;
   int wake_fd_;
   std::vector<uint8_t> buf_;
-  TxBatch tx_;  // what one pass over the ports forwards, sent after it
+  TxBatch tx_;  // what one pass over the ports forwards, sent after it (copied: ring slots go back at once)
 };
 
 }  // namespace dlcp

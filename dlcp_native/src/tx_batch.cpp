@@ -9,7 +9,7 @@ TxBatch::TxBatch(std::vector<int> fds, size_t capacity)
     : sent(fds.size(), 0), errors(fds.size(), 0), fds_(std::move(fds)), capacity_(capacity), queues_(fds_.size()) {
   if (capacity_ == 0) throw std::invalid_argument("a send batch holds at least one frame");
   for (Queue& q : queues_) {
-    q.frames.resize(capacity_);
+    q.copies.resize(capacity_);
     q.iov.resize(capacity_);
     q.msgs.resize(capacity_);
   }
@@ -17,8 +17,14 @@ TxBatch::TxBatch(std::vector<int> fds, size_t capacity)
 
 void TxBatch::add(int port, const uint8_t* frame, size_t n) {
   Queue& q = queues_[port];
-  q.frames[q.n].assign(frame, frame + n);
+  q.iov[q.n] = {const_cast<uint8_t*>(frame), n};
   if (++q.n == capacity_) flush_port(size_t(port));
+}
+
+void TxBatch::add_copy(int port, const uint8_t* frame, size_t n) {
+  std::vector<uint8_t>& copy = queues_[port].copies[queues_[port].n];
+  copy.assign(frame, frame + n);
+  add(port, copy.data(), n);
 }
 
 void TxBatch::flush() {
@@ -29,7 +35,6 @@ void TxBatch::flush() {
 void TxBatch::flush_port(size_t port) {
   Queue& q = queues_[port];
   for (size_t i = 0; i < q.n; ++i) {
-    q.iov[i] = {q.frames[i].data(), q.frames[i].size()};
     std::memset(&q.msgs[i], 0, sizeof(mmsghdr));
     q.msgs[i].msg_hdr.msg_iov = &q.iov[i];
     q.msgs[i].msg_hdr.msg_iovlen = 1;

@@ -92,6 +92,8 @@ def load_config(cfg):
     out.setdefault("batch", 64)
     out.setdefault("parent_pid", None)
     out.setdefault("cpu", None)
+    if out["cpu"] is not None and not isinstance(out["cpu"], list):
+        out["cpu"] = [out["cpu"]]       # one CPU, or a list of them: a list from here on
     out.setdefault("rx_ring", True)
     out.setdefault("drain_s", 2.0)
     out.setdefault("rt_priority", None)

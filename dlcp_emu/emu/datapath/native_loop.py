@@ -92,11 +92,10 @@ class NativeLoop:
                           float(p["rate_bps"]), int(p.get("delay_ns", 0))))
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
         sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
-        if dp.lateness.threshold != dp.rx_wait.threshold:
-            raise ValueError("the compiled loop counts lateness and ring waits against one threshold")
         self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
                                    flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
-                                   PENDING_LIMIT, dp.lateness.edges.tolist(), dp.lateness.threshold)
+                                   PENDING_LIMIT, dp.lateness.edges.tolist(),
+                                   (dp.lateness.threshold, dp.rx_wait.threshold))
         self.core.wake_period_ns = int(dp.cfg["wake_period_ns"])
         self.numbers = dp.numbers
         self._rings = any(p[1] for p in ports)

@@ -102,9 +102,8 @@ class Datapath:
         cfg = self.cfg
         if cfg["parent_pid"]:
             follow_parent(cfg["parent_pid"], self.name)
-        if cfg["cpu"] is not None:   # a CPU, or a list of them
-            cpus = cfg["cpu"] if isinstance(cfg["cpu"], list) else [cfg["cpu"]]
-            os.sched_setaffinity(0, {int(c) for c in cpus})
+        if cfg["cpu"] is not None:
+            os.sched_setaffinity(0, {int(c) for c in cfg["cpu"]})
         if cfg["rt_priority"]:
             # A switch sleeps until its next departure; under the ordinary scheduler a busy
             # host process can hold the CPU for milliseconds past that time (lateness). As a
