@@ -27,7 +27,7 @@ require-root:
 	fi
 
 test-fast: setup
-	$(PYTEST) -q -m "not root and not slow"
+	$(PYTEST) -q -n auto -m "not root and not slow"
 
 bench: setup
 	$(CLI) bench model --preset fifo

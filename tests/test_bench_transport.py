@@ -27,6 +27,7 @@ def test_the_native_loop_is_the_python_loop(transport, loss, rate_bps):
     assert (runs["python"]["lost_packets"] > 0) == (loss > 0)
 
 
+@pytest.mark.slow   # a command of its own: seconds, in `make test`
 def test_the_command_prints_figures_and_refuses_bad_settings():
     out = subprocess.run([str(CLI), "bench", "transport", "--mbytes", "0.2", "--repeat", "1", "--json"],
                          capture_output=True, text=True, timeout=300)

@@ -110,6 +110,7 @@ def _without_wall_clock(x):
     return x
 
 
+@pytest.mark.slow   # spawns a pool: seconds, in `make test`
 def test_runs_side_by_side_give_the_figures_of_runs_one_at_a_time(tmp_path, capsys):
     """`compare --jobs 2`: two processes simulate at once; every preset's figures, seed by
     seed, are those of the same runs one at a time, and each run's tables are on disk."""

@@ -23,7 +23,7 @@ def both(values, threshold):
     return python, merged, native
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(VALUES, st.integers(0, 10**7))
 def test_the_loops_histogram_is_lateness_add(values, threshold):
     python, merged, _ = both(values, threshold)

@@ -46,7 +46,8 @@ def _run(monkeypatch, tmp_path, cls, spec, name):
     return {k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS}
 
 
-@pytest.mark.parametrize("engine", ["native", "python"])
+# The Python engine holds the GIL where the core lets it go: the same checks, in `make test`.
+@pytest.mark.parametrize("engine", ["native", pytest.param("python", marks=pytest.mark.slow)])
 def test_every_bucket_is_drawn_ahead_once_and_the_run_is_the_same(monkeypatch, tmp_path, engine):
     spec = load_spec("examples/default.toml").with_field("byte_scale", 0.01) \
         .with_field("workload.iterations", 2).with_field("engine", engine)
