@@ -30,7 +30,8 @@ class SimHosts:
         self.ip = {h: int(ipaddress.IPv4Address(topo.host_ip(h))) for h in topo.hosts()}
         self.by_host = {}
         self.wire = {TRAINING: (True, DLCP_UDP_PORT)}   # job -> (DLCP?, UDP port or None: TCP)
-        self.armed = {}
+        self.armed = {}     # key -> the endpoint's timeout, as last armed (None: fired)
+        self.queued = {}    # key -> the time of its earliest timer event in the loop
         self.packets_sent = 0
         self.training = set(stacks)   # ranks whose agent is not done yet
         for rank, host in host_of_rank.items():
@@ -99,13 +100,32 @@ class SimHosts:
             self.packets_sent += 1
         t = ep.next_timeout()
         if t is not None and self.armed.get(key) != t:
-            self.armed[key] = t
-            self.loop.at(t, self._timer, key, t)
+            self._arm(key, t)
         if job == TRAINING and rank in self.training:
             self._check_done(rank)
 
+    def _arm(self, key, t):
+        """The endpoint's timer at t. A sender's timeout moves later with every ACK: an event
+        for each move left the heap holding ~600 stale ones a host (a fat tree of 128 hosts:
+        81k), so an event is scheduled only when t comes before the one already waiting,
+        which on firing waits on to the timeout armed last (`_timer`)."""
+        self.armed[key] = t
+        at = t if t > self.loop.now else self.loop.now
+        queued = self.queued.get(key)
+        if queued is None or at < queued:
+            self.queued[key] = at
+            self.loop.at(at, self._timer, key, at)
+
     def _timer(self, key, t):
-        if self.armed.get(key) != t:
+        if self.queued.get(key) != t:
+            return                      # superseded by an earlier one
+        self.queued[key] = None
+        armed = self.armed.get(key)
+        if armed is not None and armed > t:
+            self.queued[key] = armed    # re-armed later while this one waited
+            self.loop.at(armed, self._timer, key, armed)
+            return
+        if armed != t:
             return
         self.armed[key] = None
         self._flush(key, self.loop.now)

@@ -87,7 +87,8 @@ class HostStack {
   const int32_t host;
   const uint16_t job;
   std::optional<int64_t> agent_timer;  // set by the driver after every call of the agent
-  std::optional<int64_t> armed;        // hosts.py `armed`: the timer last scheduled
+  std::optional<int64_t> armed;        // hosts.py `armed`: the timeout last armed
+  std::optional<int64_t> queued;       // hosts.py `queued`: its earliest event in the loop
   std::vector<transport::SendResult> completions;  // since the driver last took them
   std::unique_ptr<PacketRecords> records;           // null: none taken
 

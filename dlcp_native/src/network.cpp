@@ -293,9 +293,13 @@ void Network::stack_flush(uint32_t id, int64_t now, int64_t major) {
     transmit(host, pkt, now, true, major);
   }
   const std::optional<int64_t> t = st.next_timeout();
-  if (t && st.armed != t) {
+  if (t && st.armed != t) {  // hosts.py `_arm`: an event only before the one waiting
     st.armed = t;
-    loop.schedule_outside(*t > loop.now ? *t : loop.now, STACK_TIMER, id, major);
+    const int64_t at = *t > loop.now ? *t : loop.now;
+    if (!st.queued || at < *st.queued) {
+      st.queued = at;
+      loop.schedule_outside(at, STACK_TIMER, id, major);
+    }
   }
 }
 
@@ -323,9 +327,16 @@ void Network::stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>&
   if (id != NO_SLOT) stack_turn(id, pkt.depart, batch);
 }
 
-// hosts.py `_timer`: only the timer armed last counts.
+// hosts.py `_timer`: the stack's earliest event; it waits on to the timeout armed last.
 void Network::stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch) {
   HostStack& st = *stacks_[id];
+  if (st.queued != t) return;  // superseded by an earlier one
+  st.queued.reset();
+  if (st.armed && *st.armed > t) {  // re-armed later while this one waited
+    st.queued = st.armed;
+    loop.schedule(*st.armed, STACK_TIMER, id);
+    return;
+  }
   if (st.armed != t) return;
   st.armed.reset();
   stack_turn(id, t, batch);
