@@ -104,7 +104,7 @@ bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t 
     else
       loop.schedule(pkt.depart, HEAD, w);
   }
-  wire.packets.push_back(pool_.alloc(pkt));
+  wire.packets.push_back(pkt);
   return true;
 }
 
@@ -113,7 +113,7 @@ bool Network::for_driver(const Event& e) const {
   if (e.kind == CALL) return true;
   if (e.kind != HEAD) return false;
   const Peer& peer = wires[e.target].peer;
-  return peer.sw < 0 && handled_[peer.host] && pool_[wires[e.target].packets.front()].uid < CARRIED_UID;
+  return peer.sw < 0 && handled_[peer.host] && wires[e.target].packets.front().uid < CARRIED_UID;
 }
 
 uint64_t Network::run(int64_t until, int64_t max_events, std::vector<HostEvent>& batch) {
@@ -178,10 +178,8 @@ std::optional<int64_t> Network::next_event_time() const {
 // `depart`, which nothing changes while it is on the wire.
 void Network::head_arrives(uint32_t w, std::vector<HostEvent>& batch) {
   Wire& wire = wires[w];
-  const Slot slot = wire.packets.pop_front();
-  if (!wire.packets.empty()) loop.schedule(pool_[wire.packets.front()].depart, HEAD, w);
-  const Packet pkt = pool_[slot];
-  pool_.release(slot);
+  const Packet pkt = wire.packets.pop_front();
+  if (!wire.packets.empty()) loop.schedule(wire.packets.front().depart, HEAD, w);
   if (wire.peer.sw < 0) {
     delivered += 1;
     if (pkt.uid >= CARRIED_UID) {
@@ -215,7 +213,7 @@ void Network::forward(int s, int p, int64_t now) {
   Wire& wire = wires[w];
   if (!started_.empty()) {
     if (wire.packets.empty()) loop.schedule(started_[0].depart, HEAD, w);
-    for (const Packet& pkt : started_) wire.packets.push_back(pool_.alloc(pkt));
+    for (const Packet& pkt : started_) wire.packets.push_back(pkt);
   }
   if (port.packets) {
     const int64_t t = port.busy_until;
@@ -365,7 +363,7 @@ void Network::carried_in_flight(std::vector<transport::Header>& out) const {
 
 void Network::in_flight(std::vector<int64_t>& out) const {
   for (const Wire& wire : wires)
-    for (size_t i = 0; i < wire.packets.size(); ++i) out.push_back(pool_[wire.packets[i]].uid);
+    for (size_t i = 0; i < wire.packets.size(); ++i) out.push_back(wire.packets[i].uid);
   for (const auto& sw : switches)
     for (const auto& port : sw->ports) {
       for (size_t i = 0; i < port->inflight.size(); ++i) out.push_back(port->pool[port->inflight[i]].uid);

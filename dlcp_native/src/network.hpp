@@ -55,9 +55,11 @@ struct HostSetup {
 };
 
 // One direction of a link: what its sender has started, in departure order, on its way to
-// the far end; and, for a switch port, the wake-up it has asked for.
+// the far end; and, for a switch port, the wake-up it has asked for. The packets are held in
+// the wire itself, not copied into and out of slots of one pool for the network, and the
+// next head lies beside the one arriving.
 struct Wire {
-  Ring<Slot> packets;
+  Ring<Packet> packets;
   int64_t wake_at = 0;
   bool waking = false;  // wake_at is set (Python: not None)
   int32_t sw = -1, port = -1;  // the switch port it leaves from (sw < 0: a host's NIC)
@@ -173,7 +175,7 @@ class Network {
   void stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch);
   void stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch);
 
-  PacketPool pool_;               // packets on wires, and sends waiting for their time
+  PacketPool pool_;               // sends waiting for their time
   std::vector<int32_t> sender_;   // by slot: the host of a send waiting for its time
   std::vector<char> handled_;     // by host
   std::vector<Packet> started_;   // scratch for hand_off
