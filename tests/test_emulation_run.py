@@ -58,10 +58,16 @@ def run_and_act_after_two_iterations(tmp_path, act, extra=""):
     env = dict(os.environ, DLCP_EMU_RUNTIME_DIR=str(runtime))
     repo = Path(__file__).resolve().parent.parent
     # From a folder of the user's, with a relative results path, as `make emulate` runs: the
-    # run's processes start elsewhere and must still find their files.
-    proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", "spec.toml", "--results",
-                             "results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=tmp_path, env=env)
+    # run's processes start elsewhere and must still find their files. Ctrl-C as at a
+    # terminal, however the suite was started: a shell's background job inherits SIGINT
+    # ignored (and the run then rightly leaves it so); a handled one is default after exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "dlcp_emu.cli", "run", "spec.toml", "--results",
+                                 "results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, cwd=tmp_path, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     seen, deadline = [], time.monotonic() + 60

@@ -263,12 +263,19 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
             went_on.append(1)                   # not reached if the signal raised here
 
-    s, frames = run_simulation(spec, "fifo", tmp_path, log=log)
+    # Python's own Ctrl-C, however the suite was started (a shell's background job inherits
+    # SIGINT ignored, and the run then rightly leaves it so).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        s, frames = run_simulation(spec, "fifo", tmp_path, log=log)
+        given_back = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert went_on
     assert s["stopped_because"] == "interrupted (Ctrl-C)" and s["interrupted"] and not s["completed"]
     assert s["events"] == SLICE_EVENTS
     assert (tmp_path / "packets.parquet").is_file() and len(frames["packets"]) > 0
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert given_back is signal.default_int_handler
 
 
 def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
