@@ -74,6 +74,8 @@ def test_endpoints_in_the_core_give_the_python_run(path, preset, fields, tmp_pat
         pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
                                       py_frames[name].reset_index(drop=True), obj=name)
     assert core["switch_conservation_ok"] and core["events"] > 0
+    # The time inside the core is a part of the run's (`bench sim` prints it); Python's has none.
+    assert py["core_wall_s"] is None and 0 < core["core_wall_s"] < core["wall_s"]
 
 
 def test_endpoints_in_the_core_need_the_native_network(tmp_path):

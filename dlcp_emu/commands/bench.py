@@ -118,8 +118,9 @@ def _bench_sim(args):
             "in Python", "python": "Python engine"}
     for way, what in ways.items():
         r = e2e[way]
+        core = "" if r["core_s"] is None else f"; {r['core_s']:.2f} s of it in the core"
         print(f"  {what}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s: {r['packet_hops_per_s']:,}/s "
-              f"({r['cpu_s']:.2f} CPU-s, every thread: {r['packet_hops_per_cpu_s']:,} a CPU-second)")
+              f"({r['cpu_s']:.2f} CPU-s, every thread: {r['packet_hops_per_cpu_s']:,} a CPU-second{core})")
     print(f"  native / python = {out['ratio']}x; summaries identical: {e2e['identical']}")
     print("how a whole run's cost grows (native engine, endpoints in the core):")
     for what, key in (("bytes: default.toml, dlcp, 1 iteration, byte scale", "byte_scale"),

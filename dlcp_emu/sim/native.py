@@ -10,6 +10,8 @@ exactly as the Python loop's sequence numbers would: the two engines agree event
 The core carries packets as numbers; the Python `Packet` (its frame: header and payload) waits
 here, keyed by a uid of ours, until the core delivers or drops it.
 """
+from time import perf_counter
+
 from switch_models import REWRITE_CE
 
 from dlcp_native import NativeNetwork
@@ -30,6 +32,7 @@ class NativeLoop:
         self._stop_id = None
         self._stops = 0   # the core counts a stop as an event; EventLoop does not
         self.major = -1   # the batch entry being answered: what it schedules runs in its place
+        self.core_s = 0.0  # wall time inside the core's run: the rest of a run is Python's
 
     @property
     def now(self):
@@ -59,7 +62,9 @@ class NativeLoop:
                 budget = None if max_events is None else max_events - (self._core.events - start)
                 if budget is not None and budget <= 0:
                     break
+                began = perf_counter()
                 batch = self._core.run(limit, budget)
+                self.core_s += perf_counter() - began
                 calls += 1
                 if not batch or calls % DROP_COLLECT_EVERY == 0:
                     self._net._collect_drops()

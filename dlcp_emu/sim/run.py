@@ -204,6 +204,8 @@ def _simulate(spec, pipeline, run_dir, log, keep_results, hosts, prefetch):
     s["events"] = net.loop.events
     s["wall_s"] = time.monotonic() - wall
     s["process_cpu_s"] = time.process_time() - cpu   # every thread's: the prefetch's draws too
+    # Of wall_s, the time inside the compiled core (None: the Python engine has none).
+    s["core_wall_s"] = net.loop.core_s if net.engine == "native" else None
     conservation = net.conservation()
     s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
     # The simulator's own speed on this run (NICs included, as `bench sim` counts).

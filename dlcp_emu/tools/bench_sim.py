@@ -154,7 +154,9 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
             runs[way] = s
     # CPU seconds too: the gradients' draws run on threads beside the event loop (host/prefetch.py).
     out = {w: {"packet_hops": s["packet_hops"], "events": s["events"], "wall_s": round(s["wall_s"], 3),
-               "cpu_s": round(s["process_cpu_s"], 3), "packet_hops_per_s": s["packet_hops_per_s"],
+               "cpu_s": round(s["process_cpu_s"], 3),
+               "core_s": None if s["core_wall_s"] is None else round(s["core_wall_s"], 3),
+               "packet_hops_per_s": s["packet_hops_per_s"],
                "packet_hops_per_cpu_s": round(s["packet_hops"] / s["process_cpu_s"])} for w, s in runs.items()}
     same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
     out["identical"] = all(x == same[0] for x in same)
