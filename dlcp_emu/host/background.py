@@ -7,7 +7,9 @@ last byte arrived.
 With `endpoints="native"` the senders and receiver are the compiled ones, which the
 simulator's core runs by themselves (`sim.core_hosts`); Python then starts flows
 (`agent_turn`, at `agent_timer`) and records them as they finish (`completed`): the agent's
-part of a HostStack, under the same names.
+part of a HostStack, under the same names. There a flow may be payload-free
+(`payload="sizes"`): the same packets, sizes and classes, without the zeros they would carry
+being allocated, copied into each packet and out at the receiver.
 """
 import numpy as np
 
@@ -20,15 +22,22 @@ BACKGROUND_UDP_PORT = 9798
 
 
 class BackgroundEndpoint(AgentEndpoints):
-    def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python"):
+    def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python", payload="values"):
         """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host;
-        endpoints: "python" or "native" (the same, compiled)."""
+        endpoints: "python" or "native" (the same, compiled); payload: "values" (zeros on
+        the wire) or "sizes" (payload-free: native endpoints in the simulator only)."""
         self.index, self.mtu, self.link_rate_bps = index, mtu, link_rate_bps
         if endpoints not in ("python", "native"):
             raise ValueError(f"endpoints must be python or native, got {endpoints!r}")
-        self.endpoints = endpoints
+        if payload not in ("values", "sizes") or (payload == "sizes" and endpoints != "native"):
+            raise ValueError(f"payload must be values, or sizes with native endpoints; got {payload!r} "
+                             f"with {endpoints} endpoints")
+        self.endpoints, self.sized = endpoints, payload == "sizes"
         self.sender_cls = native.ReliableSender if endpoints == "native" else ReliableSender
-        self.receiver = (native.ReliableReceiver if endpoints == "native" else ReliableReceiver)(index, mtu=mtu)
+        if endpoints == "native":
+            self.receiver = native.ReliableReceiver(index, mtu=mtu, store=not self.sized)
+        else:
+            self.receiver = ReliableReceiver(index, mtu=mtu)
         self.on_sender = None     # called with each sender as it is made (the core adopts it)
         self.senders = {}
         self.pending = sorted(flows, reverse=True)     # next to start at the end
@@ -57,8 +66,14 @@ class BackgroundEndpoint(AgentEndpoints):
                 sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
                 if self.on_sender is not None:
                     self.on_sender(sender)
-            sender.send(Message(np.zeros(max(1, -(-nbytes // 4)), np.float32), tensor_id=fid,
-                                priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
+            values = max(1, -(-nbytes // 4))   # float32 zeros: a flow's bytes, whole values
+            if self.sized:   # zeros' chunk magnitudes are zero: the classes the values get
+                chunks = -(-values * 4 // sender.payload_size)
+                sender.send(Message(None, tensor_id=fid, priority=7, job=JOB, src_rank=self.index, dst_rank=dst,
+                                    chunk_magnitudes=np.zeros(chunks)), now, nbytes=values * 4)
+            else:
+                sender.send(Message(np.zeros(values, np.float32), tensor_id=fid, priority=7, job=JOB,
+                                    src_rank=self.index, dst_rank=dst), now)
             self.started[fid] = (dst, nbytes, start)
 
     def agent_timer(self):
