@@ -207,14 +207,11 @@ void Network::head_arrives(uint32_t w, std::vector<HostEvent>& batch) {
 void Network::forward(int s, int p, int64_t now) {
   EgressPort& port = *switches[s]->ports[p];
   if (port.packets) port.start(now);
-  started_.clear();
-  port.hand_off(started_);
   const uint32_t w = switch_wires[s][p];
   Wire& wire = wires[w];
-  if (!started_.empty()) {
-    if (wire.packets.empty()) loop.schedule(started_[0].depart, HEAD, w);
-    for (const Packet& pkt : started_) wire.packets.push_back(pkt);
-  }
+  const bool idle = wire.packets.empty();
+  port.hand_off(wire.packets);
+  if (idle && !wire.packets.empty()) loop.schedule(wire.packets.front().depart, HEAD, w);
   if (port.packets) {
     const int64_t t = port.busy_until;
     if (!wire.waking || t < wire.wake_at) {

@@ -178,7 +178,6 @@ class Network {
   PacketPool pool_;               // sends waiting for their time
   std::vector<int32_t> sender_;   // by slot: the host of a send waiting for its time
   std::vector<char> handled_;     // by host
-  std::vector<Packet> started_;   // scratch for hand_off
   uint32_t callbacks_ = 0;
   std::vector<std::unique_ptr<HostStack>> stacks_;  // by id
   std::vector<std::vector<uint32_t>> host_stacks_;  // by host: its stacks' ids (one a job)

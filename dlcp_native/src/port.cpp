@@ -217,14 +217,14 @@ void EgressPort::release(int64_t now, std::vector<Departure>& out) {
   }
 }
 
-void EgressPort::hand_off(std::vector<Packet>& out) {
+void EgressPort::hand_off(Ring<Packet>& wire) {
   PortCounters& c = counters;
   while (!inflight.empty()) {
     const Slot slot = inflight.pop_front();
     const Packet& pkt = pool[slot];
     c.tx_packets += 1;
     c.tx_bytes += pkt.size;
-    out.push_back(pkt);
+    wire.push_back(pkt);
     pool.release(slot);
   }
 }

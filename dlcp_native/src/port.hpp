@@ -89,9 +89,9 @@ class EgressPort {
   void send_idle(Slot slot, int64_t now);
   void start(int64_t now);
   void release(int64_t now, std::vector<Departure>& out);
-  // Every packet started so far, in departure order, appended to `out` for a driver that
+  // Every packet started so far, in departure order, appended to `wire` for a driver that
   // carries each to the far end by its `depart` itself (the simulator): counted as sent now.
-  void hand_off(std::vector<Packet>& out);
+  void hand_off(Ring<Packet>& wire);
   std::optional<int64_t> next_event() const;
 
   const int number;
