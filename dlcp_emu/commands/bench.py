@@ -132,6 +132,9 @@ def _bench_sim(args):
                   f"{r['packet_hops_per_s']:>11,}/s")
         print(f"    wall time = {g['fit_intercept_s']:.3f} s + {g['ns_per_packet_hop']:g} ns x packet-hops "
               f"(R² {g['fit_r2']})")
+        if key == "hosts":
+            print("    (no straight line: at fixed bytes a ring's messages grow as hosts squared, and each "
+                  "costs Python and the core)")
     print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
           f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
     if args.plot:
