@@ -278,6 +278,23 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
     assert given_back is signal.default_int_handler
 
 
+def test_progress_shows_the_first_and_last_slice_and_between_them_as_often_as_asked(tmp_path, monkeypatch):
+    """A progress line a slice when asked every 0 s; asked never, the first slice's and the
+    last's only (a long run printed a line every 0.4 s)."""
+    from dlcp_emu.sim import run as sim_run
+    spec = parse_spec({**TINY, "byte_scale": 0.1})
+    lines = {}
+    for every in (0.0, 1e9):
+        monkeypatch.setattr(sim_run, "PROGRESS_EVERY_S", every)
+        got = []
+        s, _ = sim_run.run_simulation(spec, "fifo", tmp_path / str(every), log=got.append)
+        lines[every] = [line.split("wall")[0] for line in got if "virtual" in line]
+    slices = -(-s["events"] // sim_run.SLICE_EVENTS)
+    assert slices >= 3 and len(lines[0.0]) == slices
+    assert lines[1e9] == [lines[0.0][0], lines[0.0][-1]]
+    assert f"events {s['events']:,}" in lines[1e9][-1]
+
+
 def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
     """The default experiment's network without background: nothing is dropped, so every
     retransmission would be a spurious timeout. With the retransmission floors set from the
