@@ -123,8 +123,11 @@ def _bench_sim(args):
               f"({r['cpu_s']:.2f} CPU-s, every thread: {r['packet_hops_per_cpu_s']:,} a CPU-second{core})")
     print(f"  native / python = {out['ratio']}x; summaries identical: {e2e['identical']}")
     print("how a whole run's cost grows (native engine, endpoints in the core):")
-    for what, key in (("bytes: default.toml, dlcp, 1 iteration, byte scale", "byte_scale"),
-                      ("hosts: ring over a fat tree, payload-free, hosts", "hosts")):
+    for what, key, caveat in (
+            ("bytes: default.toml, dlcp, 1 iteration, byte scale", "byte_scale", None),
+            ("hosts: ring over a fat tree, payload-free, hosts", "hosts",
+             "no straight line: at fixed bytes a ring's messages grow as hosts squared, and each costs "
+             "Python and the core")):
         g = grow[what.split(":")[0]]
         print(f"  {what}:")
         for r in g["runs"]:
@@ -132,9 +135,8 @@ def _bench_sim(args):
                   f"{r['packet_hops_per_s']:>11,}/s")
         print(f"    wall time = {g['fit_intercept_s']:.3f} s + {g['ns_per_packet_hop']:g} ns x packet-hops "
               f"(R² {g['fit_r2']})")
-        if key == "hosts":
-            print("    (no straight line: at fixed bytes a ring's messages grow as hosts squared, and each "
-                  "costs Python and the core)")
+        if caveat:
+            print(f"    ({caveat})")
     print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
           f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
     if args.plot:

@@ -191,7 +191,7 @@ def _simulate(spec, pipeline, run_dir, log, keep_results, hosts, prefetch):
                   for s in hosts.stacks.values() if isinstance(s.agent, Worker))
         shown = (time.monotonic(), net.loop.events)
         log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
-            f"events {net.loop.events:,}  wall {time.monotonic() - wall:.1f} s")
+            f"events {shown[1]:,}  wall {shown[0] - wall:.1f} s")
 
     with _ctrl_c_between_slices() as asked:
         try:
