@@ -99,14 +99,14 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
     return lines
 
 
-def dilations(runs, log=print):
+def dilations(runs, log=print, machine=None):
     """[(label, preset, spec, choice)]: each run with a time_dilation of "auto" chosen
     (study/dilation.py), once per spec apart from its switch, so that the presets compare at
     one dilation; choice is what decided it (None where the spec gave a number). Chosen alike
     for the simulator: its figures hardly depend on the dilation, but what it draws does
     (background flows for the time limit, which is wall-clock seconds at that dilation)."""
     from dlcp_emu.study import dilation
-    out, chosen, machine = [], {}, None
+    out, chosen = [], {}
     for label, preset, v in runs:
         if not v.dilation_auto:
             out.append((label, preset, v, None))
@@ -129,9 +129,11 @@ def check_jobs(jobs, backend):
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
-            emu_options=None, jobs=1):
+            emu_options=None, jobs=1, machine=None):
+    """`machine`: the costs "auto" dilations are chosen from (study.dilation.Machine); measured
+    when not given."""
     check_jobs(jobs, backend)
-    runs = dilations(variants(spec, presets, vary), log)
+    runs = dilations(variants(spec, presets, vary), log, machine)
     tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
              for label, preset, v_spec, choice in runs for k in range(seeds)]
     if jobs > 1:

@@ -20,6 +20,12 @@ datagram, and the CPU one datagram exchange between two threads takes; a packet 
 emulation costs HOP_CPU_PER_EXCHANGE of such an exchange (calibrated where the README's
 default figures were measured, see that constant). Dilations are powers of two, the ladder the
 validation tables measured.
+
+And the spec must accept the dilation: what it checks depends on it (background flows drawn
+for time_limit_s, wall-clock seconds, so fewer at a higher dilation; the slowest link's rate
+divided by it), so the choice is the smallest dilation meeting both conditions that the spec's
+own checks pass, and it says what ruled out the one below. A faster machine must never pick a
+dilation the spec then refuses.
 """
 import os
 import tempfile
@@ -29,6 +35,7 @@ import numpy as np
 
 from dlcp_emu.experiment.fidelity import HOST_LAG_LIMIT
 from dlcp_emu.experiment.runner import host_frame_ns, scaled_topology
+from dlcp_emu.experiment.spec import SpecError
 
 LADDER = tuple(2 ** k for k in range(11))   # 1 .. 1024
 BUSY_LIMIT = 0.75   # between the validation's good (<= 66% busy) and bad (>= 79%) runs
@@ -96,19 +103,48 @@ def spec_demand(spec, preset):
     return s["packet_hops"] / s["duration_s"]
 
 
-def choose(demand_hops_per_s, frame_ns, machine):
-    """The smallest dilation of the ladder meeting both conditions, and the figures that
-    decided it: {"dilation", "busy_share", "wake_share", ...}. DilationError if none does."""
+def choose(demand_hops_per_s, frame_ns, machine, refuses=lambda d: None):
+    """The smallest dilation of the ladder that meets both conditions and that the spec accepts
+    (`refuses(d)`: None, or the spec's problems at d: its background flows, its slowest link's
+    rate, ...), and the figures that decided it: {"dilation", "busy_share", "wake_share",
+    "bound", "bound_by"}, where bound names what ruled out the next dilation down ("cpu",
+    "wake-up", "spec"; None at 1) and bound_by says it in words. DilationError if none does."""
+    below, refused = None, []   # refused: (d, problem) where the machine kept up
     for d in LADDER:
         busy = demand_hops_per_s / d * machine.hop_cpu_ns * 1e-9 / machine.cores
         wake = machine.wake_lag_p50_ns / (frame_ns * d)
-        if busy <= BUSY_LIMIT and wake <= HOST_LAG_LIMIT:
-            return {"dilation": d, "busy_share": busy, "wake_share": wake}
+        reasons = []
+        if busy > BUSY_LIMIT:
+            reasons.append(("cpu", f"{busy:.0%} busy at {d}, limit {BUSY_LIMIT:.0%}"))
+        if wake > HOST_LAG_LIMIT:
+            reasons.append(("wake-up", f"a host's wake-up is {wake:.0%} of a frame at {d}, "
+                                       f"limit {HOST_LAG_LIMIT:.0%}"))
+        if not reasons:
+            problem = refuses(d)
+            if problem is None:
+                return {"dilation": d, "busy_share": busy, "wake_share": wake,
+                        "bound": below and below[0][0], "bound_by": below and "; ".join(r for _, r in below)}
+            refused.append((d, problem))
+            reasons.append(("spec", f"the spec refuses {d}: {problem}"))
+        below = reasons
+    if not refused:
+        raise DilationError(
+            f"time_dilation: \"auto\" found no dilation up to {LADDER[-1]} this machine keeps up with "
+            f"({demand_hops_per_s:,.0f} packet hops per real-world second at {machine.hop_cpu_ns / 1e3:.1f} us "
+            f"of CPU a hop on {machine.cores} core(s); a wake-up takes {machine.wake_lag_p50_ns / 1e3:.0f} us "
+            f"against a {frame_ns:.0f} ns frame): lower byte_scale, or set time_dilation")
     raise DilationError(
-        f"time_dilation: \"auto\" found no dilation up to {LADDER[-1]} this machine keeps up with "
-        f"({demand_hops_per_s:,.0f} packet hops per real-world second at {machine.hop_cpu_ns / 1e3:.1f} us "
-        f"of CPU a hop on {machine.cores} core(s); a wake-up takes {machine.wake_lag_p50_ns / 1e3:.0f} us "
-        f"against a {frame_ns:.0f} ns frame): lower byte_scale, or set time_dilation")
+        f"time_dilation: \"auto\" found no dilation that both this machine keeps up with (from "
+        f"{refused[0][0]} on) and the spec accepts: at {refused[0][0]}, {refused[0][1]}")
+
+
+def spec_refusal(spec, d):
+    """None if the spec accepts time_dilation d, else its problems there, in one line."""
+    try:
+        spec.with_field("time_dilation", float(d))
+    except SpecError as e:
+        return "; ".join(e.problems)
+    return None
 
 
 def resolve(spec, preset, log=print, machine=None):
@@ -119,7 +155,7 @@ def resolve(spec, preset, log=print, machine=None):
     machine = machine or measure_machine()
     demand = spec_demand(spec, preset)
     frame_ns = host_frame_ns(scaled_topology(spec), spec.mtu)   # "auto" scales at dilation 1
-    pick = choose(demand, frame_ns, machine)
+    pick = choose(demand, frame_ns, machine, refuses=lambda d: spec_refusal(spec, d))
     d = pick["dilation"]
     choice = {**pick, "demand_hops_per_s": demand, "frame_ns_at_1": frame_ns,
               "hop_cpu_us": machine.hop_cpu_ns / 1e3, "busy_limit": BUSY_LIMIT,
@@ -128,5 +164,6 @@ def resolve(spec, preset, log=print, machine=None):
         f"second, simulated; this machine spends {machine.hop_cpu_ns / 1e3:.1f} us of CPU a hop on "
         f"{machine.cores} core(s): {pick['busy_share']:.0%} busy at {d}, limit {BUSY_LIMIT:.0%}; it "
         f"wakes a host in {machine.wake_lag_p50_ns / 1e3:.0f} us, {pick['wake_share']:.0%} of a "
-        f"{frame_ns * d / 1e3:.0f} us frame, limit {HOST_LAG_LIMIT:.0%})")
+        f"{frame_ns * d / 1e3:.0f} us frame, limit {HOST_LAG_LIMIT:.0%}"
+        + (f"; not {d // 2}: {pick['bound_by']}" if pick["bound"] else "") + ")")
     return spec.with_field("time_dilation", float(d)), choice
