@@ -5,10 +5,14 @@ PY     := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 CLI    := $(VENV)/bin/dlcp-emu
 
-.PHONY: setup emulate test test-fast bench validate clean-runs require-root wireshark
+.PHONY: setup setup-test emulate test test-fast bench validate clean-runs require-root wireshark
 
 setup:
 	@scripts/setup.sh
+
+# The suite's own needs on top (a headless browser for report.html's test).
+setup-test:
+	@scripts/setup.sh --test
 
 emulate: setup
 	$(CLI) emulate
@@ -16,7 +20,7 @@ emulate: setup
 # pytest exits 5 when it selects no test; that is a failure of the suite here, not a pass.
 # The whole suite emulates, so it needs root; DLCP_REQUIRE_ROOT=1 makes an emulation test
 # that cannot run fail instead of skipping (tests/conftest.py).
-test: require-root setup
+test: require-root setup-test
 	DLCP_REQUIRE_ROOT=1 $(PYTEST) -q
 
 require-root:

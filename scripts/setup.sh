@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 
 # tshark: the Wireshark dissector's tests (wireshark/dlcp.lua) read captures with it.
 DEB_PACKAGES=(mininet bridge-utils iperf3 tcpdump ethtool iputils-ping iproute2 python3-venv tshark)
+# --test: what the suite needs beyond a run: a browser for report.html's test.
+if [[ "${1:-}" == "--test" ]]; then
+    DEB_PACKAGES+=(chromium chromium-driver)
+elif [[ $# -gt 0 ]]; then
+    echo "setup: unknown argument '$1' (allowed: --test)" >&2
+    exit 2
+fi
 BASE_PYTHON=/usr/bin/python3
 VENV=.venv
 

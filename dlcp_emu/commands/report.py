@@ -5,8 +5,10 @@ from pathlib import Path
 
 
 def add_parser(sub):
-    p = sub.add_parser("report", help="plots of a run folder (default results/latest)")
+    p = sub.add_parser("report", help="plots and report.html of a run folder (default results/latest)")
     p.add_argument("run", type=Path, nargs="?", default=Path("results/latest"))
+    p.add_argument("--port", metavar="SWITCH:PORT",
+                   help="the port whose queue to draw, e.g. l1:2 (default: the one that queued most)")
     p.set_defaults(func=_report)
 
 
@@ -23,7 +25,13 @@ def _report(args):
         print(f"dlcp-emu report: {path} is not a run summary ({type(e).__name__}: {e})",
               file=sys.stderr)
         return 2
+    try:
+        port = report.parse_port(args.port) if args.port else None
+        pngs, page = report.make(args.run, port)
+    except ValueError as e:
+        print(f"dlcp-emu report: {e}", file=sys.stderr)
+        return 2
     print(text)
-    for png in report.draw(args.run):
-        print(png)
+    for path in [*pngs, page]:
+        print(path)
     return 0

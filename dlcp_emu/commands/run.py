@@ -56,7 +56,7 @@ def add_parser(sub):
 
     e = sub.add_parser("emulate", help="the default experiment (what `sudo make emulate` runs)")
     e.add_argument("--results", type=output_dir, default=Path("results"))
-    e.add_argument("--no-report", action="store_true")
+    _no_report(e)
     _live(e)
     e.set_defaults(func=_emulate)
 
@@ -68,7 +68,13 @@ def _live(p):
                         "a terminal and CI is not set)")
 
 
+def _no_report(p):
+    p.add_argument("--no-report", action="store_true",
+                   help="draw no plots and no report.html at the end (`dlcp-emu report RUN` draws them later)")
+
+
 def _common(p):
+    _no_report(p)
     p.add_argument("spec", type=Path, help="experiment spec (TOML); see examples/")
     p.add_argument("--results", type=output_dir, default=Path("results"),
                    help="results root (default results/)")
@@ -131,7 +137,7 @@ def _run(args):
     if args.preset and _check_presets([preset]):
         return 2
     return _finish(args, spec, [preset] if args.preset or set(spec.switch) == {"preset"} else [spec.switch], 1,
-                   emu_options=options)
+                   report=not args.no_report, emu_options=options)
 
 
 def _emu_options(args, spec):
@@ -161,11 +167,13 @@ def _compare(args):
     if spec is None or _need_root(args.backend, args.dry_run):
         return 2
     if args.presets is None and spec.variants:   # the spec's [variants]
-        return _finish(args, spec, None, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
+        return _finish(args, spec, None, args.seeds, report=not args.no_report, vary=args.vary,
+                       emu_options=_emu_options(args, spec))
     presets = args.presets if args.presets is not None else name_list(DEFAULT_PRESETS)
     if _check_presets(presets):
         return 2
-    return _finish(args, spec, presets, args.seeds, vary=args.vary, emu_options=_emu_options(args, spec))
+    return _finish(args, spec, presets, args.seeds, report=not args.no_report, vary=args.vary,
+                   emu_options=_emu_options(args, spec))
 
 
 def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=None):
@@ -205,8 +213,8 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
               f"(also {args.results / 'latest'})")
     if report:
         from dlcp_emu.study import report as rep
-        pngs = rep.draw(run_dir)
-        print("plots:\n" + "\n".join(f"  {p}" for p in pngs))
+        pngs, page = rep.make(run_dir)
+        print("plots:\n" + "\n".join(f"  {p}" for p in pngs) + f"\nreport: {page}")
     return 0 if summary["complete"] else 1
 
 

@@ -66,6 +66,16 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if values.size else None
 
 
+def measured_iterations(iterations):
+    """The iterations the statistics count: finished ones, without iteration 0, which waits
+    for no update (nothing was synchronised before it: warm-up), unless it is all there is.
+    The plots count the same (study/report.py)."""
+    it = iterations[iterations["total_s"].notna()] if len(iterations) else iterations
+    if len(it) and it["iteration"].nunique() > 1:
+        it = it[it["iteration"] > 0]
+    return it
+
+
 def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, loss_bound,
               fidelity, duration_s):
     """The per-preset figures of summary.json from the tables of one run (seconds, real-world).
@@ -74,10 +84,7 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
     per-worker batch is T_1 / T_n: one worker's pure compute time over the measured mean
     iteration time (1.0 means the network costs nothing). loss_fraction: gradient bytes the
     transports zero-filled over all bytes they delivered."""
-    it = iterations[iterations["total_s"].notna()] if len(iterations) else iterations
-    if len(it) and it["iteration"].nunique() > 1:
-        # Iteration 0 waits for no update (nothing was synchronised before it): warm-up.
-        it = it[it["iteration"] > 0]
+    it = measured_iterations(iterations)
     fct = tensors["fct_s"].dropna() if len(tensors) else pd.Series(dtype=float)
     mean_it = float(it["total_s"].mean()) if len(it) else None
     total = float(deliveries["nbytes"].sum()) if len(deliveries) else 0.0

@@ -1,28 +1,41 @@
-"""`dlcp-emu report RUN`: plots of a compare/run folder, one PNG each.
+"""`dlcp-emu report RUN`: plots of a compare/run folder, one PNG each, and beside each a CSV of
+the figures it states, computed by the statistics' own rules (what `summary.json` and the
+table say: iteration 0 left out, each figure a mean over seeds of that seed's figure).
 
-- fct_cdf.png: CDF of tensor (bucket) completion time per preset, log time axis, tail marked;
-- iteration_time.png: mean iteration time per preset with the spread (min..max, and std);
-- queue_occupancy.png: queued bytes over time at the bottleneck port (the port that queued
-  most) of each preset;
-- loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset;
+- fct_cdf.png: CDF of tensor (bucket) completion time per preset, log time axis; the legend
+  gives the table's p50 and p99;
+- iteration_time.png: per preset the table's mean (bar) and p99 (diamond), the measured
+  iterations' min..max (line), the planned compute (dashed);
+- queue_occupancy.png: queued bytes over time at one named port, the same for every preset,
+  one panel a preset (the port that queued most over all presets, or `port`);
+- loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset (the
+  classes add up to the table's loss);
 - compression.png (runs that compressed): each bucket's kept ratio over time and the delay
   DC2 steers by;
 - accuracy.png (runs that trained): held-out accuracy against real-world time and against
-  iterations, mean of the replicas and seeds, with the lossless one-process baseline.
+  iterations, mean of the replicas and seeds, with the lossless one-process baseline;
+- report.html: all of it on one self-contained page (study/report_page.py).
 """
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dlcp_emu.experiment.results import measured_iterations, percentile
+
 
 def _frames(run_dir, name):
-    """{preset: DataFrame} concatenated over seeds."""
+    """{preset: DataFrame} concatenated over seeds, with a `seed` column (from seed-N)."""
     out = {}
     for preset_dir in sorted(p for p in Path(run_dir).iterdir() if p.is_dir()):
-        parts = [pd.read_parquet(f) for f in sorted(preset_dir.glob(f"*/{name}.parquet"))]
-        parts = [p for p in parts if len(p)]
+        parts = []
+        for f in sorted(preset_dir.glob(f"*/{name}.parquet")):
+            frame = pd.read_parquet(f)
+            if len(frame):
+                seed = re.fullmatch(r"seed-(\d+)", f.parent.name)
+                parts.append(frame.assign(seed=int(seed.group(1)) if seed else 0))
         if parts:
             out[preset_dir.name] = pd.concat(parts, ignore_index=True)
     return out
@@ -33,7 +46,31 @@ def _order(run_dir, found):
     return [p for p in summary["presets"] if p in found], summary
 
 
-def draw(run_dir):
+def _seed_mean(frame, figure):
+    """figure(one seed's rows) averaged over the seeds, as compare averages the summary's."""
+    values = [figure(part) for _, part in frame.groupby("seed")]
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def parse_port(text):
+    """"l1:2" -> ("l1", 2); ValueError naming the form."""
+    m = re.fullmatch(r"([\w.-]+):(\d+)", text or "")
+    if not m:
+        raise ValueError(f"--port {text!r}: must be SWITCH:PORT, e.g. l1:2")
+    return m.group(1), int(m.group(2))
+
+
+def make(run_dir, port=None):
+    """The run folder's plots (with their CSVs) and its report.html: ([png paths], html path)."""
+    from dlcp_emu.study import report_page
+    pngs = draw(run_dir, port)
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    return pngs, report_page.write(run_dir, pngs, summary)
+
+
+def draw(run_dir, port=None):
+    """Draw the run's plots; `port`: (switch, port) for the queue plot. [png paths]."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -43,14 +80,37 @@ def draw(run_dir):
     presets, summary = _order(run_dir, tensors)
     title = f"{summary['spec']} ({'emulation' if summary['backend'] == 'emu' else 'simulation'})"
     colors = {p: f"C{i}" for i, p in enumerate(presets)}
+    pngs.append(_fct_plot(plt, tensors, presets, colors, title, run_dir))
+    its = _frames(run_dir, "iterations")
+    pngs.append(_iteration_plot(plt, its, [p for p in presets if p in its], colors, title, run_dir))
+    queues = _frames(run_dir, "queues")
+    if queues:
+        pngs.append(_queue_plot(plt, queues, [p for p in presets if p in queues], colors, title,
+                                run_dir, port))
+    dels = _frames(run_dir, "deliveries")
+    if dels:
+        pngs.append(_loss_plot(plt, dels, [p for p in presets if p in dels], colors, title, run_dir))
+    compressed = [p for p in presets if "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
+    if compressed:
+        pngs.append(_compression_plot(plt, tensors, compressed, colors, title, run_dir))
+    accuracy = _frames(run_dir, "accuracy")
+    if accuracy:
+        pngs.append(_accuracy_plot(plt, accuracy, summary, presets, colors, title, run_dir))
+    return pngs
 
+
+def _fct_plot(plt, tensors, presets, colors, title, run_dir):
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    rows = []
     for p in presets:
         fct = np.sort(tensors[p]["fct_s"].dropna().to_numpy() * 1e3)
-        if fct.size:
-            y = np.arange(1, fct.size + 1) / fct.size
-            ax.step(fct, y, where="post", color=colors[p],
-                    label=f"{p}  (p50 {np.percentile(fct, 50):.1f}, p99 {np.percentile(fct, 99):.1f} ms)")
+        if not fct.size:
+            continue
+        done = tensors[p].dropna(subset=["fct_s"])
+        q = {k: _seed_mean(done, lambda t, k=k: percentile(t["fct_s"], k)) * 1e3 for k in (50, 99, 99.9)}
+        rows.append({"preset": p, "p50_ms": q[50], "p99_ms": q[99], "p999_ms": q[99.9], "tensors": fct.size})
+        ax.step(fct, np.arange(1, fct.size + 1) / fct.size, where="post", color=colors[p],
+                label=f"{p}  (p50 {q[50]:.1f}, p99 {q[99]:.1f} ms)")
     ax.set_xscale("log")
     # Plain numbers on the log axis (100, 200, 500), not 2x10^2.
     from matplotlib.ticker import LogLocator, ScalarFormatter
@@ -62,70 +122,92 @@ def draw(run_dir):
     ax.axhline(0.99, color="grey", lw=0.6, ls=":")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"Tensor completion time: {title}")
-    pngs.append(_save(fig, run_dir / "fct_cdf.png"))
+    ax.set_title(f"Tensor completion time: {title}\n(all seeds' tensors; legend: mean over seeds, "
+                 "as in the table)", fontsize=10)
+    return _save(fig, run_dir / "fct_cdf.png", rows)
 
-    its = _frames(run_dir, "iterations")
+
+def _iteration_plot(plt, its, names, colors, title, run_dir):
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    names = [p for p in presets if p in its]
+    rows = []
     for i, p in enumerate(names):
-        t = its[p]["total_s"].dropna().to_numpy() * 1e3
-        c = its[p]["compute_s"].dropna().to_numpy() * 1e3
-        if not t.size:
+        counted = measured_iterations(its[p])
+        if not len(counted):
             continue
-        ax.bar(i, t.mean(), color=colors[p], alpha=0.8, yerr=t.std(), capsize=6)
-        ax.vlines(i, t.min(), t.max(), color="black", lw=1)
-        ax.hlines(c.mean(), i - 0.4, i + 0.4, color="black", ls="--", lw=1)
-        ax.text(i, t.max(), f"{t.mean():.0f}", ha="center", va="bottom", fontsize=8)
+        t = counted["total_s"].to_numpy() * 1e3
+        row = {"preset": p, "mean_ms": _seed_mean(counted, lambda x: x["total_s"].mean()) * 1e3,
+               "p99_ms": _seed_mean(counted, lambda x: percentile(x["total_s"], 99)) * 1e3,
+               "min_ms": t.min(), "max_ms": t.max(), "compute_ms": counted["compute_s"].mean() * 1e3,
+               "iterations": len(t)}
+        rows.append(row)
+        ax.bar(i, row["mean_ms"], color=colors[p], alpha=0.8)
+        ax.vlines(i, row["min_ms"], row["max_ms"], color="black", lw=1)
+        ax.plot(i, row["p99_ms"], marker="D", color="black", ms=5, label="p99" if i == 0 else None)
+        ax.hlines(row["compute_ms"], i - 0.4, i + 0.4, color="black", ls="--", lw=1)
+        ax.text(i, row["max_ms"], f"{row['mean_ms']:.1f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("iteration time (ms, real-world)")
-    ax.set_title(f"Iteration time (bar: mean ± std; line: min..max; dashed: compute)\n{title}",
-                 fontsize=10)
+    ax.set_title(f"Iteration time: {title}\n(bar: mean; diamond: p99; line: min..max; dashed: compute;\n"
+                 f"iteration 0, warm-up, left out as in the table)", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    pngs.append(_save(fig, run_dir / "iteration_time.png"))
+    return _save(fig, run_dir / "iteration_time.png", rows)
 
-    queues = _frames(run_dir, "queues")
-    if queues:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for p in [p for p in presets if p in queues]:
-            q = queues[p]
-            top = q.groupby(["switch", "port"])["queued_bytes"].max().idxmax()
-            one = q[(q["switch"] == top[0]) & (q["port"] == top[1])].sort_values("t_s")
-            ax.plot(one["t_s"] * 1e3, one["queued_bytes"] / 1e3, color=colors[p], lw=0.8,
-                    label=f"{p} ({top[0]} port {top[1]})")
-        ax.set_xlabel("time (ms, real-world)")
-        ax.set_ylabel("queued (kB, scaled run)")
-        ax.set_title(f"Queue occupancy at the bottleneck port: {title}")
+
+def _queue_plot(plt, queues, names, colors, title, run_dir, port):
+    """One port for every preset: the one named, or the one that queued most over them all."""
+    if port is None:
+        peaks = pd.concat([q.groupby(["switch", "port"])["queued_bytes"].max() for q in queues.values()])
+        top = peaks.groupby(level=[0, 1]).max()
+        port = top.sort_index().idxmax()
+        why = "the port that queued most over all presets"
+    else:
+        why = "named"
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.6 + 1.5 * len(names)), sharex=True,
+                             sharey=True, squeeze=False)
+    rows = []
+    for ax, p in zip(axes[:, 0], names):
+        q = queues[p]
+        one = q[(q["switch"] == port[0]) & (q["port"] == port[1])]
+        if not len(one):
+            raise ValueError(f"--port {port[0]}:{port[1]}: preset {p} has no such port "
+                             f"(ports: {', '.join(sorted({f'{s}:{n}' for s, n in zip(q['switch'], q['port'])}))})")
+        for seed, part in one.groupby("seed"):
+            part = part.sort_values("t_s")
+            ax.plot(part["t_s"] * 1e3, part["queued_bytes"] / 1e3, color=colors[p], lw=0.7,
+                    alpha=1.0 if seed == one["seed"].min() else 0.4)
+            rows.append({"preset": p, "switch": port[0], "port": port[1], "seed": seed,
+                         "max_kB": part["queued_bytes"].max() / 1e3,
+                         "mean_kB": part["queued_bytes"].mean() / 1e3})
+        ax.set_ylabel(f"{p}\nkB", fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        pngs.append(_save(fig, run_dir / "queue_occupancy.png"))
+    axes[-1, 0].set_xlabel("time (ms, real-world)")
+    axes[0, 0].set_title(f"Queue occupancy at {port[0]} port {port[1]} ({why}; scaled run's bytes, "
+                         f"each seed a line)\n{title}", fontsize=9)
+    return _save(fig, run_dir / "queue_occupancy.png", rows)
 
-    dels = _frames(run_dir, "deliveries")
-    if dels:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        classes = list(range(8))
-        width = 0.8 / max(1, len(presets))
-        for i, p in enumerate([p for p in presets if p in dels]):
-            d = dels[p]
-            total = d["nbytes"].sum()
-            lost = [d.get(f"lost_mag{k}", pd.Series(dtype=float)).sum() / total * 100 if total else 0
-                    for k in classes]
-            ax.bar(np.array(classes) + i * width, lost, width, color=colors[p], label=p)
-        ax.set_xticks(np.array(classes) + width * (len(presets) - 1) / 2, [str(k) for k in classes])
-        ax.set_xlabel("gradient magnitude class (0 smallest .. 7 largest)")
-        ax.set_ylabel("zero-filled bytes (% of all gradient bytes)")
-        ax.set_title(f"Loss by magnitude class: {title}")
-        ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=8)
-        pngs.append(_save(fig, run_dir / "loss_by_magnitude.png"))
 
-    compressed = [p for p in presets if "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
-    if compressed:
-        pngs.append(_compression_plot(plt, tensors, compressed, colors, title, run_dir))
-    accuracy = _frames(run_dir, "accuracy")
-    if accuracy:
-        pngs.append(_accuracy_plot(plt, accuracy, summary, presets, colors, title, run_dir))
-    return pngs
+def _loss_plot(plt, dels, names, colors, title, run_dir):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    classes = [k for k in range(-1, 8) if any(f"lost_mag{k}" in dels[p] for p in names)]
+    width = 0.8 / max(1, len(names))
+    rows = []
+    for i, p in enumerate(names):
+        d = dels[p]
+        lost = [(_seed_mean(d, lambda x, k=k: x[f"lost_mag{k}"].sum() / x["nbytes"].sum()
+                            if x["nbytes"].sum() else 0.0) or 0.0) * 100 if f"lost_mag{k}" in d else 0.0
+                for k in classes]
+        rows.append({"preset": p, **{f"class {'none' if k < 0 else k} %": v for k, v in zip(classes, lost)},
+                     "all %": sum(lost)})
+        ax.bar(np.arange(len(classes)) + i * width, lost, width, color=colors[p],
+               label=f"{p} ({sum(lost):.3f}% in all)")
+    ax.set_xticks(np.arange(len(classes)) + width * (len(names) - 1) / 2,
+                  ["none" if k < 0 else str(k) for k in classes])
+    ax.set_xlabel("gradient magnitude class (0 smallest .. 7 largest; none: never seen)")
+    ax.set_ylabel("zero-filled bytes (% of all gradient bytes)")
+    ax.set_title(f"Loss by magnitude class: {title}")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return _save(fig, run_dir / "loss_by_magnitude.png", rows)
 
 
 def _accuracy_plot(plt, accuracy, summary, presets, colors, title, run_dir):
@@ -173,9 +255,12 @@ def _compression_plot(plt, tensors, names, colors, title, run_dir):
     return _save(fig, run_dir / "compression.png")
 
 
-def _save(fig, path):
+def _save(fig, path, rows=None):
+    """The PNG, and beside it (rows given) a CSV of the figures it states."""
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     import matplotlib.pyplot as plt
     plt.close(fig)
+    if rows is not None:
+        pd.DataFrame(rows).to_csv(path.with_suffix(".csv"), index=False)
     return path
