@@ -16,7 +16,9 @@ from dlcp_emu.wire import (
     decode_frame, encode_frame,
 )
 from dlcp_emu.wire.checksum import internet_checksum
-from dlcp_emu.wire.layout import HEADER_FIELDS, OFF_IP_CHECKSUM, OFF_IP_TOTAL_LEN, OFF_UDP_CHECKSUM, OFF_UDP_LEN
+from dlcp_emu.wire.layout import (
+    HEADER_FIELDS, OFF_IP_CHECKSUM, OFF_IP_TOTAL_LEN, OFF_UDP_CHECKSUM, OFF_UDP_LEN, split_tensor_id,
+)
 from dlcp_emu.wire.wireshark import lua_dissector
 from tshark_helpers import LUA, PI_MALFORMED, ROOT, dissect, expected_fields
 
@@ -163,3 +165,23 @@ def test_install_puts_it_where_wireshark_loads_it(tmp_path):
     w.close()
     (row,) = dissect(pcap, tmp_path, lua=None)
     assert row["dlcp.type"] == "1" and row["dlcp.mag_class"] == "3"
+
+
+def test_the_readmes_filters_select_what_they_say(tmp_path):
+    """A flag or the phase is a field of every DLCP frame: `== 1` selects the frames that have
+    it set; the bare name only tests that the field is there (every frame)."""
+    frames = _frames(random.Random(11))
+    pcap = tmp_path / "f.pcap"
+    w = PcapWriter(str(pcap))
+    for k, f in enumerate(frames):
+        w.write(f, 1_000_000_000 + k)
+    w.close()
+    headers = [decode_frame(f).header for f in frames]
+
+    def count(expr):
+        return len(dissect(pcap, tmp_path, extra=["-Y", expr]))
+    trimmed = sum(bool(h.flags & Flags.TRIMMED) and h.job == 0 for h in headers)
+    assert 0 < trimmed < count("dlcp.job == 0")
+    assert count("dlcp.job == 0 and dlcp.flags.trimmed == 1") == trimmed
+    assert count("dlcp.flags.trimmed") == len(frames)
+    assert count("dlcp.tensor_id.phase == 1") == sum(split_tensor_id(h.tensor_id)[1] for h in headers) > 0

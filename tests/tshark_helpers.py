@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from conftest import root_required
-from dlcp_emu.wire.layout import HEADER_FIELDS, Flags
+from dlcp_emu.wire.layout import HEADER_FIELDS, Flags, split_tensor_id
 
 ROOT = Path(__file__).resolve().parents[1]
 LUA = ROOT / "wireshark" / "dlcp.lua"
 HEADER_NAMES = [f.name for f in HEADER_FIELDS]
 FLAG_FIELDS = [f"flags.{f.name.lower()}" for f in Flags]
 # Every field the dissector gives, then what tshark's expert layer says.
-DLCP_FIELDS = [*HEADER_NAMES, *FLAG_FIELDS, "tensor_id.layer", "tensor_id.message", "payload"]
+DLCP_FIELDS = [*HEADER_NAMES, *FLAG_FIELDS, "tensor_id.layer", "tensor_id.phase", "tensor_id.step", "payload"]
 COLUMNS = ["frame.number", *(f"dlcp.{n}" for n in DLCP_FIELDS), "_ws.expert.message",
            "_ws.expert.group"]
 PI_MALFORMED = 0x07000000     # Wireshark's expert group "Malformed"
@@ -60,7 +60,6 @@ def expected_fields(header, payload):
     out["flags"] = f"0x{int(header.flags):02x}"
     for fl in Flags:
         out[f"flags.{fl.name.lower()}"] = int(bool(header.flags & fl))
-    out["tensor_id.layer"] = header.tensor_id >> 16
-    out["tensor_id.message"] = header.tensor_id & 0xFFFF
+    out["tensor_id.layer"], out["tensor_id.phase"], out["tensor_id.step"] = split_tensor_id(header.tensor_id)
     out["payload"] = payload.hex()
     return {k: str(v) for k, v in out.items()}

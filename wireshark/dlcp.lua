@@ -5,7 +5,8 @@
 --
 -- Without installing:  tshark -X lua_script:wireshark/dlcp.lua -r capture.pcap
 -- Installed:           dlcp-emu wireshark --install   (your Personal Lua Plugins folder)
--- Filters:             dlcp, dlcp.type == 0, dlcp.flags.droppable, dlcp.mag_class < 2, ...
+-- Filters:             dlcp, dlcp.type == 0, dlcp.flags.droppable == 1, dlcp.tensor_id.phase == 1,
+--                      dlcp.mag_class < 2, ... (a bare dlcp.flags.droppable matches every DLCP frame)
 
 local DLCP_PORT = 9796
 local MAGIC = 0xD1C9
@@ -71,10 +72,11 @@ local FLAGS = {
     {"last_chunk", ProtoField.bool("dlcp.flags.last_chunk", "LAST_CHUNK", 8, nil, 0x08), 0x08},
 }
 local tensor_layer = ProtoField.uint32("dlcp.tensor_id.layer", "Layer", base.DEC, nil, 0xFFFF0000)
-local tensor_message = ProtoField.uint32("dlcp.tensor_id.message", "Message within the layer", base.DEC, nil, 0x0000FFFF)
+local tensor_phase = ProtoField.uint32("dlcp.tensor_id.phase", "Phase", base.DEC, {[0] = "reduce-scatter/push", [1] = "all-gather/pull"}, 0x00008000)
+local tensor_step = ProtoField.uint32("dlcp.tensor_id.step", "Step", base.DEC, nil, 0x00007FFF)
 local payload = ProtoField.bytes("dlcp.payload", "Payload")
 
-local fields = {tensor_layer, tensor_message, payload}
+local fields = {tensor_layer, tensor_phase, tensor_step, payload}
 for _, spec in ipairs(LAYOUT) do fields[#fields + 1] = f[spec[1]] end
 for _, flag in ipairs(FLAGS) do fields[#fields + 1] = flag[2] end
 dlcp.fields = fields
@@ -126,7 +128,8 @@ function dlcp.dissector(tvb, pinfo, tree)
             for _, flag in ipairs(FLAGS) do items.flags:add(flag[2], range) end
         elseif name == "tensor_id" then
             items.tensor_id:add(tensor_layer, range)
-            items.tensor_id:add(tensor_message, range)
+            items.tensor_id:add(tensor_phase, range)
+            items.tensor_id:add(tensor_step, range)
         end
     end
     pinfo.cols.info = string.format("%s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",

@@ -26,7 +26,7 @@ import numpy as np
 
 from workloads import PATTERNS
 
-from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
+from dlcp_emu.wire.layout import tensor_id
 
 from dlcp_emu.host.compression import (
     CompressionSpec,
@@ -37,14 +37,6 @@ from dlcp_emu.host.compression import (
 )
 from dlcp_emu.host.plan import chunk_magnitudes, gradient
 from dlcp_emu.host.training import Training
-
-
-def tensor_id(bucket, phase, step):
-    return bucket << TENSOR_LAYER_SHIFT | phase << 15 | step
-
-
-def split_tensor_id(tid):
-    return tid >> TENSOR_LAYER_SHIFT, tid >> 15 & 1, tid & 0x7FFF
 
 
 @dataclass

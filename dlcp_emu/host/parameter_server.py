@@ -2,7 +2,8 @@
 the sum back to every worker (the `ps` pattern; the workers are `agent.Worker`)."""
 import numpy as np
 
-from dlcp_emu.host.agent import Outgoing, split_tensor_id, tensor_id
+from dlcp_emu.host.agent import Outgoing
+from dlcp_emu.wire.layout import split_tensor_id, tensor_id
 from dlcp_emu.host.compression import CompressionSpec, pack, sparse_ratio, unpack_into
 from workloads import split_ranges
 

@@ -25,8 +25,21 @@ FRAME_OVERHEAD = PAYLOAD_OFF  # 90: Eth + IPv4 + UDP + DLCP
 
 # The IPv4 total length is 16 bits; that bounds what one packet can carry.
 MAX_PAYLOAD = 0xFFFF - IPV4_LEN - UDP_LEN - HEADER_LEN  # 65459
-# tensor_id: the layer (a fused bucket of layers) in the high bits, the message within it below.
+# tensor_id: the layer (a fused bucket of layers) in the high 16 bits; below it the phase bit
+# (0: reduce-scatter or a parameter-server push, 1: all-gather or a pull) and the step.
 TENSOR_LAYER_SHIFT = 16
+TENSOR_PHASE_SHIFT = 15
+TENSOR_STEP_MASK = (1 << TENSOR_PHASE_SHIFT) - 1
+TENSOR_PHASES = {0: "reduce-scatter/push", 1: "all-gather/pull"}
+
+
+def tensor_id(layer, phase, step):
+    return layer << TENSOR_LAYER_SHIFT | phase << TENSOR_PHASE_SHIFT | step
+
+
+def split_tensor_id(tid):
+    """(layer, phase, step) of a tensor id."""
+    return tid >> TENSOR_LAYER_SHIFT, tid >> TENSOR_PHASE_SHIFT & 1, tid & TENSOR_STEP_MASK
 ETH_MIN = 60   # the shortest Ethernet frame without FCS: shorter ones are padded on a wire
 
 ETHERTYPE_IPV4 = 0x0800

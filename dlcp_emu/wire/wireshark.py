@@ -17,7 +17,8 @@ from string import Template
 
 from dlcp_emu.wire.header import _RANGES
 from dlcp_emu.wire.layout import (
-    DLCP_UDP_PORT, HEADER_FIELDS, HEADER_LEN, MAGIC, MAX_PAYLOAD, TENSOR_LAYER_SHIFT, VERSION,
+    DLCP_UDP_PORT, HEADER_FIELDS, HEADER_LEN, MAGIC, MAX_PAYLOAD, TENSOR_LAYER_SHIFT, TENSOR_PHASE_SHIFT,
+    TENSOR_PHASES, TENSOR_STEP_MASK, VERSION,
     _FLAG_MASK, _TYPE_NAMES, Flags, PacketType,
 )
 
@@ -83,7 +84,8 @@ def lua_dissector() -> str:
         mag_class_names=_lua_table(mag_class_names()),
         fields=_field_lines(), layout=_layout_lines(), flags=_flag_lines(),
         layer_mask=f"0x{(0xFFFFFFFF >> TENSOR_LAYER_SHIFT) << TENSOR_LAYER_SHIFT:08X}",
-        message_mask=f"0x{(1 << TENSOR_LAYER_SHIFT) - 1:08X}")
+        phase_mask=f"0x{1 << TENSOR_PHASE_SHIFT:08X}", phase_names=_lua_table(TENSOR_PHASES),
+        step_mask=f"0x{TENSOR_STEP_MASK:08X}")
 
 
 _TEMPLATE = Template('''\
@@ -94,7 +96,8 @@ _TEMPLATE = Template('''\
 --
 -- Without installing:  tshark -X lua_script:wireshark/dlcp.lua -r capture.pcap
 -- Installed:           dlcp-emu wireshark --install   (your Personal Lua Plugins folder)
--- Filters:             dlcp, dlcp.type == 0, dlcp.flags.droppable, dlcp.mag_class < 2, ...
+-- Filters:             dlcp, dlcp.type == 0, dlcp.flags.droppable == 1, dlcp.tensor_id.phase == 1,
+--                      dlcp.mag_class < 2, ... (a bare dlcp.flags.droppable matches every DLCP frame)
 
 local DLCP_PORT = $port
 local MAGIC = $magic
@@ -123,10 +126,11 @@ local FLAGS = {
 $flags
 }
 local tensor_layer = ProtoField.uint32("dlcp.tensor_id.layer", "Layer", base.DEC, nil, $layer_mask)
-local tensor_message = ProtoField.uint32("dlcp.tensor_id.message", "Message within the layer", base.DEC, nil, $message_mask)
+local tensor_phase = ProtoField.uint32("dlcp.tensor_id.phase", "Phase", base.DEC, $phase_names, $phase_mask)
+local tensor_step = ProtoField.uint32("dlcp.tensor_id.step", "Step", base.DEC, nil, $step_mask)
 local payload = ProtoField.bytes("dlcp.payload", "Payload")
 
-local fields = {tensor_layer, tensor_message, payload}
+local fields = {tensor_layer, tensor_phase, tensor_step, payload}
 for _, spec in ipairs(LAYOUT) do fields[#fields + 1] = f[spec[1]] end
 for _, flag in ipairs(FLAGS) do fields[#fields + 1] = flag[2] end
 dlcp.fields = fields
@@ -178,7 +182,8 @@ function dlcp.dissector(tvb, pinfo, tree)
             for _, flag in ipairs(FLAGS) do items.flags:add(flag[2], range) end
         elseif name == "tensor_id" then
             items.tensor_id:add(tensor_layer, range)
-            items.tensor_id:add(tensor_message, range)
+            items.tensor_id:add(tensor_phase, range)
+            items.tensor_id:add(tensor_step, range)
         end
     end
     pinfo.cols.info = string.format("%s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",
