@@ -213,8 +213,12 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
               f"(also {args.results / 'latest'})")
     if report:
         from dlcp_emu.study import report as rep
-        pngs, page = rep.make(run_dir)
-        print("plots:\n" + "\n".join(f"  {p}" for p in pngs) + f"\nreport: {page}")
+        try:
+            pngs, page = rep.make(run_dir)
+            print("plots:\n" + "\n".join(f"  {p}" for p in pngs) + f"\nreport: {page}")
+        except (OSError, ValueError, KeyError) as e:   # the results stand without their plots
+            print(f"dlcp-emu: no plots drawn ({type(e).__name__}: {e}); the results are in {run_dir}",
+                  file=sys.stderr)
     return 0 if summary["complete"] else 1
 
 

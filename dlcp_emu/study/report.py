@@ -261,6 +261,9 @@ def _save(fig, path, rows=None):
     fig.savefig(path, dpi=110)
     import matplotlib.pyplot as plt
     plt.close(fig)
-    if rows is not None:
-        pd.DataFrame(rows).to_csv(path.with_suffix(".csv"), index=False)
+    csv = path.with_suffix(".csv")
+    if rows:
+        pd.DataFrame(rows).to_csv(csv, index=False)
+    else:   # nothing measured to draw (a run stopped early): no stale figures either
+        csv.unlink(missing_ok=True)
     return path
