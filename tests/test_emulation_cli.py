@@ -169,17 +169,33 @@ runpy.run_path("/usr/bin/mn", run_name="__main__")
 """
 
 
-def _mn(*args, timeout=120):
+def _mn_popen(*args, runtime=None, stdin=None):
     if shutil.which("mn") is None:
         pytest.fail("mn (Debian package mininet) is not installed: `sudo make setup`")
-    p = subprocess.Popen(["/usr/bin/python3", "-c", MN, "--custom", "examples/mn_dlcp.py",
-                          "--controller", "none", *args], cwd=ROOT, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    env = dict(os.environ, **({"DLCP_EMU_RUNTIME_DIR": str(runtime)} if runtime else {}))
+    return subprocess.Popen(["/usr/bin/python3", "-c", MN, "--custom", "examples/mn_dlcp.py",
+                             "--controller", "none", *args], cwd=ROOT, text=True, env=env, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _mn_stats_dir(pid):
+    """Where an mn of ours kept its switches' configs and stats: results/<stamp>-mn-<pid>."""
+    found = list((ROOT / "results").glob(f"*-mn-{pid}"))
+    return found[0] if found else None
+
+
+def _mn(*args, timeout=120):
+    p = _mn_popen(*args)
     out, _ = p.communicate(timeout=timeout)
-    stats_dir = Path(f"/tmp/dlcp-mn-{p.pid}")
-    left = [q.parent.name for q in Path("/proc").glob("[0-9]*/cmdline") if str(stats_dir).encode() in _read(q)]
-    stats = {f.name.split(".")[0]: json.loads(f.read_text()) for f in stats_dir.glob("*.stats.json")}
-    shutil.rmtree(stats_dir, ignore_errors=True)
+    stats_dir = _mn_stats_dir(p.pid)
+    left = [q.parent.name for q in Path("/proc").glob("[0-9]*/cmdline")
+            if stats_dir and str(stats_dir).encode() in _read(q)]
+    stats = {f.name.split(".")[0]: json.loads(f.read_text()) for f in stats_dir.glob("*.stats.json")} \
+        if stats_dir else {}
+    if stats_dir:
+        assert f"(dlcp switches: configs and stats in {stats_dir})" in out, out
+        shutil.rmtree(stats_dir)
+    assert not list(Path("/tmp").glob(f"dlcp-mn-{p.pid}*")), "a temporary folder was left"
     assert "MININET-CLEANUP-CALLED" not in out, out
     assert not left, f"switch processes left: {left}"
     return p.returncode, out, stats
@@ -203,7 +219,44 @@ def test_mn_error_removes_only_what_it_started():
     before = links(), netns()
     rc, out, stats = _mn("--switch", "dlcp", "--topo", "leafspine,2,2,1", "--test", "nosuchtest")
     assert "Test nosuchtest is unknown" in out, out
+    assert rc == 1, out                             # mn itself would have said 0
     assert "dlcp: stopped this mn's switch processes, deleted 6 interface(s)" in out, out
     assert "Removing excess" not in out            # Mininet's own cleanup did not run
     assert sorted(stats) == ["l1", "l2", "s1", "s2"]
     assert_nothing_left(*before, b"dlcp-mn-")
+
+
+def test_mn_with_an_unknown_preset_says_so_and_fails():
+    before = links(), netns()
+    rc, out, _ = _mn("--switch", "dlcp,preset=fiffo", "--topo", "leafspine,2,2,1", "--test", "pingall")
+    assert rc == 1, out
+    assert "--switch dlcp,preset=fiffo: unknown preset 'fiffo'; known: dlcp, " in out, out
+    assert_nothing_left(*before, b"-mn-")
+
+
+def test_a_killed_mn_leaves_what_clean_removes(tmp_path):
+    """SIGKILL: no handler of mn's runs. Its switch processes end with it (they watch their
+    parent), its switches' interfaces stay; `dlcp-emu clean` finds them in mn's state file."""
+    before = links(), netns()
+    p = _mn_popen("--switch", "dlcp", "--topo", "leafspine,2,2,1", runtime=tmp_path, stdin=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    state = None
+    while time.monotonic() < deadline and p.poll() is None:   # until every switch is recorded
+        files = list(tmp_path.glob("mn-*.json"))
+        state = json.loads(files[0].read_text()) if files else None
+        if state and len(state["processes"]) == 4:
+            break
+        time.sleep(0.1)
+    assert state and len(state["processes"]) == 4, (state, p.poll())
+    stats_dir = _mn_stats_dir(p.pid)
+    p.kill()
+    p.communicate(timeout=30)
+    left_behind = (links() - before[0]) & TOPOLOGY_INTERFACES
+    assert left_behind, "a killed mn left nothing: the test shows nothing"
+    r = subprocess.run([sys.executable, "-m", "dlcp_emu.cli", "clean", "--runtime-dir", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and f"run {state['run_id']}: killed" in r.stdout, r.stdout + r.stderr
+    deleted = set(r.stdout.split("deleted interfaces ")[1].strip().split(", "))
+    assert deleted & left_behind and deleted <= TOPOLOGY_INTERFACES, r.stdout   # a veth takes its peer along
+    shutil.rmtree(stats_dir)
+    assert_nothing_left(*before, b"-mn-", runtime=tmp_path)

@@ -16,18 +16,23 @@ not paced at their rate (mn has no hook for it) and rates are as given (no scali
 What mn does on an error or Ctrl-C is replaced too: instead of Mininet's cleanup, which
 kills processes by name and deletes every interface named like a Mininet one on the
 machine, only the switch processes this mn started are stopped (by pid) and their own
-interfaces deleted (by name and ifindex).
+interfaces deleted (by name and ifindex); mn then exits with status 1 after an error (it
+would say 0). The switches' configs and stats go to `results/<stamp>-mn-<pid>/`, as
+`dlcp-emu net`'s do, not to a temporary folder; what a killed mn leaves (its switch
+processes, its switches' interfaces) is in a state file that `dlcp-emu clean` removes.
 """
 import os
 import subprocess
 import sys
+import time
 
 from mininet.log import info, output
 
 from dlcp_emu.emu import PROJECT_ROOT
-from dlcp_emu.emu.cleanup import ifindex
+from dlcp_emu.emu.cleanup import RunState, ifindex
 from dlcp_emu.emu.mncli import IPERF_SECONDS, iperf3
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host
+from switch_models import PipelineSpec, SpecError as SwitchSpecError
 from topologies import build, builder_params
 
 DEFAULTS = {
@@ -66,14 +71,23 @@ class MnDlcpSwitch(DlcpSwitch):
     interpreter, and is recorded for `cleanup`."""
 
     started = []
+    state = None       # this mn's record of what it made, for `dlcp-emu clean` (a RunState)
+    stats_dir_default = None
 
     def __init__(self, name, preset=None, topology=None, **params):
         if topology is None:
             raise ValueError("--switch dlcp needs a topology of examples/mn_dlcp.py (--topo "
                              f"{'|'.join(NAMES)}): its switches route by it")
         if preset is not None:
+            try:
+                PipelineSpec.parse({"preset": preset})
+            except SwitchSpecError as e:
+                raise ValueError(f"--switch dlcp,preset={preset}: {e}") from None
             params["pipeline"] = preset
-        params.setdefault("stats_dir", os.path.join("/tmp", f"dlcp-mn-{os.getpid()}"))
+        if MnDlcpSwitch.stats_dir_default is None:
+            MnDlcpSwitch.stats_dir_default = str(
+                PROJECT_ROOT / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-mn-{os.getpid()}")
+        params.setdefault("stats_dir", MnDlcpSwitch.stats_dir_default)
         super().__init__(name, topology=topology, **params)
         self.python = venv_python()
         self.ifindex = {}
@@ -88,15 +102,30 @@ class MnDlcpSwitch(DlcpSwitch):
                 configure_host(peer.node)
                 peer.node.dlcp_configured = True
         self.ifindex = {i.name: ifindex(i.name) for i in self.intfList() if i.name != "lo"}
-        if not MnDlcpSwitch.started:
+        if MnDlcpSwitch.state is None:
+            MnDlcpSwitch.state = RunState(run_id=f"mn-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}",
+                                          command="mn --custom", stats_dir=self.stats_dir)
             info(f"(dlcp switches: configs and stats in {self.stats_dir}) ")
+        MnDlcpSwitch.state.add_interfaces(self.ifindex)
+        MnDlcpSwitch.state.confirm_interfaces(list(self.ifindex))
         MnDlcpSwitch.started.append(self)
         super().start(controllers)
+        MnDlcpSwitch.state.add_process("switch", self.name, self.proc.pid, self.proc_start)
+
+    def stop(self, deleteIntfs=True):
+        """mn's way out when all went well: the last switch stopped takes the state file along."""
+        super().stop(deleteIntfs)
+        if self in MnDlcpSwitch.started:
+            MnDlcpSwitch.started.remove(self)
+        if not MnDlcpSwitch.started and MnDlcpSwitch.state is not None:
+            MnDlcpSwitch.state.remove()
+            MnDlcpSwitch.state = None
 
 
 def cleanup():
     """mn's cleanup on an error or Ctrl-C, replaced: this mn's switch processes by pid, and
-    their interfaces that are still the ones they had (name and ifindex)."""
+    their interfaces that are still the ones they had (name and ifindex). mn calls it from
+    its handler of the error and then exits 0; after an error (not a Ctrl-C) this exits 1."""
     gone = []
     for sw in MnDlcpSwitch.started:
         sw.stop_process()
@@ -104,8 +133,15 @@ def cleanup():
             if idx is not None and ifindex(name) == idx:
                 subprocess.run(["ip", "link", "del", name], capture_output=True)
                 gone.append(name)
+    MnDlcpSwitch.started.clear()
+    if MnDlcpSwitch.state is not None:
+        MnDlcpSwitch.state.remove()
+        MnDlcpSwitch.state = None
     info(f"*** dlcp: stopped this mn's switch processes, deleted {len(gone)} interface(s); "
          "Mininet's own cleanup (`mn -c`: by process name) was not run\n")
+    error = sys.exc_info()[0]
+    if error is not None and not issubclass(error, KeyboardInterrupt):
+        sys.exit(1)
 
 
 def iperf_test(net, seconds=IPERF_SECONDS):
