@@ -206,3 +206,25 @@ def test_chunk_magnitudes_from_table_and_distribution():
     assert abs(u.mean() - 0.02) < 5e-4 and abs(u.std() - 0.005) < 5e-4 and u.min() >= 0
     ln = d.sample_magnitudes(0, 10_000, rng)
     assert abs(np.median(np.log(ln)) + 7.0) < 0.05
+
+
+def test_a_trace_of_sizes_and_backward_times_alone_gets_the_documented_defaults(tmp_path):
+    from workloads import synthetic
+    path = tmp_path / "two.csv"
+    path.write_text("grad_bytes,backward_us\n400000,100\n800000,250.5\n")
+    t = load_trace(path)
+    layers = t.layers
+    assert list(layers["layer_id"]) == [0, 1] and list(layers["name"]) == ["layer0", "layer1"]
+    assert list(layers["forward_us"]) == [50.0, 125.25]          # half the backward time
+    want = synthetic.lognormal_magnitudes(np.array([400000, 800000]))
+    assert list(layers["mag_dist"]) == ["lognormal"] * 2
+    assert np.allclose(layers["mag_mu"], want["mag_mu"]) and np.allclose(layers["mag_sigma"], 1.0)
+    assert t.batch_time_us == 100 + 250.5 + 50 + 125.25
+    assert t.meta["synthetic"].startswith("layer_id (row order); name; forward_us (0.5 x backward_us); magnitudes")
+    # A column given in part is not completed: its gaps stay errors, named.
+    path.write_text("grad_bytes,backward_us,mag_mu\n400,1,0.1\n")
+    with pytest.raises(TraceError, match=r"missing magnitude column\(s\) \['mag_dist', 'mag_sigma'\]"):
+        load_trace(path)
+    path.write_text("grad_bytes\n400\n")
+    with pytest.raises(TraceError, match="backward_us"):
+        load_trace(path)

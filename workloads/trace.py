@@ -59,12 +59,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from workloads import synthetic
 from workloads.trace_checks import (
     FORMAT_VERSION, _MAX_PROBLEMS, TraceError, _check_batch_time, _check_chunks, _check_layers,
     _normalise_chunks, _normalise_layers, _reason,
 )
 
 _PARQUET_KEY = b"dlcp-trace"
+FORWARD_PER_BACKWARD = 0.5   # a trace without forward_us: synthetic.py's forward:backward = 1:2
 
 
 @dataclass
@@ -231,6 +233,9 @@ def load_trace(path: str | Path) -> Trace:
     magnitudes = None
     if mag_file:
         magnitudes = _read_magnitudes(path, str(mag_file))
+    layers, filled = fill_defaults(layers, magnitudes is not None)
+    if filled:
+        head["synthetic"] = "; ".join(filter(None, [str(head.get("synthetic", "")), *filled]))
     if batch is None:  # hand-written CSV: the iteration is just its compute
         numeric = pd.to_numeric
         with np.errstate(invalid="ignore", over="ignore"):   # bad cells are reported below
@@ -248,6 +253,33 @@ def load_trace(path: str | Path) -> Trace:
     except TraceError as e:
         problems = [f"{path}: {p}" for p in e.problems]
         raise TraceError(problems[0] if len(problems) == 1 else f"{path}: {e}", problems) from None
+
+
+def fill_defaults(layers: pd.DataFrame, has_chunks: bool) -> tuple[pd.DataFrame, list[str]]:
+    """A trace may be as small as `grad_bytes` and `backward_us`, rows in forward order: the
+    columns it leaves out entirely are filled, and said (for the `synthetic` key). layer_id:
+    the row order; name: `layer<i>`; forward_us: half the backward time (synthetic.py's
+    forward:backward = 1:2); magnitudes (all three mag_* columns absent and no chunk table):
+    synthetic.py's lognormal by tensor size. A column given in part is never completed: its
+    gaps stay errors of validate()."""
+    if "grad_bytes" not in layers or "backward_us" not in layers:
+        return layers, []
+    layers, filled = layers.copy(), []
+    if "layer_id" not in layers:
+        layers.insert(0, "layer_id", np.arange(len(layers)))
+        filled.append("layer_id (row order)")
+    if "name" not in layers:
+        layers.insert(1, "name", [f"layer{i}" for i in layers["layer_id"]])
+        filled.append("name")
+    if "forward_us" not in layers:
+        layers["forward_us"] = pd.to_numeric(layers["backward_us"], errors="coerce") * FORWARD_PER_BACKWARD
+        filled.append(f"forward_us ({FORWARD_PER_BACKWARD:g} x backward_us)")
+    if not has_chunks and not {"mag_dist", "mag_mu", "mag_sigma"} & set(layers):
+        sizes = pd.to_numeric(layers["grad_bytes"], errors="coerce").to_numpy(float)
+        for k, v in synthetic.lognormal_magnitudes(np.where(sizes > 0, sizes, 1.0)).items():
+            layers[k] = v
+        filled.append("magnitudes (lognormal by tensor size, workloads/synthetic.py)")
+    return layers, filled
 
 
 # Errors of the readers on a file that is not what its name says; anything else is a bug.
