@@ -4,6 +4,7 @@ returning an exit code."""
 import argparse
 import importlib
 import sys
+import warnings
 
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES = [
@@ -37,8 +38,22 @@ def build_parser():
     return parser
 
 
+_SAID = set()
+
+
+def _say_once(message, category, *_args, **_kwargs):
+    """A warning as one line of the command's own (an old field name, ...), each text once:
+    a spec is read many times a run."""
+    if str(message) not in _SAID:
+        _SAID.add(str(message))
+        print(f"dlcp-emu: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from topologies import RenamedParameterWarning
+    warnings.simplefilter("always", RenamedParameterWarning)
+    warnings.showwarning = _say_once
     return args.func(args)
 
 

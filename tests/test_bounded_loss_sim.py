@@ -21,7 +21,7 @@ from workloads import Trace
 TENSOR_BYTES = 250_000
 RUNS = {
     "ps-incast": {
-        "topology": {"kind": "star", "hosts": 5, "rate_bps": 10e9, "buffer_bytes": 30_000},
+        "topology": {"kind": "star", "hosts": 5, "host_rate_bps": 10e9, "buffer_bytes": 30_000},
         "pattern": "ps", "loss_bound": 0.01},
     "ring-oversubscribed": {
         "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2,

@@ -52,7 +52,7 @@ def test_clean_leaves_what_is_not_ours(tmp_path):
         assert decoy.poll() is None
         # A start cleans up after dead runs too, by the same rule; so does its stop.
         (rt / "dead.json").write_text(json.dumps(dead))
-        with EmulationRun(build("star", hosts=2, rate_bps=10e6), "fifo", runtime_dir=str(rt),
+        with EmulationRun(build("star", hosts=2, host_rate_bps=10e6), "fifo", runtime_dir=str(rt),
                           run_dir=str(tmp_path / "run")) as run:
             assert run.stale_runs == []
             assert not (rt / "dead.json").exists()

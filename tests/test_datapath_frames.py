@@ -326,7 +326,7 @@ def test_a_dlcp_header_is_the_same_packet_to_both_backends():
 
     h = DlcpHeader(flags=Flags.DROPPABLE, priority=2, mag_class=6, payload_len=300,
                    tensor_id=5 << 16 | 1 << 15 | 3, dst_rank=1)
-    net = SimNetwork(build("star", hosts=2, rate_bps=1e9))
+    net = SimNetwork(build("star", hosts=2, host_rate_bps=1e9))
     sent = []
     net.send = lambda host, pkt, now=None: sent.append(pkt)
     hosts = SimHosts(net, {0: _OnePacket(h, bytes(300))}, {0: "h1", 1: "h2"})

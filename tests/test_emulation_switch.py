@@ -186,7 +186,7 @@ def test_a_muted_host_puts_nothing_on_its_link_and_counts_what_it_tried(tmp_path
     """What a stop does once the network is quiet, before the switches stop: a muted host's
     kernel (a TCP retransmission seconds late, here pings) puts no frame on its link, and what
     it tried is counted at its egress; the stop still drains and every link balances."""
-    t = build("star", hosts=2, rate_bps=100 * MBPS)
+    t = build("star", hosts=2, host_rate_bps=100 * MBPS)
     with emulate(tmp_path, t, "fifo") as run:
         h1, h2 = run.host("h1"), run.host("h2")
         assert " 3 received" in h1.cmd(f"ping -c 3 -i 0.2 -W 1 {h2.IP()}")
@@ -216,7 +216,7 @@ def test_tcp_is_paced_at_the_port_rate(tmp_path):
     A try whose switch says it fell behind (a loaded machine) and missed may be run again, up
     to three in all; the last one decides."""
     rate = 100 * MBPS
-    t = build("star", hosts=2, rate_bps=rate)
+    t = build("star", hosts=2, host_rate_bps=rate)
     for k in range(3):
         stolen, t0 = cpu_steal_s(), time.monotonic()
         with emulate(tmp_path / f"try-{k}", t, "fifo") as run:
@@ -244,7 +244,7 @@ def test_strict_priority_and_dlcp_dropping_under_overload(tmp_path, engine):
     # arrived at its last poll, all at once (datapath: the model's clock never runs back),
     # which can fill the buffer past the mid class's threshold: such a try that lost mid
     # frames may be run again, up to three in all; the last one decides.
-    t = build("star", hosts=3, rate_bps=100 * MBPS, buffer_bytes=1_000_000)
+    t = build("star", hosts=3, host_rate_bps=100 * MBPS, buffer_bytes=1_000_000)
     payload = 1000
     pps = 100 * MBPS / ((90 + payload + 24) * 8)          # each sender at the line rate
     classes = [f"0:7:0:{payload}:1", f"4:6:1:{payload}:1", f"7:0:1:{payload}:3"]
@@ -283,7 +283,7 @@ def test_one_way_latency_ends_at_the_kernels_delivery_not_the_receivers_read(tmp
     """The traffic receiver times a frame to when the kernel put it in its socket: stopped
     for 0.3 s while frames came (SIGSTOP, by pid), it reports that wait as its own
     (`rx_wait_*`), not as the network's latency."""
-    t = build("star", hosts=2, rate_bps=100 * MBPS)
+    t = build("star", hosts=2, host_rate_bps=100 * MBPS)
     with emulate(tmp_path, t, "fifo") as run:
         rx = start_receiver(run, tmp_path, "h2", 6, idle=1.5)
         start = time.monotonic() + 0.3
@@ -302,7 +302,7 @@ def test_one_way_latency_ends_at_the_kernels_delivery_not_the_receivers_read(tmp
 def test_sampled_probes_go_to_their_own_host_and_the_load_to_its_own(tmp_path):
     """`--probe-dst-mac/--probe-dst-ip` (bench switch's latency probe): one frame in 10 goes
     to h3, stamped and marked job 1; the other nine go to h2."""
-    t = build("star", hosts=3, rate_bps=100 * MBPS)
+    t = build("star", hosts=3, host_rate_bps=100 * MBPS)
     with emulate(tmp_path, t, "fifo") as run:
         rx_load = start_receiver(run, tmp_path, "h2", 5, idle=1.0)
         rx_probe = start_receiver(run, tmp_path, "h3", 5, idle=1.0, job=1)
@@ -416,7 +416,7 @@ def test_clean_after_the_runner_and_its_reaper_are_killed(tmp_path):
 @pytest.mark.slow
 def test_sigterm_to_the_runner_tears_everything_down(tmp_path):
     rt = tmp_path / "runtime"
-    t_args = dict(hosts=2, rate_bps=100 * MBPS)
+    t_args = dict(hosts=2, host_rate_bps=100 * MBPS)
     ours = set(root_interfaces(build("star", **t_args)))
     links0 = link_names()
     script = textwrap.dedent(f"""

@@ -31,7 +31,7 @@ SLOWER, FASTER = 0.5, 0.25    # the bounds, in shares of the simulated network t
 
 SPEC = {
     "name": "validate-ps", "seed": 1, "time_dilation": 8.0, "byte_scale": 0.002, "time_limit_s": 60,
-    "topology": {"kind": "star", "hosts": 5, "rate_bps": 10e9},
+    "topology": {"kind": "star", "hosts": 5, "host_rate_bps": 10e9},
     "workload": {"model": "resnet50", "pattern": "ps", "workers": 4, "ps": 1, "iterations": 4},
     "transport": {"kind": "reliable"},
 }

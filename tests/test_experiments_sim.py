@@ -89,7 +89,7 @@ def test_table_and_plots(run):
 
 def test_cli_rejects_bad_spec_and_preset(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\nmtu = 1\n[topology]\nkind = "star"\nhosts = 2\nrate_bps = 1e9\n'
+    bad.write_text('name = "x"\nmtu = 1\n[topology]\nkind = "star"\nhosts = 2\nhost_rate_bps = 1e9\n'
                    '[workload]\nmodel = "resnet50"\nworkers = 2\n')
     assert main(["simulate", str(bad), "--results", str(tmp_path)]) == 2
     assert "mtu: 1 is not allowed; must be an integer in 576..9000" in capsys.readouterr().err
@@ -226,7 +226,7 @@ def test_jobs_refuse_runs_that_would_not_fit_in_memory_together(tmp_path, monkey
     monkeypatch.setattr(compare, "_side_by_side", lambda *a: pytest.fail("the runs were started"))
     from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
     one = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "byte_scale": 1.0,
-                      "topology": {"kind": "star", "hosts": 1, "rate_bps": 10e9},
+                      "topology": {"kind": "star", "hosts": 1, "host_rate_bps": 10e9},
                       "workload": {**TINY["workload"], "workers": 1}})
     workers = int(0.6 * machine_memory_bytes() / gradient_memory_bytes(one))
     big = one.with_field("topology.hosts", workers).with_field("workload.workers", workers)

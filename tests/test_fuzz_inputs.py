@@ -75,7 +75,7 @@ GOOD = {
     ("payload",): ["values", "sizes"],
     ("topology", "kind"): ["star", "dumbbell", "leaf-spine", "fat-tree"],
     ("topology", "hosts"): [1, 2, 3, 16],
-    ("topology", "rate_bps"): [1, 1e3, 1e9, 100e9],
+    ("topology", "rate_bps"): [1e9],   # the old name of host_rate_bps
     ("topology", "delay_ns"): [0, 1000, 10 ** 9],
     ("topology", "buffer_bytes"): [1514, 262144, 10 ** 12],
     ("workload", "model"): ["resnet50", "vgg16", "gpt2-small", "bert-base"],
@@ -108,7 +108,7 @@ GOOD = {
                                   {"name": "dlcp", "threshold": INF}, {"name": "trim", "trim_packets": 1.5}],
     ("switch", "load_balancer"): ["single", "ecmp", "spray", {"name": "spray", "mode": []}],
     ("topology", "leaves"): [1, 2, 10 ** 9], ("topology", "spines"): [1, 2],
-    ("topology", "hosts_per_leaf"): [1, 2], ("topology", "host_rate_bps"): [1e9, NAN],
+    ("topology", "hosts_per_leaf"): [1, 2], ("topology", "host_rate_bps"): [1, 1e3, 1e9, 100e9, NAN],
     ("topology", "oversubscription"): [1, 2.0, 0, INF], ("topology", "k"): [2, 4, 3, 10 ** 6],
     ("topology", "hosts_per_side"): [1, 2], ("topology", "edge_rate_bps"): [1e9],
     ("topology", "bottleneck_rate_bps"): [1e8],
@@ -120,7 +120,7 @@ FIELDS = sorted(GOOD)
 
 def base_spec():
     return {"name": "fuzz", "time_limit_s": 5,
-            "topology": {"kind": "star", "hosts": 3, "rate_bps": 1e9},
+            "topology": {"kind": "star", "hosts": 3, "host_rate_bps": 1e9},
             "workload": {"model": "resnet50", "workers": 2, "iterations": 1},
             "switch": {"preset": "fifo"}}
 

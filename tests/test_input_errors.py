@@ -24,7 +24,7 @@ time_limit_s = 5
 [topology]
 kind = "star"
 hosts = 2
-rate_bps = 1e9
+host_rate_bps = 1e9
 [workload]
 {workload}
 workers = 2
@@ -89,8 +89,8 @@ def test_nan_fusion_cycle_names_the_field(tmp_path, capsys):
 
 
 def test_nan_topology_rate_is_named():
-    with pytest.raises(SpecError, match=r"topology: star: rate_bps must be a number > 0 \(bit/s\), got nan"):
-        parse_spec({"topology": {"kind": "star", "hosts": 2, "rate_bps": float("nan")},
+    with pytest.raises(SpecError, match=r"topology: star: host_rate_bps must be a number > 0 \(bit/s\), got nan"):
+        parse_spec({"topology": {"kind": "star", "hosts": 2, "host_rate_bps": float("nan")},
                     "workload": {"model": "resnet50", "workers": 2}})
 
 
@@ -105,7 +105,7 @@ def test_a_huge_time_dilation_is_reported_against_time_dilation(tmp_path):
     assert "time_dilation: 1e+09 (with byte_scale 0.002) runs the slowest link" in msg
     assert "(l1-s1, 7.5e+09 bit/s) at 0.015 bit/s" in msg and "at most 1.5e+07 here" in msg
     # Only byte_scale written: it is the one named.
-    spec = {"byte_scale": 1e-12, "topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+    spec = {"byte_scale": 1e-12, "topology": {"kind": "star", "hosts": 2, "host_rate_bps": 1e9},
             "workload": {"model": "resnet50", "workers": 2}}
     with pytest.raises(SpecError, match=r"byte_scale: 1e-12 \(with time_dilation 1\) .* at least 1e-09 here"):
         parse_spec(spec)
@@ -223,12 +223,12 @@ def test_gradients_beyond_the_machines_memory_are_refused_naming_byte_scale(tmp_
 def test_topologies_past_the_link_limit_are_refused_before_building():
     with pytest.raises(ValueError, match="star: hosts 1000000000000 makes 1,000,000,000,000 links; "
                                          "at most 200,000"):
-        build("star", hosts=1e12, rate_bps=1e9)
+        build("star", hosts=1e12, host_rate_bps=1e9)
     with pytest.raises(ValueError, match=r"leaf-spine: leaves 100000 x \(hosts_per_leaf 1 \+ spines 100000\)"):
         build("leaf-spine", leaves=100_000, spines=100_000, hosts_per_leaf=1, host_rate_bps=1e9)
     with pytest.raises(ValueError, match="fat-tree: k 1000 makes 750,000,000 links"):
-        build("fat-tree", k=1000, rate_bps=1e9)
-    assert len(build("fat-tree", k=16, rate_bps=1e9).hosts()) == 1024
+        build("fat-tree", k=1000, host_rate_bps=1e9)
+    assert len(build("fat-tree", k=16, host_rate_bps=1e9).hosts()) == 1024
 
 
 # -- output paths and list flags ---------------------------------------------------------------
@@ -303,7 +303,7 @@ def spec_number_fields():
 
 
 def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
-    good = {"topology": {"kind": "star", "hosts": 3, "rate_bps": 1e9},
+    good = {"topology": {"kind": "star", "hosts": 3, "host_rate_bps": 1e9},
             "workload": {"model": "resnet50", "workers": 2},
             "compression": {"mode": "dc2"}, "background": {"load": 0.1}}
     parse_spec(good)
@@ -330,14 +330,14 @@ def test_every_spec_field_refuses_nan_and_infinity_naming_itself():
 ])
 def test_bad_switch_stage_values_are_spec_errors(switch, named):
     with pytest.raises(SpecError, match="switch: ") as e:
-        parse_spec({"topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+        parse_spec({"topology": {"kind": "star", "hosts": 2, "host_rate_bps": 1e9},
                     "workload": {"model": "resnet50", "workers": 2}, "switch": switch})
     assert named in str(e.value)
 
 
 def test_a_trace_field_that_is_not_a_string_is_named():
     with pytest.raises(SpecError, match=r"workload.trace: nan is not allowed; must be a path"):
-        parse_spec({"topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+        parse_spec({"topology": {"kind": "star", "hosts": 2, "host_rate_bps": 1e9},
                     "workload": {"trace": float("nan"), "workers": 2}})
 
 

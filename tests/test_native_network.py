@@ -31,15 +31,15 @@ def topologies(draw):
     of its own."""
     shape = draw(st.sampled_from(["star", "dumbbell", "leaf-spine", "fat-tree"]))
     if shape == "star":
-        topo = build("star", hosts=draw(st.integers(2, 6)), rate_bps=1e9)
+        topo = build("star", hosts=draw(st.integers(2, 6)), host_rate_bps=1e9)
     elif shape == "dumbbell":
-        topo = build("dumbbell", hosts_per_side=draw(st.integers(1, 3)), edge_rate_bps=1e9,
+        topo = build("dumbbell", hosts_per_side=draw(st.integers(1, 3)), host_rate_bps=1e9,
                      bottleneck_rate_bps=1e9)
     elif shape == "leaf-spine":
         topo = build("leaf-spine", leaves=draw(st.integers(2, 3)), spines=draw(st.integers(1, 3)),
                      hosts_per_leaf=draw(st.integers(1, 3)), host_rate_bps=1e9)
     else:
-        topo = build("fat-tree", k=4, rate_bps=1e9)
+        topo = build("fat-tree", k=4, host_rate_bps=1e9)
     uniform = draw(st.booleans())   # equal links make equal times: ties in the event order
     links = []
     for link in topo.links:
@@ -311,7 +311,7 @@ def test_simultaneous_deliveries_come_back_as_one_batch(pipeline):
     """Every host of a uniform star sends two packets to the next at once: deliveries tie and
     come back in batches; each sets a timer that falls due exactly when the next packet
     arrives, so timers and deliveries tie too, and only the majors order them as Python does."""
-    topo = build("star", hosts=8, rate_bps=10**9, delay_ns=1000)
+    topo = build("star", hosts=8, host_rate_bps=10**9, delay_ns=1000)
     names = topo.hosts()
     packets = [(i, (i + 1) % 8, Packet(1500, names[(i + 1) % 8], flow=i, prio=i % 8, dlcp=True, uid=i + 8 * k), 0)
                for k in range(2) for i in range(8)]
@@ -330,7 +330,7 @@ def test_simultaneous_deliveries_come_back_as_one_batch(pipeline):
 def test_a_congested_network_exercises_what_the_random_tests_rely_on():
     """A dumbbell's bottleneck under bursts of every magnitude: thresholds, evictions and full
     buffers at the switch, and a NIC whose queue overflows its 64 MiB; the same on both."""
-    topo = build("dumbbell", hosts_per_side=3, edge_rate_bps=10**9, bottleneck_rate_bps=10**8,
+    topo = build("dumbbell", hosts_per_side=3, host_rate_bps=10**9, bottleneck_rate_bps=10**8,
                  delay_ns=1000, buffer_bytes=30_000)
     rng = np.random.default_rng(7)
     n = 3000
@@ -346,5 +346,5 @@ def test_a_congested_network_exercises_what_the_random_tests_rely_on():
     n = 7500
     burst = {**{k: v[:1].repeat(n) for k, v in sends.items()}, "uid": np.arange(n), "time": np.zeros(n, np.int64),
              "size": np.full(n, 9000)}
-    py, _ = run_open_loop(build("star", hosts=2, rate_bps=10**10), "fifo", 0, burst)
+    py, _ = run_open_loop(build("star", hosts=2, host_rate_bps=10**10), "fifo", 0, burst)
     assert any(node == "h1" and reason == "buffer_full" for node, _, _, reason, _ in py.drops())

@@ -17,7 +17,7 @@ def incast(pipeline, udp_port=9798):
     """h1 and h2 each send one flow to h3 at the same time, on the `reliable` transport's
     endpoints (as background flows: the same objects the emulator runs over UDP); `udp_port`
     None makes them stand in for kernel TCP. Returns (network, endpoints, what was sent)."""
-    topo = build("star", hosts=3, rate_bps=1e9, buffer_bytes=BUFFER)
+    topo = build("star", hosts=3, host_rate_bps=1e9, buffer_bytes=BUFFER)
     net = SimNetwork(topo, pipeline)
     hosts = SimHosts(net, {}, {})
     eps = {0: BackgroundEndpoint(0, [(0, 2, FLOW_BYTES, 0)]),

@@ -64,7 +64,7 @@ def test_packets_queued_at_successive_switches_are_accounted_at_each():
     further along, must not be taken for this port's own (that once evicted packets a port
     never held, corrupted its counts and crashed). Permutation bursts on a fat tree, with
     random priorities and magnitudes, queue droppable packets at every tier."""
-    topo = build("fat-tree", k=6, rate_bps=1e9)
+    topo = build("fat-tree", k=6, host_rate_bps=1e9)
     net = SimNetwork(topo, "dlcp", seed=1)
     hosts = topo.hosts()
     rng = random.Random(1)

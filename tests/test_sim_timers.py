@@ -34,7 +34,7 @@ class ScriptedTimeout:
 
 @pytest.fixture(params=["python", "native"])
 def hosts(request):
-    net = make_network(build("star", hosts=2, rate_bps=1e9), "fifo", request.param)
+    net = make_network(build("star", hosts=2, host_rate_bps=1e9), "fifo", request.param)
     hosts = SimHosts(net, {}, {})
     hosts.add_job(JOB, {RANK: ScriptedTimeout()}, {RANK: "h1"}, udp_port=9798)
     return hosts

@@ -75,7 +75,7 @@ def test_load_spec_reports_toml_and_io_errors(tmp_path):
 def test_background_flow_count_is_checked_against_the_time_limit():
     spec = {**GOOD, "time_limit_s": 600, "background": {"load": 0.5}}
     with pytest.raises(SpecError, match=r"background: load 0.5 over time_limit_s 600 means about [\d,]+ "
-                                        r"flows \(.* hosts, links at .* bit/s: topology hosts and rate_bps\), "
+                                        r"flows \(.* hosts, links at .* bit/s: topology hosts and host_rate_bps\), "
                                         r"above the 20,000 a run holds; lower background.load"):
         parse_spec(spec)
     assert parse_spec({**spec, "time_limit_s": 5}).background["transport"] == "reliable"

@@ -251,13 +251,13 @@ def test_to_dict_round_trip_and_adjacency():
 # ---- registry and error paths ----------------------------------------------------------
 
 def test_registry_builds_each():
-    assert counts(build("star", hosts=3, rate_bps=G)) == (3, 1, 3)
-    assert counts(build("dumbbell", hosts_per_side=2, edge_rate_bps=G,
+    assert counts(build("star", hosts=3, host_rate_bps=G)) == (3, 1, 3)
+    assert counts(build("dumbbell", hosts_per_side=2, host_rate_bps=G,
                         bottleneck_rate_bps=G)) == (4, 2, 5)
     assert counts(build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2,
                         host_rate_bps=G)) == (4, 4, 8)
-    assert counts(build("fat-tree", k=4, rate_bps=G)) == (16, 20, 48)
-    assert build("fat_tree", k=2, rate_bps=1e9) == fat_tree(2, G)   # alias, float from JSON
+    assert counts(build("fat-tree", k=4, host_rate_bps=G)) == (16, 20, 48)
+    assert build("fat_tree", k=2, host_rate_bps=1e9) == fat_tree(2, G)   # alias, float from JSON
     assert builder_params("star")["buffer_bytes"] == DEFAULT_BUFFER_BYTES
 
 
@@ -270,10 +270,10 @@ def test_unknown_topology_lists_known():
 
 
 def test_unknown_and_missing_parameters():
-    with pytest.raises(ValueError, match=r"unknown parameter\(s\) pods; allowed: k, rate_bps, "
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) pods; allowed: k, host_rate_bps, "
                                          r"delay_ns, buffer_bytes"):
-        build("fat-tree", k=4, rate_bps=G, pods=4)
-    with pytest.raises(ValueError, match=r"missing required parameter\(s\) rate_bps"):
+        build("fat-tree", k=4, host_rate_bps=G, pods=4)
+    with pytest.raises(ValueError, match=r"missing required parameter\(s\) host_rate_bps"):
         build("fat-tree", k=4)
 
 
@@ -281,10 +281,10 @@ def test_unknown_and_missing_parameters():
     (lambda: fat_tree(3, G), r"fat-tree: k must be an even integer >= 2, got 3"),
     (lambda: fat_tree(0, G), r"k must be an even integer >= 2, got 0"),
     (lambda: fat_tree(True, G), r"k must be an even integer >= 2"),
-    (lambda: fat_tree(4, -1), r"fat-tree: rate_bps must be a number > 0 \(bit/s\), got -1"),
-    (lambda: fat_tree(4, float("nan")), r"rate_bps must be a number > 0"),
-    (lambda: fat_tree(4, "10G"), r"rate_bps must be a number > 0"),
-    (lambda: fat_tree(4, 0.3), r"rate_bps must be >= 1 bit/s"),
+    (lambda: fat_tree(4, -1), r"fat-tree: host_rate_bps must be a number > 0 \(bit/s\), got -1"),
+    (lambda: fat_tree(4, float("nan")), r"host_rate_bps must be a number > 0"),
+    (lambda: fat_tree(4, "10G"), r"host_rate_bps must be a number > 0"),
+    (lambda: fat_tree(4, 0.3), r"host_rate_bps must be >= 1 bit/s"),
     (lambda: star(0, G), r"star: hosts must be an integer >= 1, got 0"),
     (lambda: star(2.5, G), r"hosts must be an integer >= 1, got 2.5"),
     (lambda: star(2, G, delay_ns=-5), r"star: delay_ns must be an integer >= 0 \(ns\), got -5"),
@@ -292,7 +292,7 @@ def test_unknown_and_missing_parameters():
      r"buffer_bytes must be an integer >= 1514 \(bytes, one full frame\), got 100"),
     (lambda: dumbbell(0, G, G), r"dumbbell: hosts_per_side must be an integer >= 1"),
     (lambda: dumbbell(1, G, 0), r"dumbbell: bottleneck_rate_bps must be a number > 0"),
-    (lambda: dumbbell(1, 0, G), r"dumbbell: edge_rate_bps must be a number > 0"),
+    (lambda: dumbbell(1, 0, G), r"dumbbell: host_rate_bps must be a number > 0"),
     (lambda: dumbbell(1, G, G, bottleneck_delay_ns=-1), r"bottleneck_delay_ns must be"),
     (lambda: dumbbell(1, G, G, bottleneck_buffer_bytes=0), r"bottleneck_buffer_bytes must be"),
     (lambda: leaf_spine(0, 2, 2, G), r"leaf-spine: leaves must be an integer >= 1, got 0"),
@@ -355,3 +355,30 @@ def test_model_validation_errors():
         t.paths("h1", "s1")
     with pytest.raises(KeyError, match="no node 'zz'"):
         t.neighbors("zz")
+
+
+@pytest.mark.parametrize("kind, old, params", [
+    ("star", "rate_bps", {"hosts": 3}), ("fat-tree", "rate_bps", {"k": 4}),
+    ("dumbbell", "edge_rate_bps", {"hosts_per_side": 2, "bottleneck_rate_bps": G})])
+def test_every_topology_calls_its_host_links_rate_host_rate_bps_and_takes_the_old_name_with_a_warning(
+        kind, old, params):
+    from topologies import RenamedParameterWarning
+    assert "host_rate_bps" in builder_params(kind) and old not in builder_params(kind)
+    with pytest.warns(RenamedParameterWarning, match=f"{kind}: {old} is now called host_rate_bps"):
+        t = build(kind, **params, **{old: G})
+    assert t == build(kind, **params, host_rate_bps=G)
+    with pytest.raises(TopologyError, match=f"{kind}: give host_rate_bps, not both host_rate_bps and {old}"):
+        build(kind, **params, host_rate_bps=G, **{old: G})
+
+
+def test_the_command_line_says_an_old_name_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    spec = tmp_path / "old.toml"
+    spec.write_text('name = "old"\n[topology]\nkind = "star"\nhosts = 2\nrate_bps = 1e9\n'
+                    '[workload]\nmodel = "resnet50"\nworkers = 2\n')
+    r = subprocess.run([sys.executable, "-m", "dlcp_emu.cli", "simulate", str(spec), "--dry-run"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("dlcp-emu: warning: star: rate_bps is now called host_rate_bps")
+    assert r.stderr.count("\n") == 1, r.stderr

@@ -103,7 +103,7 @@ def incast(loss_bound, drop_order="magnitude"):
     droppable packets early: a sixth of the gradient bytes are lost at a 50% bound."""
     return parse_spec({
         "name": "incast", "seed": 1, "time_limit_s": 60, "packet_records": False,
-        "topology": {"kind": "star", "hosts": 9, "rate_bps": 1e9, "buffer_bytes": 24000},
+        "topology": {"kind": "star", "hosts": 9, "host_rate_bps": 1e9, "buffer_bytes": 24000},
         "workload": {"pattern": "ps", "workers": 8, "iterations": 30},
         "transport": {"kind": "dlcp", "loss_bound": loss_bound, "droppable_fraction": 1.0,
                       "drop_order": drop_order},

@@ -11,7 +11,7 @@ from dlcp_emu.study import compare, validate
 from dlcp_emu.cli import main
 from dlcp_emu.experiment.spec import parse_spec
 
-SPEC = parse_spec({"name": "t", "topology": {"kind": "star", "hosts": 2, "rate_bps": 1e9},
+SPEC = parse_spec({"name": "t", "topology": {"kind": "star", "hosts": 2, "host_rate_bps": 1e9},
                    "workload": {"model": "resnet50", "workers": 2}})
 
 # (backend, preset) -> per seed: (mean iteration time, p99 tensor completion time, hosts late)

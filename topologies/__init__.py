@@ -2,6 +2,8 @@
 a Mininet Topo for the emulator and a plain graph for the simulator."""
 from topologies.builders import (
     BUILDERS,
+    RENAMED,
+    RenamedParameterWarning,
     build,
     builder_params,
     dumbbell,
@@ -24,7 +26,7 @@ from topologies.model import (
 )
 
 __all__ = [
-    "BUILDERS", "build", "builder_params", "star", "dumbbell", "leaf_spine", "fat_tree",
+    "BUILDERS", "RENAMED", "RenamedParameterWarning", "build", "builder_params", "star", "dumbbell", "leaf_spine", "fat_tree",
     "leaf_spine_uplink_rate", "DEFAULT_BUFFER_BYTES", "MIN_BUFFER_BYTES", "IP_PREFIX_LEN",
     "HOST", "SWITCH", "Node", "Link", "Port", "Topology", "TopologyError",
 ]

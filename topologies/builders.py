@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from typing import Any, Callable
 
 from topologies.model import (
@@ -67,23 +68,23 @@ def _hosts(n: int, first: int = 1, **attrs) -> list[Node]:
     return [Node(f"h{i}", HOST, "host", **attrs) for i in range(first, first + n)]
 
 
-def star(hosts: int, rate_bps: float, delay_ns: int = 0,
+def star(hosts: int, host_rate_bps: float, delay_ns: int = 0,
          buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Topology:
     """`hosts` hosts on one switch s1 (port i to host hi)."""
     t = "star"
     n = _int(t, "hosts", hosts, 1)
     _size(t, n, f"hosts {n}")
-    rate = _rate(t, "rate_bps", rate_bps)
+    rate = _rate(t, "host_rate_bps", host_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)
     hs = _hosts(n)
     links = [Link(h.name, "s1", rate, delay, buf) for h in hs]
     return Topology(f"star-{n}", [*hs, Node("s1", SWITCH, "switch")], links,
-                    {"topology": "star", "hosts": n, "rate_bps": rate, "delay_ns": delay,
+                    {"topology": "star", "hosts": n, "host_rate_bps": rate, "delay_ns": delay,
                      "buffer_bytes": buf})
 
 
-def dumbbell(hosts_per_side: int, edge_rate_bps: float, bottleneck_rate_bps: float,
+def dumbbell(hosts_per_side: int, host_rate_bps: float, bottleneck_rate_bps: float,
              delay_ns: int = 0, bottleneck_delay_ns: int | None = None,
              buffer_bytes: int = DEFAULT_BUFFER_BYTES,
              bottleneck_buffer_bytes: int | None = None) -> Topology:
@@ -92,7 +93,7 @@ def dumbbell(hosts_per_side: int, edge_rate_bps: float, bottleneck_rate_bps: flo
     t = "dumbbell"
     n = _int(t, "hosts_per_side", hosts_per_side, 1)
     _size(t, 2 * n + 1, f"hosts_per_side {n}")
-    edge = _rate(t, "edge_rate_bps", edge_rate_bps)
+    edge = _rate(t, "host_rate_bps", host_rate_bps)
     neck = _rate(t, "bottleneck_rate_bps", bottleneck_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     ndelay = delay if bottleneck_delay_ns is None else _delay(t, "bottleneck_delay_ns",
@@ -106,7 +107,7 @@ def dumbbell(hosts_per_side: int, edge_rate_bps: float, bottleneck_rate_bps: flo
     links.append(Link("s1", "s2", neck, ndelay, nbuf))
     nodes = [*left, *right, Node("s1", SWITCH, "left"), Node("s2", SWITCH, "right")]
     return Topology(f"dumbbell-{n}x2", nodes, links,
-                    {"topology": "dumbbell", "hosts_per_side": n, "edge_rate_bps": edge,
+                    {"topology": "dumbbell", "hosts_per_side": n, "host_rate_bps": edge,
                      "bottleneck_rate_bps": neck, "delay_ns": delay,
                      "bottleneck_delay_ns": ndelay, "buffer_bytes": buf,
                      "bottleneck_buffer_bytes": nbuf})
@@ -163,10 +164,10 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, host_rate_bps: flo
                      "buffer_bytes": buf})
 
 
-def fat_tree(k: int, rate_bps: float, delay_ns: int = 0,
+def fat_tree(k: int, host_rate_bps: float, delay_ns: int = 0,
              buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Topology:
     """Standard k-ary fat tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation
-    switches, (k/2)^2 cores, k^3/4 hosts, all links at rate_bps. Aggregation switch j of every
+    switches, (k/2)^2 cores, k^3/4 hosts, all links at host_rate_bps. Aggregation switch j of every
     pod connects to cores j*k/2+1 .. (j+1)*k/2, so core c reaches each pod through one agg."""
     t = "fat-tree"
     if isinstance(k, float) and k.is_integer():
@@ -174,7 +175,7 @@ def fat_tree(k: int, rate_bps: float, delay_ns: int = 0,
     if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
         raise TopologyError(f"{t}: k must be an even integer >= 2, got {k!r}")
     _size(t, 3 * k ** 3 // 4, f"k {k}")
-    rate = _rate(t, "rate_bps", rate_bps)
+    rate = _rate(t, "host_rate_bps", host_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)
     half = k // 2
@@ -202,7 +203,7 @@ def fat_tree(k: int, rate_bps: float, delay_ns: int = 0,
             for c in cores[j * half:(j + 1) * half]:
                 links.append(Link(a.name, c.name, rate, delay, buf))
     return Topology(f"fat-tree-k{k}", [*hosts, *edges, *aggs, *cores], links,
-                    {"topology": "fat-tree", "k": k, "rate_bps": rate, "delay_ns": delay,
+                    {"topology": "fat-tree", "k": k, "host_rate_bps": rate, "delay_ns": delay,
                      "buffer_bytes": buf})
 
 
@@ -214,12 +215,40 @@ BUILDERS: dict[str, Callable[..., Topology]] = {
 }
 
 
+# Every topology names its host links' rate host_rate_bps; the names they had before.
+RENAMED = {"star": {"rate_bps": "host_rate_bps"}, "fat-tree": {"rate_bps": "host_rate_bps"},
+           "dumbbell": {"edge_rate_bps": "host_rate_bps"}}
+
+
+class RenamedParameterWarning(UserWarning):
+    """A topology parameter given by its old name, still accepted."""
+
+
+def renamed(name: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(params with old names replaced, a sentence for each): TopologyError if both the old
+    and the new name are given."""
+    key = name.replace("_", "-") if isinstance(name, str) else name
+    out, said = dict(params), []
+    for old, new in RENAMED.get(key, {}).items():
+        if old in out:
+            if new in out:
+                raise TopologyError(f"{key}: give {new}, not both {new} and {old} (its old name)")
+            out[new] = out.pop(old)
+            said.append(f"{old} is now called {new} (every topology's name for the rate of its "
+                        f"host links); {old} still works for now")
+    return out, said
+
+
 def build(name: str, **params: Any) -> Topology:
     """Build a topology by registry name ('star', 'dumbbell', 'leaf-spine', 'fat-tree';
-    underscores are accepted for hyphens) from keyword parameters, e.g. from a spec file."""
+    underscores are accepted for hyphens) from keyword parameters, e.g. from a spec file.
+    A parameter's old name (RENAMED) is taken with a RenamedParameterWarning."""
     key = name.replace("_", "-") if isinstance(name, str) else name
     if key not in BUILDERS:
         raise TopologyError(f"unknown topology {name!r}; known: {', '.join(BUILDERS)}")
+    params, said = renamed(key, params)
+    for sentence in said:
+        warnings.warn(f"{key}: {sentence}", RenamedParameterWarning, stacklevel=2)
     fn = BUILDERS[key]
     sig = inspect.signature(fn)
     allowed = list(sig.parameters)

@@ -37,9 +37,9 @@ from topologies import build, builder_params
 
 DEFAULTS = {
     "leaf-spine": {"leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate_bps": 100e6},
-    "star": {"hosts": 4, "rate_bps": 100e6},
-    "dumbbell": {"hosts_per_side": 2, "edge_rate_bps": 100e6, "bottleneck_rate_bps": 50e6},
-    "fat-tree": {"k": 4, "rate_bps": 100e6},
+    "star": {"hosts": 4, "host_rate_bps": 100e6},
+    "dumbbell": {"hosts_per_side": 2, "host_rate_bps": 100e6, "bottleneck_rate_bps": 50e6},
+    "fat-tree": {"k": 4, "host_rate_bps": 100e6},
 }
 NAMES = {"leafspine": "leaf-spine", "star": "star", "dumbbell": "dumbbell", "fattree": "fat-tree"}
 

@@ -145,6 +145,6 @@ def _check_background(c, background, topo, top):
         c.problems.append(
             f"background: load {background['load']:g} over time_limit_s {top['time_limit_s']:g} means "
             f"about {count} flows ({len(hosts):,} hosts, links at {port.link.rate_bps:g} bit/s: topology "
-            f"hosts and rate_bps), above the {MAX_BACKGROUND_FLOWS:,} a run holds; lower "
+            f"hosts and host_rate_bps), above the {MAX_BACKGROUND_FLOWS:,} a run holds; lower "
             f"background.load, time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.3g} s here) or the "
-            f"topology's hosts or rate_bps")
+            f"topology's hosts or host_rate_bps")

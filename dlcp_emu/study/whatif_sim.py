@@ -17,7 +17,7 @@ def whatif_sim(model, workers, bandwidth_gbps, run_dir, byte_scale=0.01, iterati
     spec = parse_spec({
         "name": f"whatif-{model}-{workers}-{bandwidth_gbps:g}g", "seed": 1,
         "time_dilation": 1.0, "byte_scale": byte_scale, "time_limit_s": 600,
-        "topology": {"kind": "star", "hosts": workers, "rate_bps": bandwidth_gbps * 1e9,
+        "topology": {"kind": "star", "hosts": workers, "host_rate_bps": bandwidth_gbps * 1e9,
                      "buffer_bytes": 4 * 1024 * 1024},
         "workload": {"model": model, "pattern": "ring", "workers": workers, "iterations": iterations},
         "transport": {"kind": transport}, "switch": {"preset": preset},
