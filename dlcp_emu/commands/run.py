@@ -9,10 +9,11 @@ from switch_models import preset_names
 from dlcp_emu.commands.argtypes import (
     field_values, name, name_list, number_at_least, output_dir, positive_int,
 )
+from dlcp_emu import study
 from dlcp_emu.emu.capture import DEFAULT_BUDGET_MB
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent.parent / "examples" / "default.toml"
-DEFAULT_PRESETS = "fifo,pias,layer-prio,dlcp"
+DEFAULT_PRESETS = ",".join(study.DEFAULT_PRESETS)
 
 
 def add_parser(sub):
@@ -50,6 +51,11 @@ def add_parser(sub):
     c.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="simulated runs side by side (--backend sim), each in a process of its own "
                         "(a core and the memory of one run each); the same figures as one at a time")
+    c.add_argument("--cluster", nargs="?", const="local", metavar="ADDRESS",
+                   help="simulated runs (--backend sim) on a Dask cluster: a local one of --jobs "
+                        "processes (a process a core by default), or the running scheduler at ADDRESS "
+                        "(tcp://HOST:PORT); the same run folder as one at a time, a run that fails "
+                        "there is reported with its error and the others kept (docs/cluster.md)")
     _engine(c)
     _live(c)
     c.set_defaults(func=_compare)
@@ -158,7 +164,7 @@ def _emu_options(args, spec):
 def _compare(args):
     from dlcp_emu.study.compare import check_jobs
     try:
-        check_jobs(args.jobs, args.backend)   # before the need for root: the flag is the problem
+        check_jobs(args.jobs, args.backend, args.cluster)   # before the need for root: the flag is the problem
     except ValueError as e:
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
@@ -190,15 +196,15 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
                          f"{capture['max_bytes'] / 1e6:.1f} MB a file: {', '.join(capture['ports'])}")
         print("\n".join(lines))
         return 0
+    from dlcp_emu import api
     try:
-        run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=args.backend,
-                                           root=args.results, log=lambda m: print(m, flush=True),
-                                           vary=vary,
-                                           emu_options=emu_options if args.backend == "emu" else None,
-                                           jobs=getattr(args, "jobs", 1))
+        result = api.compare(spec, presets, seeds=seeds, backend=args.backend, root=args.results,
+                             log=lambda m: print(m, flush=True), vary=vary, emu_options=emu_options,
+                             jobs=getattr(args, "jobs", 1), cluster=getattr(args, "cluster", None))
     except (RuntimeError, ValueError) as e:   # set-up problems (a SpecError too): say what
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
+    run_dir, summary = result.path, result.summary
     if args.json:
         compare.print_json(summary)
     else:
@@ -209,6 +215,8 @@ def _finish(args, spec, presets, seeds, report=False, vary=None, emu_options=Non
             from dlcp_emu.emu.capture import describe
             print(f"\ncaptures ({len(captures)} files; Wireshark: `dlcp-emu wireshark --install`):")
             print("\n".join(describe(captures, run_dir)))
+        for f in summary.get("failed", ()):
+            print(f"FAILED {f['run']} seed {f['seed']}: {f['error']}")
         print(f"\n{summary['runs']} run(s) in {_duration(summary['elapsed_s'])}; results: {run_dir}  "
               f"(also {args.results / 'latest'})")
     if report:

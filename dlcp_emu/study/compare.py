@@ -13,16 +13,14 @@ A preset's figures are the mean over its seeds; each seed's own figures are kept
 
 `jobs=N` runs N simulated runs side by side, each in a process of its own (a core each):
 the same figures as one at a time (every run is seeded), in about 1/N of the time. An
-emulation has the machine to itself, so emulated runs go one at a time.
+emulation has the machine to itself, so emulated runs go one at a time. `cluster` hands the
+simulated runs to a Dask cluster instead (study/cluster.py, docs/cluster.md): the same run
+folder; a run that fails there is listed under `failed` with its error, the others kept.
 """
-import concurrent.futures
 import concurrent.futures.process
-import contextlib
 import itertools
 import json
-import multiprocessing
 import shutil
-import signal
 import time
 from pathlib import Path
 
@@ -30,6 +28,8 @@ import numpy as np
 
 from dlcp_emu.experiment import results
 from dlcp_emu.experiment.runner import preset_name
+from dlcp_emu.study.pools import check_memory as _check_memory_side_by_side
+from dlcp_emu.study.pools import side_by_side as _side_by_side
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
@@ -121,22 +121,26 @@ def dilations(runs, log=print, machine=None):
     return out
 
 
-def check_jobs(jobs, backend):
-    """ValueError naming --jobs where runs cannot go side by side."""
+def check_jobs(jobs, backend, cluster=None):
+    """ValueError naming --jobs (--cluster) where runs cannot go side by side (on a cluster)."""
     if jobs != 1 and backend != "sim":
         raise ValueError(f"--jobs {jobs}: only simulated runs (--backend sim) run side by side; "
                          "an emulation has the machine to itself")
+    if cluster is not None:
+        from dlcp_emu.study.cluster import check_cluster
+        check_cluster(cluster, backend, jobs)
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
-            emu_options=None, jobs=1, machine=None):
+            emu_options=None, jobs=1, machine=None, cluster=None):
     """`machine`: the costs "auto" dilations are chosen from (study.dilation.Machine); measured
-    when not given."""
-    check_jobs(jobs, backend)
+    when not given. `cluster`: "local" (a Dask cluster of `jobs` processes here, or a
+    process a core) or a scheduler's address; simulated runs only."""
+    check_jobs(jobs, backend, cluster)
     runs = dilations(variants(spec, presets, vary), log, machine)
     tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
              for label, preset, v_spec, choice in runs for k in range(seeds)]
-    if jobs > 1:
+    if jobs > 1 and cluster in (None, "local"):
         _check_memory_side_by_side(tasks, jobs)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():
@@ -160,14 +164,22 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
         if s.get("interrupted"):
             raise KeyboardInterrupt
 
+    def fail(task, error):   # a run that raised on a cluster's worker: said, the rest kept
+        summary.setdefault("failed", []).append({"run": task.label, "seed": task.spec.seed, "error": error})
+        results.write_summary(run_dir, summary)
+
     try:
-        if jobs == 1:
+        if cluster is not None:
+            from dlcp_emu.study.cluster import on_cluster
+            on_cluster(tasks, cluster, jobs, run_dir, record, fail, log)
+        elif jobs == 1:
             for task in tasks:
                 log(f"{task.label} (seed {task.spec.seed}, {task.transport} transport, {backend}):")
                 record(task, run_one(task.spec, task.preset, run_dir / task.folder, backend, log, emu_options))
         else:
             _side_by_side(tasks, jobs, run_dir, record, log)
-        summary["complete"] = all(s.get("completed") for s in summary["presets"].values())
+        summary["complete"] = all(s.get("completed") for s in summary["presets"].values()) \
+            and not summary.get("failed")
     except KeyboardInterrupt:
         summary["stopped_because"] = "interrupted (Ctrl-C)"
         log("interrupted: keeping what was measured so far")
@@ -188,90 +200,6 @@ class Task:
         self.label, self.preset, self.spec, self.k, self.choice = label, preset, spec, k, choice
         self.transport = spec.transport_for(preset_name(preset))
         self.folder = Path(label) / f"seed-{spec.seed}"
-
-
-def _check_memory_side_by_side(tasks, jobs):
-    """ValueError naming --jobs if the largest runs' gradients, `jobs` of them held at once,
-    would not fit in this machine's memory (each fits alone: the spec checks that)."""
-    from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
-    held = sorted((gradient_memory_bytes(t.spec) for t in tasks), reverse=True)[:jobs]
-    have = machine_memory_bytes()
-    if sum(held) > have:
-        raise ValueError(f"--jobs {jobs}: {len(held)} runs at once would hold {sum(held) / 2**30:,.1f} GiB of "
-                         f"gradients, more than this machine's {have / 2**30:,.1f} GiB of memory; lower --jobs")
-
-
-def _side_by_side(tasks, jobs, run_dir, record, log):
-    """The tasks simulated by `jobs` processes at once (spawned: a fork of a process whose
-    libraries run threads may hang), each recorded as it ends, with a line of progress. On
-    Ctrl-C the runs under way stop where they are (as one run alone does) and are kept; no
-    other starts."""
-    log(f"{len(tasks)} simulated runs, {min(jobs, len(tasks))} at a time")
-    context = multiprocessing.get_context("spawn")
-    stop = context.Event()
-    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_pool_process,
-                                                  initargs=(stop,))
-    futures = {pool.submit(_simulate_quietly, t.spec, t.preset, run_dir / t.folder): t for t in tasks}
-    recorded = set()
-
-    def take(future):
-        task, s = futures[future], future.result()
-        recorded.add(future)
-        if s is not None:   # None: not started, after an interrupt
-            log(f"  [{len(recorded)}/{len(tasks)}] {task.label} seed {task.spec.seed}: " + _outcome(s))
-            record(task, s)
-
-    try:
-        for future in concurrent.futures.as_completed(futures):
-            take(future)
-    except KeyboardInterrupt:
-        stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)   # the runs under way end at the interrupt
-        for future in futures:
-            if future not in recorded and future.done() and not future.cancelled() and future.exception() is None:
-                with contextlib.suppress(KeyboardInterrupt):   # each says it was interrupted
-                    take(future)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-SIMULATE_LOG = "simulate.log"
-_STOP = None   # in a pool's process: set once a run was interrupted, so that no other starts
-
-
-def _pool_process(stop):
-    """A pool process ignores Ctrl-C while idle (it would be taken down between runs)."""
-    global _STOP
-    _STOP = stop
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _simulate_quietly(spec, preset, run_dir):
-    """One run in a pool's process, its progress in `<run>/simulate.log` (the terminal shows
-    one line a run), or None if a run was interrupted before it started: Ctrl-C stops it
-    where it is, and then the runs still queued (taken by a process as soon as it is free,
-    before the runner knows of the interrupt) do not start."""
-    from dlcp_emu.sim.run import run_simulation
-    if _STOP.is_set():
-        return None
-    run_dir.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with open(run_dir / SIMULATE_LOG, "w") as f:
-            s, _ = run_simulation(spec, preset, run_dir, log=lambda m: print(m, file=f, flush=True))
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if s.get("interrupted"):
-        _STOP.set()
-    return s
-
-
-def _outcome(s):
-    if not s.get("completed"):
-        return f"stopped: {s.get('stopped_because') or 'not completed'}"
-    return (f"iteration {_ms(s.get('iteration_time_mean_s'))} ms, fct p99 {_ms(s.get('tensor_fct_p99_s'))} ms "
-            f"({s.get('wall_s', 0):.1f} s)")
 
 
 def _combine(per_seed):

@@ -1,0 +1,126 @@
+"""The spec reference (docs/spec.md), written from the tables that check a spec: every field,
+its unit, its default and what is allowed, so that the page says what the checks do.
+
+    python -m dlcp_emu.experiment.spec_doc > docs/spec.md
+
+tests/test_spec_doc.py fails when the page and the tables part.
+"""
+from switch_models import PRESETS
+from switch_models.pipeline import STAGES
+from topologies import BUILDERS, builder_params
+
+from dlcp_emu.experiment import spec as S
+from dlcp_emu.experiment.checks import REQUIRED
+
+# A field's unit from how its name ends (the spec's own convention); rates are real-world.
+UNITS = (("_bps", "bit/s"), ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_bytes", "bytes"))
+TABLES = (   # (heading, prefix, fields, what the table is)
+    ("Top level", "", lambda: S.TOP_FIELDS, "The experiment as a whole."),
+    ("[workload]", "workload", S._workload_fields,
+     "What trains: a zoo model or a trace, the collective pattern, the ranks."),
+    ("[transport]", "transport", lambda: S.TRANSPORT_FIELDS, "How the workers' messages travel."),
+    ("[compression]", "compression", lambda: S.COMPRESSION_FIELDS,
+     "Optional: sparsification or quantisation of every gradient message."),
+    ("[training]", "training", lambda: S.TRAINING_FIELDS,
+     "Optional: train a real model, whose gradients are the payloads."),
+    ("[background]", "background", lambda: S.BACKGROUND_FIELDS, "Optional: background flows."),
+)
+
+
+def unit(name):
+    for suffix, text in UNITS:
+        if name.endswith(suffix):
+            return text
+    return ""
+
+
+def markdown():
+    out = ["# Spec reference",
+           "",
+           "<!-- Generated from the spec's field tables (dlcp_emu/experiment/spec.py): run",
+           "     `python -m dlcp_emu.experiment.spec_doc > docs/spec.md`; a test keeps it in sync. -->",
+           "",
+           "A spec is a TOML file (`examples/*.toml`), or the same tables as a dict in Python "
+           "(`dlcp_emu.parse_spec`, docs/api.md). Unknown fields are errors; every problem is "
+           "reported at once, naming the field and what is allowed. Times and rates are "
+           "real-world: `time_dilation` and `byte_scale` convert them for the run.", ""]
+    for heading, prefix, fields, what in TABLES:
+        out += [f"## {heading}", "", what, "", *_table(prefix, fields()), ""]
+    out += _topology() + [""] + _switch() + [""] + _variants()
+    return "\n".join(out) + "\n"
+
+
+def _table(prefix, fields):
+    rows = ["| field | unit | default | allowed |", "| --- | --- | --- | --- |"]
+    for name, (default, _check, allowed) in fields.items():
+        rows.append(f"| `{prefix + '.' if prefix else ''}{name}` | {unit(name)} | {_default(default)} "
+                    f"| {_cell(allowed)} |")
+    return rows
+
+
+def _default(value):
+    if value is REQUIRED:
+        return "required"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if isinstance(value, dict):
+        return "`{" + ", ".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}"
+                                for k, v in value.items()) + "}`"
+    return f"`{value}`"
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _topology():
+    out = ["## [topology]", "",
+           "`kind` names the builder (required: one of "
+           + ", ".join(f"`{k}`" for k in BUILDERS) + "); the other fields are its parameters. "
+           "Rates are integers of bit/s > 0, delays integers of ns >= 0, buffers integers of "
+           "bytes of at least one full frame, counts integers >= 1.", ""]
+    for kind in BUILDERS:
+        out += [f"### kind = \"{kind}\"", "", "| field | unit | default |", "| --- | --- | --- |"]
+        out += [f"| `topology.{name}` | {unit(name)} | {'required' if d is None else _default(d)} |"
+                for name, d in builder_params(kind).items()]
+        out.append("")
+    return out[:-1]
+
+
+def _switch():
+    out = ["## [switch]", "",
+           "A `preset`, and/or any of the four stages overriding it; a stage is a name or a table "
+           "with `name` and the stage's parameters, e.g. "
+           "`queue_manager = { name = \"dlcp\", threshold = 0.3 }`.", "",
+           "| preset | load_balancer | classifier | queue_manager | scheduler |",
+           "| --- | --- | --- | --- | --- |"]
+    for name, stages in PRESETS.items():
+        out.append(f"| `{name}` | " + " | ".join(_stage_text(stages[s]) for s in STAGES) + " |")
+    out += ["", "| stage | name | parameters (default) |", "| --- | --- | --- |"]
+    for stage, registry in STAGES.items():
+        for name in registry.names():
+            params = ", ".join(f"`{p}` ({_default(d)})" for p, d in registry.parameters(name).items())
+            out.append(f"| `{stage}` | `{name}` | {params or '-'} |")
+    return out
+
+
+def _stage_text(value):
+    if isinstance(value, str):
+        return value
+    return value["name"] + "(" + ", ".join(f"{k}={v}" for k, v in value.items() if k != "name") + ")"
+
+
+def _variants():
+    return ["## [variants]", "",
+            "Optional: named runs for `compare` without `--presets`, each a table of the tables above "
+            "laid over the spec's own field by field, e.g. "
+            "`[variants.dlcp-bound10]` with `switch = { preset = \"dlcp\" }` and "
+            "`transport = { loss_bound = 0.1 }`. A name is letters, digits, '-' and '_'."]
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
