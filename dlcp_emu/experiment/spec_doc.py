@@ -5,15 +5,23 @@ its unit, its default and what is allowed, so that the page says what the checks
 
 tests/test_spec_doc.py fails when the page and the tables part.
 """
+import inspect
+
 from switch_models import PRESETS
 from switch_models.pipeline import STAGES
-from topologies import BUILDERS, builder_params
+from topologies import BUILDERS
 
 from dlcp_emu.experiment import spec as S
 from dlcp_emu.experiment.checks import REQUIRED
 
-# A field's unit from how its name ends (the spec's own convention); rates are real-world.
+# A field's unit from how its name ends (the spec's own convention; rates are real-world),
+# from its allowed text for fractions, else named here.
 UNITS = (("_bps", "bit/s"), ("_ms", "ms"), ("_ns", "ns"), ("_s", "s"), ("_bytes", "bytes"))
+NAMED_UNITS = {"mtu": "bytes (IP packet)", "time_dilation": "factor", "byte_scale": "factor",
+               "oversubscription": "ratio", "workers": "ranks", "ps": "ranks", "group_size": "ranks",
+               "iterations": "iterations", "eval_every": "iterations", "batch_size": "samples",
+               "hidden": "units a layer", "hosts": "hosts", "hosts_per_side": "hosts",
+               "hosts_per_leaf": "hosts", "leaves": "switches", "spines": "switches", "k": "ports a switch"}
 TABLES = (   # (heading, prefix, fields, what the table is)
     ("Top level", "", lambda: S.TOP_FIELDS, "The experiment as a whole."),
     ("[workload]", "workload", S._workload_fields,
@@ -27,11 +35,13 @@ TABLES = (   # (heading, prefix, fields, what the table is)
 )
 
 
-def unit(name):
+def unit(name, allowed=""):
     for suffix, text in UNITS:
         if name.endswith(suffix):
             return text
-    return ""
+    if "fraction" in allowed:
+        return "fraction"
+    return NAMED_UNITS.get(name, "")
 
 
 def markdown():
@@ -53,7 +63,7 @@ def markdown():
 def _table(prefix, fields):
     rows = ["| field | unit | default | allowed |", "| --- | --- | --- | --- |"]
     for name, (default, _check, allowed) in fields.items():
-        rows.append(f"| `{prefix + '.' if prefix else ''}{name}` | {unit(name)} | {_default(default)} "
+        rows.append(f"| `{prefix + '.' if prefix else ''}{name}` | {unit(name, allowed)} | {_default(default)} "
                     f"| {_cell(allowed)} |")
     return rows
 
@@ -67,6 +77,8 @@ def _default(value):
         return "true" if value else "false"
     if isinstance(value, str):
         return f'`"{value}"`'
+    if isinstance(value, tuple):
+        value = list(value)
     if isinstance(value, dict):
         return "`{" + ", ".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}"
                                 for k, v in value.items()) + "}`"
@@ -74,21 +86,29 @@ def _default(value):
 
 
 def _cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text as Markdown shows it as written (`l<i>` is no HTML tag, `|` no column)."""
+    return str(text).replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def _topology():
     out = ["## [topology]", "",
            "`kind` names the builder (required: one of "
            + ", ".join(f"`{k}`" for k in BUILDERS) + "); the other fields are its parameters. "
-           "Rates are integers of bit/s > 0, delays integers of ns >= 0, buffers integers of "
-           "bytes of at least one full frame, counts integers >= 1.", ""]
-    for kind in BUILDERS:
-        out += [f"### kind = \"{kind}\"", "", "| field | unit | default |", "| --- | --- | --- |"]
-        out += [f"| `topology.{name}` | {unit(name)} | {'required' if d is None else _default(d)} |"
-                for name, d in builder_params(kind).items()]
+           "Rates are numbers of bit/s > 0 (`10e9`), delays integers of ns >= 0, buffers integers "
+           "of bytes of at least one full frame, counts integers >= 1.", ""]
+    for kind, builder in BUILDERS.items():
+        out += [f"### kind = \"{kind}\"", "", _cell(_first_paragraph(builder)), "",
+                "| field | unit | default |", "| --- | --- | --- |"]
+        for name, p in inspect.signature(builder).parameters.items():
+            default = "required" if p.default is p.empty else \
+                "from the others (above)" if p.default is None else _default(p.default)
+            out.append(f"| `topology.{name}` | {unit(name)} | {default} |")
         out.append("")
     return out[:-1]
+
+
+def _first_paragraph(obj):
+    return " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 def _switch():
@@ -100,11 +120,11 @@ def _switch():
            "| --- | --- | --- | --- | --- |"]
     for name, stages in PRESETS.items():
         out.append(f"| `{name}` | " + " | ".join(_stage_text(stages[s]) for s in STAGES) + " |")
-    out += ["", "| stage | name | parameters (default) |", "| --- | --- | --- |"]
+    out += ["", "| stage | name | parameters (default) | what it does |", "| --- | --- | --- | --- |"]
     for stage, registry in STAGES.items():
         for name in registry.names():
             params = ", ".join(f"`{p}` ({_default(d)})" for p, d in registry.parameters(name).items())
-            out.append(f"| `{stage}` | `{name}` | {params or '-'} |")
+            out.append(f"| `{stage}` | `{name}` | {params or '-'} | {_cell(_first_paragraph(registry.get(name)))} |")
     return out
 
 
