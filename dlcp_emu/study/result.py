@@ -87,7 +87,8 @@ class Result:
         return sorted(names, key=lambda n: (TABLES.index(n) if n in TABLES else len(TABLES), n))
 
     def table(self, name):
-        """Every run's `<name>.parquet` with `variant` and `seed` first (read once, kept)."""
+        """Every run's `<name>.parquet` with `variant` and `seed` first (read once, kept). A
+        column some runs lack is empty (NaN) in their rows, but for the ports' drop counts."""
         if name not in self._tables:
             parts = []
             for variant, seed, folder in self._runs():
@@ -99,8 +100,11 @@ class Result:
                     parts.append(frame)
             if not parts:
                 raise KeyError(f"no run of {self.path} has a {name!r} table; it has: {', '.join(self.tables)}")
-            full = [p for p in parts if len(p)] or parts[:1]   # empty ones add no rows, only dtype noise
-            self._tables[name] = pd.concat(full, ignore_index=True)
+            full = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)  # empty: dtype noise
+            if name == "ports":   # a port table has a column per drop reason that run saw: none is 0
+                drops = [c for c in full.columns if c.startswith("drop_")]
+                full[drops] = full[drops].fillna(0).astype("int64")
+            self._tables[name] = full
         return self._tables[name]
 
     iterations = property(lambda self: self.table("iterations"),
