@@ -62,7 +62,7 @@ def cluster():
     `dask worker` would be: its address."""
     import logging
     from distributed import LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.CRITICAL) as local:
         yield local.scheduler_address
 
@@ -99,15 +99,17 @@ def test_a_cluster_writes_the_run_folder_of_the_runs_one_at_a_time(tmp_path, cap
 
 
 @pytest.mark.slow
-def test_a_run_that_fails_on_a_worker_is_reported_and_the_others_kept(tmp_path, cluster):
-    """A variant whose transport the simulator refuses (kernel TCP) raises on the workers: both
-    of its seeds are listed with the error, the other variant's runs are kept whole, and the
-    comparison says it is incomplete."""
+def test_a_run_that_fails_on_a_worker_is_reported_and_the_others_kept(tmp_path):
+    """On the local cluster (`--cluster` alone) of two processes: a variant whose transport
+    the simulator refuses (kernel TCP) raises on the workers; both of its seeds are listed
+    with the error, the other variant's runs are kept whole, and the comparison says it is
+    incomplete."""
     import dlcp_emu
     spec = parse_spec({**TINY, "variants": {"fifo": {"switch": {"preset": "fifo"}},
                                             "kernel-tcp": {"transport": {"kind": "tcp"}}}})
     lines = []
-    result = dlcp_emu.compare(spec, seeds=2, cluster=cluster, root=tmp_path, log=lines.append)
+    result = dlcp_emu.compare(spec, seeds=2, cluster="local", jobs=2, root=tmp_path, log=lines.append)
+    assert lines[0] == "4 simulated runs on a Dask cluster of 2 worker(s) (local)"
     assert not result.complete and result.variants == ["fifo"]
     assert sorted((f["run"], f["seed"]) for f in result.failed) == [("kernel-tcp", 2), ("kernel-tcp", 3)]
     for f in result.failed:

@@ -50,9 +50,9 @@ def client_for(cluster, jobs=1):
     if cluster == LOCAL:
         # No memory limit of Dask's own: the spec's check and --jobs' check already hold the
         # runs to this machine's memory, and Dask's share (memory / workers) would kill a run
-        # that fits. No dashboard: it needs bokeh, and a port.
+        # that fits. Its web server on a free port: 8787 may be taken (another cluster).
         with LocalCluster(n_workers=jobs if jobs > 1 else os.cpu_count() or 1, threads_per_worker=1,
-                          processes=True, memory_limit=0, dashboard_address=None,
+                          processes=True, memory_limit=0, dashboard_address=":0",
                           silence_logs=logging.CRITICAL) as local, Client(local) as client:
             yield client
         return
