@@ -9,7 +9,10 @@ NOTEBOOK = ROOT / "examples" / "api.ipynb"
 
 
 @pytest.mark.slow   # a kernel and six simulated runs: ~10-20 s
-def test_the_example_notebook_runs_and_shows_the_runs_it_wrote(tmp_path):
+def test_the_example_notebook_runs_and_shows_the_runs_it_wrote(tmp_path, monkeypatch):
+    # The kernel's connection file and IPython's profile in the test's folder, not the user's.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     import nbclient
     import nbformat
     import dlcp_emu
