@@ -141,3 +141,21 @@ def test_the_command_refuses_a_cluster_for_emulation_before_anything_runs(tmp_pa
 def test_addresses_a_scheduler_prints_are_taken():
     for address in ("tcp://192.168.1.10:8786", "node-3.cluster:8786", "127.0.0.1:40123", "local"):
         check_cluster(address, "sim", 1)
+
+
+def test_a_local_cluster_refuses_runs_that_would_not_fit_in_memory_together(tmp_path, monkeypatch):
+    """Its processes share this machine's memory as --jobs' do: two runs that fit alone but
+    not together are refused by name before the cluster starts or anything is written."""
+    from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
+    from dlcp_emu.study import cluster
+    monkeypatch.setattr(cluster, "on_cluster", lambda *a: pytest.fail("the cluster was started"))
+    one = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "byte_scale": 1.0,
+                      "topology": {"kind": "star", "hosts": 1, "rate_bps": 10e9},
+                      "workload": {**TINY["workload"], "workers": 1}})
+    workers = int(0.6 * machine_memory_bytes() / gradient_memory_bytes(one))
+    big = one.with_field("topology.hosts", workers).with_field("workload.workers", workers)
+    with pytest.raises(ValueError, match=r"^--cluster \(2 local processes\): 2 runs at once would hold .* GiB"
+                                         r".*; give fewer with --jobs N, or run without --cluster"):
+        compare.compare(big, ["fifo"], seeds=2, backend="sim", root=tmp_path / "r", log=lambda m: None,
+                        jobs=2, cluster="local")
+    assert not (tmp_path / "r").exists()

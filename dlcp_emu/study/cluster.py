@@ -42,6 +42,11 @@ def check_cluster(cluster, backend, jobs):
                          "--jobs sizes the local cluster that --cluster without an address starts")
 
 
+def local_workers(jobs):
+    """The processes of the local cluster: `jobs`, or one a core when jobs is 1."""
+    return jobs if jobs > 1 else os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def client_for(cluster, jobs=1):
     """A Dask client: of a local cluster of `jobs` processes (a process a core when jobs is 1),
@@ -51,7 +56,7 @@ def client_for(cluster, jobs=1):
         # No memory limit of Dask's own: the spec's check and --jobs' check already hold the
         # runs to this machine's memory, and Dask's share (memory / workers) would kill a run
         # that fits. Its web server on a free port: 8787 may be taken (another cluster).
-        with LocalCluster(n_workers=jobs if jobs > 1 else os.cpu_count() or 1, threads_per_worker=1,
+        with LocalCluster(n_workers=local_workers(jobs), threads_per_worker=1,
                           processes=True, memory_limit=0, dashboard_address=":0",
                           silence_logs=logging.CRITICAL) as local, Client(local) as client:
             yield client
@@ -73,7 +78,7 @@ def on_cluster(tasks, cluster, jobs, run_dir, record, fail, log):
     with client_for(cluster, jobs) as client:
         workers = len(client.scheduler_info(n_workers=-1)["workers"])
         log(f"{len(tasks)} simulated runs on a Dask cluster of {workers} worker(s) "
-            f"({'local' if cluster == LOCAL else cluster})")
+            f"({'local' if cluster == LOCAL else cluster})" + ("; none yet: the runs wait for one" if not workers else ""))
         batch = uuid.uuid4().hex[:8]   # keys unique on a scheduler that other comparisons share
         futures = {client.submit(simulate_remote, t.spec, t.preset, pure=False, retries=0,
                                  key=f"dlcp-emu-{batch}-{i}"): t for i, t in enumerate(tasks)}

@@ -140,7 +140,10 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
     runs = dilations(variants(spec, presets, vary), log, machine)
     tasks = [Task(label, preset, v_spec if k == 0 else v_spec.with_field("seed", v_spec.seed + k), k, choice)
              for label, preset, v_spec, choice in runs for k in range(seeds)]
-    if jobs > 1 and cluster in (None, "local"):
+    if cluster == "local":   # a running cluster's workers have their own machines' memory
+        from dlcp_emu.study.cluster import local_workers
+        _check_memory_side_by_side(tasks, local_workers(jobs), local_cluster=True)
+    elif jobs > 1 and cluster is None:
         _check_memory_side_by_side(tasks, jobs)
     run_dir = results.new_run_dir(root, f"{spec.name}-{backend}")
     if spec.source != "spec" and Path(spec.source).is_file():

@@ -7,15 +7,17 @@ import multiprocessing
 import signal
 
 
-def check_memory(tasks, jobs):
-    """ValueError naming --jobs if the largest runs' gradients, `jobs` of them held at once,
-    would not fit in this machine's memory (each fits alone: the spec checks that)."""
+def check_memory(tasks, jobs, local_cluster=False):
+    """ValueError naming --jobs (--cluster) if the largest runs' gradients, `jobs` of them held
+    at once, would not fit in this machine's memory (each fits alone: the spec checks that)."""
     from dlcp_emu.experiment.spec_checks import gradient_memory_bytes, machine_memory_bytes
     held = sorted((gradient_memory_bytes(t.spec) for t in tasks), reverse=True)[:jobs]
     have = machine_memory_bytes()
     if sum(held) > have:
-        raise ValueError(f"--jobs {jobs}: {len(held)} runs at once would hold {sum(held) / 2**30:,.1f} GiB of "
-                         f"gradients, more than this machine's {have / 2**30:,.1f} GiB of memory; lower --jobs")
+        flag, fix = (f"--cluster ({jobs} local processes)", "give fewer with --jobs N, or run "
+                     "without --cluster") if local_cluster else (f"--jobs {jobs}", "lower --jobs")
+        raise ValueError(f"{flag}: {len(held)} runs at once would hold {sum(held) / 2**30:,.1f} GiB of "
+                         f"gradients, more than this machine's {have / 2**30:,.1f} GiB of memory; {fix}")
 
 
 def side_by_side(tasks, jobs, run_dir, record, log):
