@@ -139,7 +139,8 @@ def test_the_command_refuses_a_cluster_for_emulation_before_anything_runs(tmp_pa
 
 
 def test_addresses_a_scheduler_prints_are_taken():
-    for address in ("tcp://192.168.1.10:8786", "node-3.cluster:8786", "127.0.0.1:40123", "local"):
+    for address in ("tcp://192.168.1.10:8786", "node-3.cluster:8786", "127.0.0.1:40123", "[::1]:8786",
+                    "tls://head:8786", "local"):
         check_cluster(address, "sim", 1)
 
 
@@ -158,4 +159,18 @@ def test_a_local_cluster_refuses_runs_that_would_not_fit_in_memory_together(tmp_
                                          r".*; give fewer with --jobs N, or run without --cluster"):
         compare.compare(big, ["fifo"], seeds=2, backend="sim", root=tmp_path / "r", log=lambda m: None,
                         jobs=2, cluster="local")
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_address_where_nothing_answers_is_refused_before_anything_is_written(tmp_path, capsys):
+    import socket
+    with socket.socket() as s:   # a port of this machine that nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TOML)
+    assert main(["compare", str(path), "--backend", "sim", "--cluster", f"tcp://127.0.0.1:{port}",
+                 "--results", str(tmp_path / "r")]) == 2
+    assert f"--cluster tcp://127.0.0.1:{port}: nothing answers there (Connection refused); start a " \
+           "scheduler with `dask scheduler`" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()

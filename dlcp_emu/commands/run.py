@@ -165,7 +165,7 @@ def _compare(args):
     from dlcp_emu.study.compare import check_jobs
     try:
         check_jobs(args.jobs, args.backend, args.cluster)   # before the need for root: the flag is the problem
-    except ValueError as e:
+    except (RuntimeError, ValueError) as e:
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2
     spec = _load(args.spec)

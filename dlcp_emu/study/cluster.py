@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import tempfile
 import uuid
 from pathlib import Path
@@ -24,7 +25,7 @@ from dlcp_emu.study.pools import SIMULATE_LOG, outcome
 
 LOCAL = "local"
 CONNECT_TIMEOUT_S = 20
-_ADDRESS = re.compile(r"^((tcp|tls|inproc|ucx)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+_ADDRESS = re.compile(r"^((tcp|tls)://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})$")
 
 
 def check_cluster(cluster, backend, jobs):
@@ -40,6 +41,19 @@ def check_cluster(cluster, backend, jobs):
     if jobs != 1:
         raise ValueError(f"--jobs {jobs}: a running cluster's workers decide how many runs go at once; "
                          "--jobs sizes the local cluster that --cluster without an address starts")
+
+
+def reach(cluster):
+    """RuntimeError naming --cluster unless something answers at the scheduler's address: said
+    before a run folder is made, where a typo would otherwise wait out the client's timeout."""
+    if cluster == LOCAL:
+        return
+    m = _ADDRESS.match(cluster)
+    try:
+        socket.create_connection((m["host"].strip("[]"), int(m["port"])), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise RuntimeError(f"--cluster {cluster}: nothing answers there ({e.strerror or e}); start a "
+                           "scheduler with `dask scheduler` (docs/cluster.md)") from None
 
 
 def local_workers(jobs):

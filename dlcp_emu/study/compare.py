@@ -122,13 +122,15 @@ def dilations(runs, log=print, machine=None):
 
 
 def check_jobs(jobs, backend, cluster=None):
-    """ValueError naming --jobs (--cluster) where runs cannot go side by side (on a cluster)."""
+    """ValueError naming --jobs (--cluster) where runs cannot go side by side (on a cluster);
+    RuntimeError where nothing answers at a cluster's address."""
     if jobs != 1 and backend != "sim":
         raise ValueError(f"--jobs {jobs}: only simulated runs (--backend sim) run side by side; "
                          "an emulation has the machine to itself")
     if cluster is not None:
-        from dlcp_emu.study.cluster import check_cluster
+        from dlcp_emu.study.cluster import check_cluster, reach
         check_cluster(cluster, backend, jobs)
+        reach(cluster)
 
 
 def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, vary=None,
