@@ -10,6 +10,7 @@ caller (dlcp_emu/commands/run.py).
 
 Every run writes its run folder as the CLI does (results/<run-id>/, `latest` pointing at it).
 """
+import os
 from pathlib import Path
 
 from dlcp_emu.experiment.spec import Spec, SpecError, load_spec, parse_spec
@@ -28,7 +29,7 @@ def simulate(spec, preset=None, *, root="results", log=None, engine=None):
     return compare(spec, _switch(spec, preset), backend="sim", root=root, log=log)
 
 
-def emulate(spec, preset=None, *, root="results", log=print, engine=None, live=False, capture=None):
+def emulate(spec, preset=None, *, root="results", log=None, engine=None, live=False, capture=None):
     """One run on the emulated network (Mininet: root, one emulation at a time) -> Result.
     `capture`: {"ports": [...], "max_bytes": n} as `run --pcap` gives (emu/capture.py)."""
     spec = _spec(spec, engine)
@@ -44,6 +45,11 @@ def compare(spec, presets=None, *, seeds=1, backend="sim", vary=None, jobs=1, cl
     side in local processes; `cluster`: "local" or a Dask scheduler's address (docs/cluster.md).
     Raises SpecError, ValueError or RuntimeError for what cannot run, before anything runs."""
     from dlcp_emu.study import compare as study
+    if backend not in ("sim", "emu"):
+        raise ValueError(f"backend: {backend!r}; must be 'sim' (virtual time) or 'emu' (Mininet)")
+    if backend == "emu" and os.geteuid() != 0:
+        raise RuntimeError("backend 'emu': emulation needs root (Mininet, namespaces, AF_PACKET); "
+                           "run as root, or simulate (backend='sim')")
     spec = _spec(spec, engine)
     if presets is None and not spec.variants:
         presets = list(DEFAULT_PRESETS)

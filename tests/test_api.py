@@ -84,6 +84,23 @@ def test_bad_input_is_refused_by_name_before_anything_runs(tmp_path):
         dlcp_emu.simulate({**TINY, "workload": {**TINY["workload"], "workers": 0}}, root=tmp_path / "r")
     with pytest.raises(TypeError, match="spec: a Spec, a dict of its tables or a path to a TOML file, not int"):
         dlcp_emu.simulate(3, root=tmp_path / "r")
+    with pytest.raises(ValueError, match="backend: 'ns3'; must be 'sim' .virtual time. or 'emu'"):
+        dlcp_emu.compare(TINY, ["fifo"], backend="ns3", root=tmp_path / "r")
     with pytest.raises(FileNotFoundError, match="no summary.json; a run folder is what"):
         dlcp_emu.Result.load(tmp_path)
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_emulate_runs_on_the_emulated_network_and_reads_as_a_simulation_does(tmp_path):
+    """`emulate` is a real Mininet run: its Result has the simulator's tables and figures, and
+    the emulator's own files beside them."""
+    spec = {**TINY, "time_dilation": 4.0, "workload": {**TINY["workload"], "workers": 2, "iterations": 2},
+            "topology": {"kind": "star", "hosts": 2, "rate_bps": 10e9}}
+    result = dlcp_emu.emulate(spec, preset="fifo", root=tmp_path, log=None)
+    assert result.complete and result.summary["backend"] == "emu" and result.variants == ["fifo"]
+    assert result.iterations.groupby("seed").size().to_dict() == {2: 2 * 2}
+    assert result.figures.loc["fifo", "iteration_time_mean_s"] >= 0.12809   # ResNet-50's compute
+    assert (result.path / "fifo" / "seed-2" / "switches.json").is_file()
+    assert set(result.ports["switch"]) == {"s1"}
