@@ -174,3 +174,12 @@ def test_an_address_where_nothing_answers_is_refused_before_anything_is_written(
     assert f"--cluster tcp://127.0.0.1:{port}: nothing answers there (Connection refused); start a " \
            "scheduler with `dask scheduler`" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_spec_written_after_a_bare_cluster_flag_is_said_to_be_no_address(tmp_path, capsys):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TOML)
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", "--backend", "sim", "--cluster", str(path)])
+    assert stop.value.code == 2
+    assert f"argument --cluster: {str(path)!r} is not a scheduler's address; give HOST:PORT" in capsys.readouterr().err

@@ -137,3 +137,14 @@ def input_file(text):
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text}: cannot read it (permission denied)")
     return path
+
+
+def cluster_address(text):
+    """`--cluster ADDRESS`: a scheduler's address, checked here so that a spec's path written
+    after a bare --cluster is said to be no address (argparse gives it to the flag)."""
+    from dlcp_emu.study.cluster import check_address
+    try:
+        check_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--cluster: ")) from None
+    return text

@@ -7,7 +7,7 @@ from pathlib import Path
 from switch_models import preset_names
 
 from dlcp_emu.commands.argtypes import (
-    field_values, name, name_list, number_at_least, output_dir, positive_int,
+    cluster_address, field_values, name, name_list, number_at_least, output_dir, positive_int,
 )
 from dlcp_emu import study
 from dlcp_emu.emu.capture import DEFAULT_BUDGET_MB
@@ -51,7 +51,7 @@ def add_parser(sub):
     c.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="simulated runs side by side (--backend sim), each in a process of its own "
                         "(a core and the memory of one run each); the same figures as one at a time")
-    c.add_argument("--cluster", nargs="?", const="local", metavar="ADDRESS",
+    c.add_argument("--cluster", nargs="?", const="local", metavar="ADDRESS", type=cluster_address,
                    help="simulated runs (--backend sim) on a Dask cluster: a local one of --jobs "
                         "processes (a process a core by default), or the running scheduler at ADDRESS "
                         "(tcp://HOST:PORT); the same run folder as one at a time, a run that fails "

@@ -35,12 +35,17 @@ def check_cluster(cluster, backend, jobs):
                          "emulation has its machine to itself")
     if cluster == LOCAL:
         return
-    if not isinstance(cluster, str) or not _ADDRESS.match(cluster):
-        raise ValueError(f"--cluster: {cluster!r} is not a scheduler's address; give HOST:PORT or "
-                         "tcp://HOST:PORT (what `dask scheduler` prints), or no value for a local cluster")
+    check_address(cluster)
     if jobs != 1:
         raise ValueError(f"--jobs {jobs}: a running cluster's workers decide how many runs go at once; "
                          "--jobs sizes the local cluster that --cluster without an address starts")
+
+
+def check_address(cluster):
+    """ValueError naming --cluster unless `cluster` is "local" or HOST:PORT, tcp:// or tls://."""
+    if cluster != LOCAL and (not isinstance(cluster, str) or not _ADDRESS.match(cluster)):
+        raise ValueError(f"--cluster: {cluster!r} is not a scheduler's address; give HOST:PORT or "
+                         "tcp://HOST:PORT (what `dask scheduler` prints), or no value for a local cluster")
 
 
 def reach(cluster):
