@@ -183,3 +183,18 @@ def test_a_spec_written_after_a_bare_cluster_flag_is_said_to_be_no_address(tmp_p
         main(["compare", "--backend", "sim", "--cluster", str(path)])
     assert stop.value.code == 2
     assert f"argument --cluster: {str(path)!r} is not a scheduler's address; give HOST:PORT" in capsys.readouterr().err
+
+
+def test_without_dask_the_flag_says_what_to_install_before_anything_is_written(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TOML)
+    code = ("import sys; sys.modules['distributed'] = None; from dlcp_emu.cli import main; "
+            f"sys.exit(main(['compare', {str(path)!r}, '--backend', 'sim', '--cluster', "
+            f"'--results', {str(tmp_path / 'r')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == ("dlcp-emu: --cluster needs Dask.distributed: `make setup` installs it "
+                        "(requirements.txt), or `pip install 'dlcp-emu[cluster]'`\n")
+    assert not (tmp_path / "r").exists()

@@ -49,8 +49,14 @@ def check_address(cluster):
 
 
 def reach(cluster):
-    """RuntimeError naming --cluster unless something answers at the scheduler's address: said
-    before a run folder is made, where a typo would otherwise wait out the client's timeout."""
+    """RuntimeError naming --cluster unless Dask.distributed is installed and something answers
+    at the scheduler's address: said before a run folder is made, where a typo would otherwise
+    wait out the client's timeout."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise RuntimeError("--cluster needs Dask.distributed: `make setup` installs it "
+                           "(requirements.txt), or `pip install 'dlcp-emu[cluster]'`") from None
     if cluster == LOCAL:
         return
     m = _ADDRESS.match(cluster)
