@@ -68,7 +68,7 @@ def test_a_finished_run_reads_again(result):
 def test_what_the_command_line_writes_reads_as_a_result(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text('name = "tiny"\ntime_dilation = 2.0\nbyte_scale = 0.002\n[topology]\nkind = "star"\n'
-                    'hosts = 4\nrate_bps = 10e9\n[workload]\nmodel = "resnet50"\nworkers = 4\niterations = 2\n'
+                    'hosts = 4\nhost_rate_bps = 10e9\n[workload]\nmodel = "resnet50"\nworkers = 4\niterations = 2\n'
                     '[switch]\npreset = "pias"\n')
     assert main(["simulate", str(path), "--results", str(tmp_path / "r")]) == 0
     from_cli = dlcp_emu.Result.load(tmp_path / "r" / "latest")
@@ -97,7 +97,7 @@ def test_emulate_runs_on_the_emulated_network_and_reads_as_a_simulation_does(tmp
     """`emulate` is a real Mininet run: its Result has the simulator's tables and figures, and
     the emulator's own files beside them."""
     spec = {**TINY, "time_dilation": 4.0, "workload": {**TINY["workload"], "workers": 2, "iterations": 2},
-            "topology": {"kind": "star", "hosts": 2, "rate_bps": 10e9}}
+            "topology": {"kind": "star", "hosts": 2, "host_rate_bps": 10e9}}
     result = dlcp_emu.emulate(spec, preset="fifo", root=tmp_path, log=None)
     assert result.complete and result.summary["backend"] == "emu" and result.variants == ["fifo"]
     assert result.iterations.groupby("seed").size().to_dict() == {2: 2 * 2}

@@ -151,7 +151,7 @@ def test_a_local_cluster_refuses_runs_that_would_not_fit_in_memory_together(tmp_
     from dlcp_emu.study import cluster
     monkeypatch.setattr(cluster, "on_cluster", lambda *a: pytest.fail("the cluster was started"))
     one = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "byte_scale": 1.0,
-                      "topology": {"kind": "star", "hosts": 1, "rate_bps": 10e9},
+                      "topology": {"kind": "star", "hosts": 1, "host_rate_bps": 10e9},
                       "workload": {**TINY["workload"], "workers": 1}})
     workers = int(0.6 * machine_memory_bytes() / gradient_memory_bytes(one))
     big = one.with_field("topology.hosts", workers).with_field("workload.workers", workers)

@@ -10,6 +10,7 @@ import inspect
 from switch_models import PRESETS
 from switch_models.pipeline import STAGES
 from topologies import BUILDERS
+from topologies.builders import RENAMED
 
 from dlcp_emu.experiment import spec as S
 from dlcp_emu.experiment.checks import REQUIRED
@@ -95,7 +96,9 @@ def _topology():
            "`kind` names the builder (required: one of "
            + ", ".join(f"`{k}`" for k in BUILDERS) + "); the other fields are its parameters. "
            "Rates are numbers of bit/s > 0 (`10e9`), delays integers of ns >= 0, buffers integers "
-           "of bytes of at least one full frame, counts integers >= 1.", ""]
+           "of bytes of at least one full frame, counts integers >= 1. Old names still taken, with "
+           "a warning: " + "; ".join(f"`{old}` ({kind}) for `{new}`" for kind, names in RENAMED.items()
+                                     for old, new in names.items()) + ".", ""]
     for kind, builder in BUILDERS.items():
         out += [f"### kind = \"{kind}\"", "", _cell(_first_paragraph(builder)), "",
                 "| field | unit | default |", "| --- | --- | --- |"]
