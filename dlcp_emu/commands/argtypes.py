@@ -68,6 +68,14 @@ def name_list(text):
     return names
 
 
+def positive_int_list(text):
+    """N,N,...: at least one positive integer."""
+    values = [positive_int(n.strip()) for n in text.split(",") if n.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"must give at least one positive integer (comma-separated), got {text!r}")
+    return values
+
+
 def _first_existing(path):
     probe = path
     while not os.path.lexists(probe) and probe != probe.parent:

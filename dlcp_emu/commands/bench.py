@@ -7,7 +7,8 @@ from pathlib import Path
 from switch_models import preset_names
 
 from dlcp_emu.commands.argtypes import (
-    fat_tree_k, name, number_at_least, open_fraction, output_dir, output_file, positive_int,
+    fat_tree_k, name, name_list, number_at_least, open_fraction, output_dir, output_file, positive_int,
+    positive_int_list,
 )
 
 
@@ -40,7 +41,29 @@ def add_parser(sub):
     sim.add_argument("--iterations", type=positive_int, default=1, help="its iterations (default 1)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_bench_sim)
+    ht = kinds.add_parser("htsim", help="flow completion times beside htsim's on shared scenarios "
+                          "(tests/reference/htsim; docs/baselines.md)")
+    ht.add_argument("--scenarios", type=name_list, metavar="A,B", help="incast-8, incast-16, incast-32, "
+                    "permutation-16 (default: all)")
+    ht.add_argument("--transports", type=name_list, metavar="A,B", help="tcp, dctcp, ndp (default: all)")
+    ht.add_argument("--buffers", type=positive_int_list, metavar="N,N",
+                    help="port buffers in full frames (default: 32,64,170,1000,10000)")
+    ht.add_argument("--json", action="store_true", help="print one JSON list, a row a run")
+    ht.set_defaults(func=_bench_htsim)
     return p
+
+
+def _bench_htsim(args):
+    from dlcp_emu.study import baselines
+    chosen = dict(scenarios=args.scenarios or tuple(baselines.SCENARIOS),
+                  transports=args.transports or baselines.TRANSPORTS, buffers=args.buffers or baselines.BUFFER_FRAMES)
+    try:
+        rows = baselines.compare(**chosen)
+    except ValueError as e:
+        print(f"dlcp-emu bench htsim: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(rows) if args.json else baselines.markdown(rows))
+    return 0
 
 
 def _bench_host(args):

@@ -33,9 +33,9 @@ class CoreHosts(SimHosts):
             if packet_records:
                 self.core.record_packets(sid, MAX_RECORDS)
 
-    def add_job(self, job, endpoints, host_of_rank, udp_port=None):
+    def add_job(self, job, endpoints, host_of_rank, udp_port=None, dlcp=False):
         """As SimHosts.add_job, for BackgroundEndpoints with native endpoints."""
-        super().add_job(job, endpoints, host_of_rank, udp_port)
+        super().add_job(job, endpoints, host_of_rank, udp_port, dlcp)
         for rank, ep in endpoints.items():
             if not isinstance(ep, BackgroundEndpoint) or ep.endpoints != "native":
                 raise ValueError(f"job {job} rank {rank}: the core runs native BackgroundEndpoints only")

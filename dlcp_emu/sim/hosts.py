@@ -39,13 +39,17 @@ class SimHosts:
         for host in net.topology.hosts():
             net.on_receive(host, self._receiver(host))
 
-    def add_job(self, job, endpoints, host_of_rank, udp_port=None):
+    def add_job(self, job, endpoints, host_of_rank, udp_port=None, dlcp=False):
         """More endpoints (e.g. background flows), as the emulator's switches see them: not
         DLCP (only the DLCP port is parsed as such), so the lowest priority. With `udp_port`
         they are a packet transport on that port (one flow per host pair); without, they
-        stand in for kernel TCP (one flow per message)."""
+        stand in for kernel TCP (one flow per message). `dlcp` sends them on the DLCP port
+        instead, parsed as DLCP packets: what NDP trimming acts on (non-DLCP ones it drops)."""
+        if dlcp and udp_port is None:
+            raise ValueError("dlcp: a job on the DLCP port is a packet transport; kernel TCP stand-ins "
+                             "(udp_port None) are never DLCP")
         self.host_of[job] = dict(host_of_rank)
-        self.wire[job] = (False, udp_port)
+        self.wire[job] = (True, DLCP_UDP_PORT) if dlcp else (False, udp_port)
         for rank, ep in endpoints.items():
             self.endpoints[(job, rank)] = ep
             self.by_host.setdefault(host_of_rank[rank], {})[job] = rank

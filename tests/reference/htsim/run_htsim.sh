@@ -1,0 +1,19 @@
+#!/bin/sh
+# The exact htsim command lines behind results.csv (see README.md). Usage:
+#   run_htsim.sh HTSIM_NDP OUTDIR
+# HTSIM_NDP: htsim's sim/datacenter/htsim_ndp (main_ndp.cpp) built at the commit README.md names.
+# Each run's stdout goes to OUTDIR/<scenario>_q<frames>.log; collect.py turns them into results.csv.
+set -eu
+ndp=$1; out=$2; here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+common="-linkspeed 100000 -mtu 1538 -queue_type composite -strat perm -end 100000 -seed 13"
+for q in 32 64 170 1000 10000; do
+  for n in 8 16 32; do
+    # One switch, 1 us links (set in the .topo file); cwnd 35 packets = one BDP (4.3 us RTT).
+    "$ndp" $common -topo "$here/incast_one_switch.topo" -nodes 33 -q $q -cwnd 35 \
+      -tm "$here/incast_$n.cm" -o "$out/incast-${n}_q$q.dat" > "$out/incast-${n}_q$q.log"
+  done
+  # k=4 fat tree (3 tiers, 16 hosts), 1 us links; cwnd 104 packets = one BDP (12.8 us RTT).
+  "$ndp" $common -nodes 16 -tiers 3 -hop_latency 1 -q $q -cwnd 104 \
+    -tm "$here/permutation_16.cm" -o "$out/permutation-16_q$q.dat" > "$out/permutation-16_q$q.log"
+done

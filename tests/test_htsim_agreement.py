@@ -1,0 +1,102 @@
+"""Flow completion times held to htsim's on shared scenarios (tests/reference/htsim; the table
+with today's figures is docs/baselines.md). The bar: mean and p99 flow completion within 10% of
+htsim's for the matching transport wherever htsim loses no flow to a timeout, and zero
+timeouts where htsim has none.
+
+htsim's reference runs exist for NDP only (its TCP and DCTCP programs at the commit used
+cannot run flows of a given size: tests/reference/htsim/README.md). The cases the `reliable`
+transport misses today are strict xfails, to flip when the transport changes."""
+import importlib.util
+
+import pytest
+
+from dlcp_emu.study import baselines
+
+REFERENCE = baselines.reference()
+TOLERANCE = 0.10
+
+_UNFAIR = ("ours shares the receiver unevenly (some flows finish early, so the mean is low); "
+           "htsim's NDP receiver pulls every flow evenly: mean {:.0%} of htsim's")
+_SLOW_START = ("ours starts at 10 packets and slow-starts over a 13 us RTT; htsim's NDP starts at one "
+               "BDP (104 packets): mean {:.2f}x, p99 {:.2f}x htsim's")
+# (scenario, transport, buffer frames): why it misses, with the ratio measured on this commit.
+MISSES = {
+    ("incast-8", "ndp", 64): _UNFAIR.format(0.821),
+    ("incast-8", "ndp", 170): _UNFAIR.format(0.894),
+    ("incast-16", "ndp", 64): _UNFAIR.format(0.884),
+    ("incast-16", "ndp", 170): _UNFAIR.format(0.871),
+    ("incast-32", "ndp", 170): _UNFAIR.format(0.880),
+    ("permutation-16", "ndp", 32): _SLOW_START.format(1.95, 2.74),
+    ("permutation-16", "ndp", 64): _SLOW_START.format(1.72, 2.52),
+    ("permutation-16", "ndp", 170): _SLOW_START.format(1.74, 2.52),
+    ("permutation-16", "ndp", 1000): _SLOW_START.format(1.74, 2.52),
+    ("permutation-16", "ndp", 10000): _SLOW_START.format(1.74, 2.52),
+}
+
+
+def _cases():
+    for key in REFERENCE:
+        marks = [pytest.mark.xfail(strict=True, reason=MISSES[key])] if key in MISSES else []
+        yield pytest.param(key, marks=marks, id="-".join(map(str, key)))
+
+
+def test_every_miss_names_a_reference_run():
+    assert set(MISSES) <= set(REFERENCE)
+
+
+@pytest.mark.parametrize("key", list(_cases()))
+def test_flow_completion_agrees_with_htsim(key):
+    ref = REFERENCE[key]
+    ours = baselines.run(*key).summary()
+    assert ours["finished"] == ours["flows"] == ref["flows"]
+    if ref["timeouts"] == 0:
+        assert ours["timeouts"] == 0
+    if ref["timeouts"] == 0 and ref["finished"] == ref["flows"]:
+        for figure in ("mean_fct_s", "p99_fct_s"):
+            ratio = ours[figure] / ref[figure]
+            assert abs(ratio - 1) <= TOLERANCE, (figure, ours[figure], ref[figure], ratio)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "dctcp"])
+def test_the_scenario_is_htsims_to_the_frame(transport):
+    """The same flows, frames and units as htsim's run: where nothing is lost, the receiver
+    (host 0) is sent exactly htsim's count of new packets (`New: 5896`, 8 x 737 frames), and
+    the last flow ends no sooner than its 5896 wire frames of 1538 bytes take at 100 Gbit/s."""
+    r = baselines.run("incast-8", transport, 10000)
+    assert (r.drops, r.trims, r.timeouts) == (0, 0, 0)
+    assert r.delivered[0] == REFERENCE[("incast-8", "ndp", 10000)]["packets_new"] == 5896
+    bound = baselines.line_rate_bound_s("incast-8")
+    assert bound == pytest.approx(725.4e-6, rel=1e-4)
+    assert bound <= max(r.fct_s) < 1.05 * bound
+
+
+@pytest.mark.parametrize("transport", baselines.TRANSPORTS)
+def test_both_engines_run_the_scenario_identically(transport):
+    """The compiled core (what the agreement is measured on) against the Python oracle, at the
+    smallest buffer, where drops, marks and trims all act: the same run, to the nanosecond.
+    NDP's packets go on the DLCP port so that the switches trim them, not drop them."""
+    native = baselines.run("incast-8", transport, 32)
+    assert native == baselines.run("incast-8", transport, 32, engine="python")
+    assert (native.trims > 0, native.drops > 0) == {"ndp": (True, False), "tcp": (False, True),
+                                                   "dctcp": (False, True)}[transport]
+
+
+def test_a_job_on_the_dlcp_port_is_a_packet_transport():
+    from topologies import build
+    from dlcp_emu.sim import SimNetwork
+    from dlcp_emu.sim.hosts import SimHosts
+    hosts = SimHosts(SimNetwork(build("star", hosts=2, rate_bps=1e9)), {}, {})
+    with pytest.raises(ValueError, match="dlcp: a job on the DLCP port is a packet transport"):
+        hosts.add_job(1, {}, {}, udp_port=None, dlcp=True)
+
+
+def test_reference_rows_are_what_htsims_logs_say():
+    """results.csv is collect.py's reading of the committed logs, number for number."""
+    spec = importlib.util.spec_from_file_location("collect", baselines.REFERENCE_DIR / "collect.py")
+    collect = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collect)
+    for (scenario, transport, q), row in REFERENCE.items():
+        flows, (new, rtx, _), rtos = collect.parse((baselines.REFERENCE_DIR / "logs" /
+                                                    f"{scenario}_q{q}.log").read_text())
+        assert (len(flows), new, rtx, rtos) == (row["finished"], row["packets_new"], row["rtx"], row["timeouts"])
+        assert max(f[2] for f in flows) == pytest.approx(row["max_fct_s"], rel=1e-8)
