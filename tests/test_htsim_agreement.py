@@ -17,20 +17,17 @@ TOLERANCE = 0.10
 
 _UNFAIR = ("ours shares the receiver unevenly (some flows finish early, so the mean is low); "
            "htsim's NDP receiver pulls every flow evenly: mean {:.0%} of htsim's")
-_SLOW_START = ("ours starts at 10 packets and slow-starts over a 13 us RTT; htsim's NDP starts at one "
-               "BDP (104 packets): mean {:.2f}x, p99 {:.2f}x htsim's")
+_SLOW_START = ("the spray reorders packets and ours reads reordering as loss (with nothing dropped or "
+               "trimmed, 14 of 16 senders halve and resend), and it slow-starts from 10 packets where "
+               "htsim's NDP starts at one BDP (104): mean {:.2f}x, p99 {:.2f}x htsim's")
 # (scenario, transport, buffer frames): why it misses, with the ratio measured on this commit.
 MISSES = {
-    ("incast-8", "ndp", 64): _UNFAIR.format(0.821),
-    ("incast-8", "ndp", 170): _UNFAIR.format(0.894),
-    ("incast-16", "ndp", 64): _UNFAIR.format(0.884),
-    ("incast-16", "ndp", 170): _UNFAIR.format(0.871),
-    ("incast-32", "ndp", 170): _UNFAIR.format(0.880),
-    ("permutation-16", "ndp", 32): _SLOW_START.format(1.95, 2.74),
-    ("permutation-16", "ndp", 64): _SLOW_START.format(1.72, 2.52),
-    ("permutation-16", "ndp", 170): _SLOW_START.format(1.74, 2.52),
-    ("permutation-16", "ndp", 1000): _SLOW_START.format(1.74, 2.52),
-    ("permutation-16", "ndp", 10000): _SLOW_START.format(1.74, 2.52),
+    ("incast-8", "ndp", 64): _UNFAIR.format(0.855),
+    ("permutation-16", "ndp", 32): _SLOW_START.format(1.99, 2.78),
+    ("permutation-16", "ndp", 64): _SLOW_START.format(1.76, 2.56),
+    ("permutation-16", "ndp", 170): _SLOW_START.format(1.78, 2.56),
+    ("permutation-16", "ndp", 1000): _SLOW_START.format(1.78, 2.56),
+    ("permutation-16", "ndp", 10000): _SLOW_START.format(1.78, 2.56),
 }
 
 
