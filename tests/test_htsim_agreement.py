@@ -7,9 +7,11 @@ htsim's reference runs exist for NDP only (its TCP and DCTCP programs at the com
 cannot run flows of a given size: tests/reference/htsim/README.md). The cases the `reliable`
 transport misses today are strict xfails, to flip when the transport changes."""
 import importlib.util
+import json
 
 import pytest
 
+from dlcp_emu.cli import main
 from dlcp_emu.study import baselines
 
 REFERENCE = baselines.reference()
@@ -97,3 +99,35 @@ def test_reference_rows_are_what_htsims_logs_say():
                                                     f"{scenario}_q{q}.log").read_text())
         assert (len(flows), new, rtx, rtos) == (row["finished"], row["packets_new"], row["rtx"], row["timeouts"])
         assert max(f[2] for f in flows) == pytest.approx(row["max_fct_s"], rel=1e-8)
+
+
+def test_bench_htsim_prints_ours_beside_htsims(capsys):
+    assert main(["bench", "htsim", "--scenarios", "incast-8", "--transports", "ndp,tcp", "--buffers", "1000",
+                 "--json"]) == 0
+    ndp, tcp = json.loads(capsys.readouterr().out)
+    assert ndp["htsim_p99_fct_s"] == REFERENCE[("incast-8", "ndp", 1000)]["p99_fct_s"]
+    assert ndp["p99_ratio"] == pytest.approx(ndp["ours_p99_fct_s"] / ndp["htsim_p99_fct_s"])
+    assert "htsim_p99_fct_s" not in tcp and tcp["ours_finished"] == 8
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--scenarios", "incast-9"], "scenario must be one of incast-8, incast-16, incast-32, permutation-16, "
+                                  "got 'incast-9'"),
+    (["--transports", "ndp,reno"], "transport must be one of tcp, dctcp, ndp, got 'reno'"),
+    (["--buffers", "32,0"], "argument --buffers: must be a positive integer, got '0'"),
+])
+def test_bench_htsim_names_a_bad_choice(capsys, argv, says):
+    try:
+        rc = main(["bench", "htsim", *argv])
+    except SystemExit as e:     # argparse's own errors
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+
+
+def test_a_missing_reference_folder_is_named(tmp_path):
+    with pytest.raises(ValueError, match="htsim's reference runs are not at"):
+        baselines.reference(tmp_path)
+    with pytest.raises(ValueError, match="scenario incast-8: its connection matrix is not at"):
+        baselines.run("incast-8", "ndp", 32, reference_dir=tmp_path)

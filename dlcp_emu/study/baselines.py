@@ -84,7 +84,11 @@ def flows_of(scenario, reference_dir=REFERENCE_DIR):
     host i there is host index i here (h{i+1}), the same position in the same topology."""
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
-    text = (Path(reference_dir) / SCENARIOS[scenario]).read_text()
+    path = Path(reference_dir) / SCENARIOS[scenario]
+    if not path.is_file():
+        raise ValueError(f"scenario {scenario}: its connection matrix is not at {path} (the source "
+                         "tree's tests/reference/htsim)")
+    text = path.read_text()
     return int(_NODES.search(text)[1]), [(int(s), int(d)) for s, d in _PAIR.findall(text)]
 
 
@@ -142,7 +146,11 @@ def run(scenario, transport, buffer_frames, reference_dir=REFERENCE_DIR, engine=
 
 def reference(reference_dir=REFERENCE_DIR):
     """htsim's rows (results.csv), keyed by (scenario, transport, buffer_frames)."""
-    with open(Path(reference_dir) / "results.csv", newline="") as f:
+    path = Path(reference_dir) / "results.csv"
+    if not path.is_file():
+        raise ValueError(f"htsim's reference runs are not at {path}: they live in the source tree "
+                         "(tests/reference/htsim), which an installed copy lacks")
+    with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     out = {}
     for r in rows:
