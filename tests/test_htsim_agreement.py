@@ -84,7 +84,7 @@ def test_a_job_on_the_dlcp_port_is_a_packet_transport():
     from topologies import build
     from dlcp_emu.sim import SimNetwork
     from dlcp_emu.sim.hosts import SimHosts
-    hosts = SimHosts(SimNetwork(build("star", hosts=2, rate_bps=1e9)), {}, {})
+    hosts = SimHosts(SimNetwork(build("star", hosts=2, host_rate_bps=1e9)), {}, {})
     with pytest.raises(ValueError, match="dlcp: a job on the DLCP port is a packet transport"):
         hosts.add_job(1, {}, {}, udp_port=None, dlcp=True)
 

@@ -95,8 +95,8 @@ def flows_of(scenario, reference_dir=REFERENCE_DIR):
 def topology(scenario, buffer_bytes, hosts):
     """Incast: one switch (a star) with every host on it; permutation: a k=4 fat tree."""
     if scenario.startswith("incast"):
-        return build("star", hosts=hosts, rate_bps=RATE_BPS, delay_ns=DELAY_NS, buffer_bytes=buffer_bytes)
-    return build("fat-tree", k=4, rate_bps=RATE_BPS, delay_ns=DELAY_NS, buffer_bytes=buffer_bytes)
+        return build("star", hosts=hosts, host_rate_bps=RATE_BPS, delay_ns=DELAY_NS, buffer_bytes=buffer_bytes)
+    return build("fat-tree", k=4, host_rate_bps=RATE_BPS, delay_ns=DELAY_NS, buffer_bytes=buffer_bytes)
 
 
 def pipeline(transport, buffer_frames):
