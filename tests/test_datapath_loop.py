@@ -369,7 +369,10 @@ def test_queue_samples_go_to_their_file_and_memory_holds_one_interval(tmp_path, 
     stats = json.loads((tmp_path / "stats.json").read_text())["queue_samples"]
     assert stats["rows"] == len(rows) and stats["ports"] == [1, 2, 3]
 
-    assert len(rows) >= 400                          # a sample a departure (1 ms apart)
+    # Samples follow the port's changes (480 departures 1 ms apart, and the arrivals), fewer
+    # when a slow or loaded machine's loop takes several in one poll: at least one every ~5 ms
+    # of the half second the port was busy, on any machine (334 were seen at load 9, 602 idle).
+    assert len(rows) >= 100
     assert max(held) <= len(rows) / 4                # an interval's worth, not the run's
     assert np.all(np.diff(rows[:, 0]) >= 200_000)
     assert rows[:, 2].max() >= 20 * 1000 and not rows[:, 1].any() and not rows[:, 3].any()
