@@ -31,7 +31,7 @@ require-root:
 	fi
 
 test-fast: setup
-	$(PYTEST) -q -n auto -m "not root and not slow"
+	DLCP_HYPOTHESIS=fast $(PYTEST) -q -n auto -m "not root and not slow"
 
 bench: setup
 	$(CLI) bench model --preset fifo

@@ -273,6 +273,18 @@ def test_ecmp_keeps_each_flow_on_one_port(engine, stream, n_ports):
 
 
 @engines
+def test_ecmp_spreads_flows_over_every_port(engine):
+    """64 flows over 4 equal-cost ports: every port carries some (a hash that sends every
+    flow one way would keep each flow on one port too, and pass the test above)."""
+    egress = (3, 4, 5, 6)
+    sw = build("fifo", 1e10, 10**7, egress=egress, engine=engine)
+    for flow in range(64):
+        sw.receive(Packet(1500, "far", flow=flow * 7919 + 1, uid=flow), 1, flow)
+    counts = [port_counters(sw, p)["enqueued"] for p in egress]   # taken in, before any poll
+    assert sum(counts) == 64 and min(counts) >= 6, counts
+
+
+@engines
 @SETTINGS
 @given(streams, st.sampled_from(preset_names()), rates, buffers)
 def test_idle_port_fast_path_changes_nothing(engine, stream, preset, rate, buffer_bytes):
