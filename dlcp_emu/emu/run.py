@@ -37,7 +37,7 @@ from dlcp_emu.experiment.runner import (
     summary,
     tables,
 )
-from dlcp_emu.host.background import BACKGROUND_UDP_PORT
+from dlcp_emu.host.background import BACKGROUND_TCP_PORT, BACKGROUND_UDP_PORT
 from dlcp_emu.host.plan import make_plan
 from dlcp_emu.transport import TRANSPORTS
 
@@ -320,7 +320,6 @@ def cpu_use(records, stats, background, busy_s, steal_s, duration):
             "cpu_steal_share": steal_s / capacity if steal_s is not None and capacity > 0 else None}
 
 
-BACKGROUND_TCP_PORT = 5001
 
 
 def _start_background(spec, topo, run, run_dir, start_file, log, cpus):

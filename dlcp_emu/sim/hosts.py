@@ -10,9 +10,11 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM
 
+from dlcp_emu.host.background import BACKGROUND_TCP_PORT
 from dlcp_emu.host.packet_log import PacketLog, packet_key
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
+from dlcp_emu.wire.flow import flow_hash
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
 
 TRAINING = 0
@@ -88,12 +90,11 @@ class SimHosts:
         send = self.net.send
         for h, payload in ep.poll(now):
             dst = hosts[h.dst_rank]
-            # The emulator's data path hashes the 5-tuple (frames.py); the same hash here
-            # makes ECMP choose the same paths in both worlds.
+            # The 5-tuple the emulator's frame would carry (wire.flow): the same ECMP paths.
             if port is not None:
-                flow = hash((ip[src], ip[dst], 17, port, port))
-            else:
-                flow = hash((ip[src], ip[dst], 6, h.tensor_id & 0xFFFF, 5001))
+                flow = flow_hash(ip[src], ip[dst], 17, port, port)
+            else:   # kernel TCP, stood in for: a port per message to the background server's
+                flow = flow_hash(ip[src], ip[dst], 6, h.tensor_id & 0xFFFF, BACKGROUND_TCP_PORT)
             size = FRAME_OVERHEAD + len(payload)
             if dlcp:
                 pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
