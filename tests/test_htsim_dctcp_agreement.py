@@ -1,0 +1,76 @@
+"""DCTCP incast held to htsim's (tests/reference/htsim/dctcp; table in docs/baselines.md), on
+htsim's own constants (dlcp_emu/study/htsim_dctcp.py): 10 Gbit/s, 9000-byte packets, a k=8 fat
+tree with a collateral flow. htsim names no flow when one finishes, so its mean and p99 are not
+known: the bar is the last flow's completion within 10% of htsim's wherever htsim has no
+timeout, and then no timeout here; where htsim times out (its RTO is at least 250 ms), ours
+must time out too or finish every flow before htsim's last."""
+import csv
+import importlib.util
+
+import pytest
+
+from dlcp_emu.study import htsim_dctcp
+
+REFERENCE_DIR = htsim_dctcp.REFERENCE_DIR
+with open(REFERENCE_DIR / "results.csv", newline="") as f:
+    REFERENCE = {(r["transport"], int(r["senders"]), int(r["buffer_frames"])): r for r in csv.DictReader(f)}
+TOLERANCE = 0.10
+# (transport, senders, buffer frames): why ours misses, measured on this commit.
+_STARVED = ("the incast flows that share a link with the collateral flow wait for it to end here "
+            "(htsim's share it): last flow {:.1f}x htsim's{}")
+MISSES = {
+    ("dctcp", 8, 64): _STARVED.format(52.5, ", 24 timeouts where htsim has none"),
+    ("dctcp", 8, 170): _STARVED.format(33.6, ", 21 timeouts where htsim has none"),
+    ("dctcp", 8, 1000): _STARVED.format(13.0, ""),
+    ("dctcp", 8, 10000): _STARVED.format(13.0, ""),
+    ("dctcp", 16, 170): _STARVED.format(24.6, ", 56 timeouts where htsim has none"),
+    ("dctcp", 16, 1000): _STARVED.format(21.2, ""),
+    ("dctcp", 16, 10000): _STARVED.format(21.2, ""),
+    ("dctcp", 32, 170): _STARVED.format(18.5, ", 87 timeouts where htsim has none"),
+    ("dctcp", 32, 1000): _STARVED.format(11.0, ""),
+    ("dctcp", 32, 10000): _STARVED.format(11.0, ""),
+}
+
+
+def _cases():
+    for key in REFERENCE:
+        marks = [pytest.mark.xfail(strict=False, reason=MISSES[key])] if key in MISSES else []
+        yield pytest.param(key, marks=marks, id="{}-incast-{}-q{}".format(*key))
+
+
+def test_every_miss_names_a_reference_run():
+    assert set(MISSES) <= set(REFERENCE)
+
+
+@pytest.mark.parametrize("key", list(_cases()))
+def test_dctcp_incast_agrees_with_htsim(key):
+    ref = REFERENCE[key]
+    ours = htsim_dctcp.run(*key).summary()
+    assert ours["finished"] == ours["flows"] == int(ref["flows"])
+    last = float(ref["last_print_s"])
+    if int(ref["timeouts"]) == 0:
+        assert ours["timeouts"] == 0
+        ratio = ours["max_fct_s"] / last
+        assert abs(ratio - 1) <= TOLERANCE, (ours["max_fct_s"], last, ratio)
+    else:
+        assert ours["timeouts"] > 0 or ours["max_fct_s"] < last
+
+
+def test_the_scenario_is_htsims():
+    """htsim's senders (setIncast(n, 127 - n)), 9000 bytes on the wire a frame, 101 frames a flow."""
+    assert htsim_dctcp.senders_of(8) == list(range(119, 127))
+    assert htsim_dctcp.MTU + 14 + 24 == 9000
+    assert htsim_dctcp.FLOW_BYTES == 101 * 8884      # a full frame's payload at MTU 8962
+    with pytest.raises(ValueError, match="senders must be one of 8, 16, 32, got 9"):
+        htsim_dctcp.senders_of(9)
+
+
+def test_reference_rows_are_what_htsims_logs_say():
+    spec = importlib.util.spec_from_file_location("collect_dctcp", REFERENCE_DIR / "collect.py")
+    collect = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collect)
+    for path in sorted((REFERENCE_DIR / "logs").glob("incast-*.log")):
+        row = collect.row(path)
+        ref = REFERENCE[(row["transport"], row["senders"], row["buffer_frames"])]
+        assert {k: str(v) for k, v in row.items()} == ref
+    assert len(REFERENCE) == 21
