@@ -4,16 +4,16 @@ tree with a collateral flow. htsim names no flow when one finishes, so its mean 
 known: the bar is the last flow's completion within 10% of htsim's wherever htsim has no
 timeout, and then no timeout here; where htsim times out (its RTO is at least 250 ms), ours
 must time out too or finish every flow before htsim's last."""
-import csv
 import importlib.util
+import json
 
 import pytest
 
+from dlcp_emu.cli import main
 from dlcp_emu.study import htsim_dctcp
 
 REFERENCE_DIR = htsim_dctcp.REFERENCE_DIR
-with open(REFERENCE_DIR / "results.csv", newline="") as f:
-    REFERENCE = {(r["transport"], int(r["senders"]), int(r["buffer_frames"])): r for r in csv.DictReader(f)}
+REFERENCE = htsim_dctcp.reference()
 TOLERANCE = 0.10
 # (transport, senders, buffer frames): why ours misses, measured on this commit.
 _STARVED = ("the incast flows that share a link with the collateral flow wait for it to end here "
@@ -74,3 +74,24 @@ def test_reference_rows_are_what_htsims_logs_say():
         ref = REFERENCE[(row["transport"], row["senders"], row["buffer_frames"])]
         assert {k: str(v) for k, v in row.items()} == ref
     assert len(REFERENCE) == 21
+
+
+def test_bench_htsim_dctcp_incast_prints_ours_beside_htsims(capsys):
+    assert main(["bench", "htsim", "--dctcp-incast", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["transport"], r["senders"], r["buffer_frames"]) for r in rows] == list(REFERENCE)
+    row = rows[0]
+    assert row["htsim_last_s"] == float(REFERENCE[("dctcp", 8, 32)]["last_print_s"]) == 0.252619
+    assert row["max_ratio"] == pytest.approx(row["max_fct_s"] / row["htsim_last_s"])
+
+
+def test_bench_htsim_dctcp_incast_takes_no_choices(capsys):
+    assert main(["bench", "htsim", "--dctcp-incast", "--buffers", "32"]) == 2
+    assert "--dctcp-incast runs htsim's runs as they are" in capsys.readouterr().err
+
+
+def test_a_missing_dctcp_reference_is_named(tmp_path):
+    with pytest.raises(ValueError, match="htsim's DCTCP incast runs are not at"):
+        htsim_dctcp.reference(tmp_path)
+    with pytest.raises(ValueError, match="transport must be one of tcp, dctcp, got 'ndp'"):
+        htsim_dctcp.run("ndp", 8, 32)

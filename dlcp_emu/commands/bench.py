@@ -48,6 +48,9 @@ def add_parser(sub):
     ht.add_argument("--transports", type=name_list, metavar="A,B", help="tcp, dctcp, ndp (default: all)")
     ht.add_argument("--buffers", type=positive_int_list, metavar="N,N",
                     help="port buffers in full frames (default: 32,64,170,1000,10000)")
+    ht.add_argument("--dctcp-incast", action="store_true",
+                    help="instead: htsim's DCTCP/TCP incast on its own constants (10 Gbit/s, 9000-byte "
+                    "packets, k=8 fat tree; tests/reference/htsim/dctcp)")
     ht.add_argument("--json", action="store_true", help="print one JSON list, a row a run")
     ht.set_defaults(func=_bench_htsim)
     return p
@@ -55,6 +58,8 @@ def add_parser(sub):
 
 def _bench_htsim(args):
     from dlcp_emu.study import baselines
+    if args.dctcp_incast:
+        return _bench_htsim_dctcp(args)
     chosen = dict(scenarios=args.scenarios or tuple(baselines.SCENARIOS),
                   transports=args.transports or baselines.TRANSPORTS, buffers=args.buffers or baselines.BUFFER_FRAMES)
     try:
@@ -63,6 +68,21 @@ def _bench_htsim(args):
         print(f"dlcp-emu bench htsim: {e}", file=sys.stderr)
         return 2
     print(json.dumps(rows) if args.json else baselines.markdown(rows))
+    return 0
+
+
+def _bench_htsim_dctcp(args):
+    from dlcp_emu.study import htsim_dctcp
+    if args.scenarios or args.transports or args.buffers:
+        print("dlcp-emu bench htsim: --dctcp-incast runs htsim's runs as they are: no --scenarios, "
+              "--transports or --buffers", file=sys.stderr)
+        return 2
+    try:
+        rows = htsim_dctcp.compare()
+    except ValueError as e:
+        print(f"dlcp-emu bench htsim: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(rows) if args.json else htsim_dctcp.markdown(rows))
     return 0
 
 

@@ -12,6 +12,7 @@ A flow is 101 data packets here: htsim finishes it at the ACK of byte 909,000 (`
 """
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,3 +106,45 @@ def run(transport, n, buffer_frames, engine="native"):
     ports = [p for sw in net.counters().values() for p in sw["ports"].values()]
     return IncastRun(transport, n, buffer_frames, tuple(fct), drops=sum(sum(p["drops"].values()) for p in ports),
                      timeouts=sum(eps[s].senders[k].timeouts for s in srcs for k in eps[s].senders))
+
+
+def reference(reference_dir=REFERENCE_DIR):
+    """htsim's rows (results.csv), keyed by (transport, senders, buffer_frames)."""
+    path = Path(reference_dir) / "results.csv"
+    if not path.is_file():
+        raise ValueError(f"htsim's DCTCP incast runs are not at {path}: they live in the source tree "
+                         "(tests/reference/htsim/dctcp), which an installed copy lacks")
+    with open(path, newline="") as f:
+        return {(r["transport"], int(r["senders"]), int(r["buffer_frames"])): r for r in csv.DictReader(f)}
+
+
+def line_rate_bound_s(n):
+    """The least time the last incast flow can take: every sender's frames at line rate."""
+    return n * FRAMES_PER_FLOW * WIRE_FRAME_BYTES * 8 / RATE_BPS
+
+
+def compare(reference_dir=REFERENCE_DIR):
+    """Every htsim run, run here: a row each, ours beside htsim's."""
+    rows = []
+    for key, ref in reference(reference_dir).items():
+        ours = run(*key).summary()
+        last = float(ref["last_print_s"])
+        rows.append({**ours, "htsim_first_s": float(ref["first_print_s"]), "htsim_last_s": last,
+                     "htsim_timeouts": int(ref["timeouts"]), "htsim_flows_timed_out": int(ref["flows_timed_out"]),
+                     "max_ratio": ours["max_fct_s"] / last})
+    return rows
+
+
+def markdown(rows):
+    """The side-by-side table, times in milliseconds."""
+    out = ["| transport | senders | buffer (frames) | line-rate bound (ms) | htsim first / last (ms) "
+           "| ours mean / p99 / max (ms) | ours / htsim: last | timeouts htsim (flows) / ours | ours drops |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append(f"| {r['transport']} | {r['senders']} | {r['buffer_frames']} "
+                   f"| {line_rate_bound_s(r['senders']) * 1e3:.2f} "
+                   f"| {r['htsim_first_s'] * 1e3:.2f} / {r['htsim_last_s'] * 1e3:.2f} "
+                   f"| {r['mean_fct_s'] * 1e3:.2f} / {r['p99_fct_s'] * 1e3:.2f} / {r['max_fct_s'] * 1e3:.2f} "
+                   f"| {r['max_ratio']:.2f} | {r['htsim_timeouts']} ({r['htsim_flows_timed_out']}) / {r['timeouts']} "
+                   f"| {r['drops']} |")
+    return "\n".join(out)
