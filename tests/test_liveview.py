@@ -65,6 +65,25 @@ def test_render_shows_utilisation_queue_and_drops_from_real_stats(tmp_path):
     assert any(l.startswith("p2 ") for l in short) and "(+2 quieter ports)" in short
 
 
+def test_render_shows_frames_to_no_known_address_and_those_the_kernel_discarded(tmp_path):
+    """`ports` (Mininet's CLI) shows every drop: a frame to an address the switch has no
+    route for is one of its own (no port owns it), an 802.1Q header too short for its tag,
+    which the kernel discarded, one of the port it came in on."""
+    rig = Rig(tmp_path, rate=1e9)
+    stray = bytearray(frame())
+    stray[0:6] = bytes.fromhex("0000000000aa")
+    rig.far[1].send(bytes(stray))
+    rig.far[1].send(frame())
+    assert len(rig.recv(2, 1)) == 1
+    stats = rig.stop()
+    assert stats["conservation"]["dropped"] == {"no_route": 1}
+    stats["rx_kernel_discarded"] = {1: 3, 2: 0, 3: 0}     # as a switch port's kernel counts them
+    lines = render({}, {"s1": stats}, width=120)
+    assert "s1: no_route 1" in lines
+    (p1,) = [line for line in lines if line.startswith("p1 ")]
+    assert p1.endswith("kernel_discarded 3 (+3)")
+
+
 def test_live_view_is_off_unless_a_terminal_and_not_ci(monkeypatch):
     class Tty(io.StringIO):
         def isatty(self):

@@ -71,6 +71,21 @@ def _net(args):
     return _report(run, run_dir, why)
 
 
+def _fates(stats, checked):
+    """' (dropped by the switches: ..., ...)': where frames that went nowhere went, by reason."""
+    dropped = {}
+    for st in stats.values():
+        for reason, k in st.get("conservation", {}).get("dropped", {}).items():
+            dropped[reason] = dropped.get(reason, 0) + k
+    for reason, k in (checked or {}).get("lost", {}).items():
+        dropped[reason] = dropped.get(reason, 0) + k
+    parts = [f"{r} {k:,}" for r, k in sorted(dropped.items()) if k]
+    discarded = (checked or {}).get("host_discarded")
+    if discarded:
+        parts.append(f"delivered and discarded by the hosts' kernels {discarded:,}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _report(run, run_dir, why):
     """What the switches did, and that nothing was lost: written and said."""
     stats = {k: v for k, v in run.stats.items() if v}
@@ -83,6 +98,6 @@ def _report(run, run_dir, why):
     links_ok = bool(run.links and run.links.get("ok"))
     print(f"dlcp-emu net: {why + '; ' if why else ''}network stopped and removed. The switches "
           f"sent {frames:,} frames; every frame accounted: "
-          f"{'yes' if conserved and links_ok else 'NO (see switches.json, links.json)'}. "
-          f"Stats: {run_dir}", flush=True)
+          f"{'yes' if conserved and links_ok else 'NO (see switches.json, links.json)'}"
+          f"{_fates(stats, run.links)}. Stats: {run_dir}", flush=True)
     return 1 if why else 0

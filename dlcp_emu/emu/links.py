@@ -4,10 +4,20 @@ other end received, or were lost on the link for a reason. And a stop that loses
 A link's ends are switch ports (our switch processes count what they read and what the
 kernel took from them) or host interfaces (the host kernel's counters, in
 /proc/<pid>/net/dev of a process in the host's namespace, less what they were once the
-switches were ready). Lost on a link: frames the receiving switch's ring had no room for
-(`rx_ring_full`, the kernel's count on its socket) or that the receiving host's kernel
-dropped (`host_rx_dropped`). A frame cut by a ring is received (and dropped as
+switches were ready). Lost on a link, by reason: frames the receiving switch's ring had no
+room for (`rx_ring_full`, the kernel's count on its socket), and frames the switch
+machine's kernel received on the port and discarded before any socket saw them
+(`kernel_discarded`: its receive count less what reached the socket; an 802.1Q frame too
+short for its tag is one). A frame cut by a ring is received (and dropped as
 `rx_truncated` in the switch's own conservation).
+
+Received is not the same as wanted: a host's kernel takes every frame its link delivers and
+discards those no protocol or socket of the host wants (an unknown EtherType, a frame for
+another VLAN or address), counting them as dropped. Those were delivered: a row's
+`host_discarded` says how many, and they balance the link as received. The same drop count
+also holds the frames the link could not hand to the host (a veth refuses a frame when the
+receiving backlog is full; the sending switch counts the send as `tx_refused`, and its port's
+kernel as `tx_dropped`), which are not discarded deliveries: they are taken out.
 
 Stopping a network without losing frames (`drain`): the hosts stop first (the caller),
 then the switches go on forwarding until the network is quiet: every switch holds nothing
@@ -26,7 +36,7 @@ import signal
 import time
 
 LOST_AT_SWITCH = "rx_ring_full"
-LOST_AT_HOST = "host_rx_dropped"
+LOST_AT_SWITCH_KERNEL = "kernel_discarded"
 POLL_S = 0.002
 QUIET_S = 0.3   # counters unchanged this long: the network is quiet (> TCP's 200 ms minimum RTO)
 MUTED_QUIET_S = 0.05  # the same once hosts are muted: only frames already sent can still move
@@ -63,28 +73,54 @@ def _port(counts, port):
     return counts.get(port) if v is None else v
 
 
-def _end(node, port, stats, hosts, base):
-    """(sent, received, lost by reason) at one end of a link, or Nones where unknown."""
+def _sent(node, port, stats, hosts, base):
+    """(frames `node` sent on `port`, frames its port's kernel could not hand over: a
+    switch's refused sends), or Nones where unknown."""
     if node in stats:
         st = stats[node]
         if not st or "tx_frames" not in st:
-            return None, None, {}
-        drops = _port(st.get("rx_socket_drops"), port) or 0
-        return (_port(st["tx_frames"], port), _port(st["rx_frames"], port),
-                {LOST_AT_SWITCH: drops} if drops else {})
+            return None, None
+        return _port(st["tx_frames"], port), _port(st.get("tx_kernel_dropped"), port) or 0
     now, then = hosts.get(node), (base or {}).get(node)
     if now is None or then is None:
-        return None, None, {}
-    dropped = now["rx_dropped"] - then["rx_dropped"]
-    return (now["tx"] - then["tx"], now["rx"] - then["rx"],
-            {LOST_AT_HOST: dropped} if dropped else {})
+        return None, None
+    return now["tx"] - then["tx"], 0
+
+
+def _received(node, port, stats, hosts, base):
+    """(frames `node` received on `port`, lost on the way in by reason, frames its kernel
+    counted as dropped: a host's, None at a switch), or Nones where unknown."""
+    if node in stats:
+        st = stats[node]
+        if not st or "rx_frames" not in st:
+            return None, {}, None
+        lost = {LOST_AT_SWITCH: _port(st.get("rx_socket_drops"), port) or 0,
+                LOST_AT_SWITCH_KERNEL: _port(st.get("rx_kernel_discarded"), port) or 0}
+        return _port(st["rx_frames"], port), {r: k for r, k in lost.items() if k}, None
+    now, then = hosts.get(node), (base or {}).get(node)
+    if now is None or then is None:
+        return None, {}, None
+    return now["rx"] - then["rx"], {}, now["rx_dropped"] - then["rx_dropped"]
+
+
+def balance(src, sp, dst, dp, stats, hosts, base):
+    """One direction of a link: {"link", "tx", "rx", "lost" by reason, "ok"}, and at a host
+    "host_discarded" (delivered, then discarded by the host's kernel; part of rx)."""
+    tx, refused = _sent(src, sp, stats, hosts, base)
+    rx, lost, dropped = _received(dst, dp, stats, hosts, base)
+    row = {"link": f"{src}:{sp}->{dst}:{dp}", "tx": tx, "rx": rx, "lost": lost}
+    if dropped is not None:
+        # The host's drop count holds what the sending port's kernel could not hand over too.
+        row["host_discarded"] = dropped - (refused or 0)
+    row["ok"] = tx is not None and rx is not None and tx == rx + sum(lost.values())
+    return row
 
 
 def link_balance(topology, stats, hosts, base):
-    """Both directions of every link: {"ok", "frames" (sent over all links), "links": [{"link",
-    "tx", "rx", "lost", "ok"}], "unbalanced": the rows that are not ok}. stats: switch ->
-    stats (final or a snapshot); hosts, base: `hosts_counters` now and when the switches
-    were ready."""
+    """Both directions of every link: {"ok", "frames" (sent over all links), "lost" (by
+    reason, over all links), "host_discarded", "links": [`balance` rows], "unbalanced": the
+    rows that are not ok}. stats: switch -> stats (final or a snapshot); hosts, base:
+    `hosts_counters` now and when the switches were ready."""
     rows = []
     for s in topology.switches():
         stats.setdefault(s, None)
@@ -93,13 +129,14 @@ def link_balance(topology, stats, hosts, base):
             p = topology.ports_to(src, dst)
             q = topology.ports_to(dst, src)
             for sp, dp in zip(p, q):          # parallel links pair up in port order
-                tx, _, _ = _end(src, sp, stats, hosts, base)
-                _, rx, lost = _end(dst, dp, stats, hosts, base)
-                ok = tx is not None and rx is not None and tx == rx + sum(lost.values())
-                rows.append({"link": f"{src}:{sp}->{dst}:{dp}", "tx": tx, "rx": rx,
-                             "lost": lost, "ok": ok})
+                rows.append(balance(src, sp, dst, dp, stats, hosts, base))
     rows = list({r["link"]: r for r in rows}.values())   # parallel links were seen twice
+    lost = {}
+    for r in rows:
+        for reason, k in r["lost"].items():
+            lost[reason] = lost.get(reason, 0) + k
     return {"ok": all(r["ok"] for r in rows), "frames": sum(r["tx"] or 0 for r in rows),
+            "lost": lost, "host_discarded": sum(r.get("host_discarded") or 0 for r in rows),
             "links": rows, "unbalanced": [r for r in rows if not r["ok"]]}
 
 

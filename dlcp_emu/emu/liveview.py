@@ -21,12 +21,14 @@ def enabled_by_default(stream):
 
 
 def _port_drops(st, n):
-    """Drops at one egress port, by reason: the model's, and frames the port's receive ring
-    lost (the switch fell behind)."""
+    """Drops at one port, by reason: the model's at its egress, and on its way in the frames
+    its receive ring lost (the switch fell behind) and those the kernel discarded before the
+    switch's socket (`links.py`)."""
     drops = dict(st["model"]["ports"][n]["drops"])
-    lost = (st.get("rx_socket_drops") or {}).get(n, 0)
-    if lost:
-        drops["rx_ring_full"] = lost
+    for reason, key in (("rx_ring_full", "rx_socket_drops"), ("kernel_discarded", "rx_kernel_discarded")):
+        lost = (st.get(key) or {}).get(n, 0)
+        if lost:
+            drops[reason] = lost
     return drops
 
 
@@ -56,10 +58,11 @@ def port_rows(prev, cur):
 
 
 def _switch_drops(st):
-    """Drops no port owns (a host link's queue, malformed or refused frames), by reason."""
+    """Drops no port owns (a host link's queue, malformed or refused frames, frames to no
+    known address), by reason."""
     model = {r for p in st["model"]["ports"].values() for r in p["drops"]}
     return {r: k for r, k in st.get("conservation", {}).get("dropped", {}).items()
-            if r not in model and r != "no_route" and k}
+            if r not in model and k}
 
 
 def _row_text(r):

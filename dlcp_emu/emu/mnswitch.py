@@ -123,6 +123,15 @@ def _proc_start_time(pid):
     return int(data[data.rindex(")") + 2:].split()[19])
 
 
+def stop_kind(returncode, final):
+    """How a switch process ended: "clean" (exit 0 with its final stats written), else its
+    exit status or the signal that ended it, and whether its final stats are missing."""
+    if returncode == 0 and final:
+        return "clean"
+    how = f"killed by signal {-returncode}" if returncode < 0 else f"exit status {returncode}"
+    return how if final else f"{how}, no final stats"
+
+
 class DlcpSwitch(Switch):
     """A Mininet switch run by our switch process (one per switch, root namespace)."""
 
@@ -337,7 +346,9 @@ class DlcpSwitch(Switch):
         if self.final_stats is None:
             self.final_stats = self.read_stats()
             if self.final_stats is not None:
-                self.final_stats["returncode"] = self.proc.returncode
+                rc = self.proc.returncode
+                self.final_stats["returncode"] = rc
+                self.final_stats["stop"] = stop_kind(rc, self.final_stats.get("final"))
         return self.final_stats
 
     def stop(self, deleteIntfs=True):

@@ -34,6 +34,7 @@ py::object ring_state(const RxRing* r) {
   s["waiting"] = r->waiting();
   s["truncated"] = r->truncated;
   s["resyncs"] = r->resyncs;
+  s["vlan_tagged"] = r->vlan_tagged;
   return s;
 }
 

@@ -2,6 +2,7 @@
 import argparse
 import json
 import os
+import signal
 import sys
 
 from dlcp_emu.emu.datapath.process import Datapath
@@ -34,6 +35,11 @@ def main(argv=None):
         else:
             dp.run()
     finally:
+        # Stopping: a second SIGTERM (a runner's stop after its first) or a late SIGUSR1 must
+        # not end the process by the signal's default action (Python restores it as the
+        # interpreter exits) once the final stats are on their way: it stops cleanly, exit 0.
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_IGN)
         dp.housekeeping(final=True)
         dp.close()
     return 0

@@ -42,8 +42,8 @@ from dlcp_emu.emu.datapath.pcap import open_captures
 from dlcp_emu.emu.datapath.queues import QueueSamples
 from dlcp_emu.emu.datapath.python_loop import PythonReceive, run_model
 from dlcp_emu.emu.datapath.sockets import (
-    PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_mtu,
-    open_port_socket, send_functions, socket_drops,
+    PR_SET_TIMERSLACK, RxRing, _prctl, drain_functions, interface_counters, interface_mtu,
+    open_port_socket, send_functions, socket_stats,
 )
 from dlcp_emu.emu.datapath.stats import datapath_stats
 from dlcp_emu.emu.lifeline import follow_parent
@@ -83,7 +83,10 @@ class Datapath:
         self.tx_frames = dict(zero)          # forward mode (model mode derives it)
         self.tx_errors = dict(zero)
         self.rx_errors = dict(zero)
-        self.socket_drops = dict(zero)
+        self.socket_drops = dict(zero)       # frames the kernel dropped at a socket: ring full
+        self.socket_frames = dict(zero)      # frames that reached its socket (those included)
+        self.kernel_base = {}                # port -> interface_counters when we were ready
+        self.kernel_now = {}                 # and at the last housekeeping
         self.flood_frames = dict(zero)       # flooded frames given to the model
         self.flood_copies = dict(zero)       # the copies they became
         self.not_flooded = dict(zero)        # broadcast frames with no tree port to go to
@@ -122,8 +125,6 @@ class Datapath:
             for s in socks.values():
                 s.close()
             raise
-        for s in socks.values():
-            socket_drops(s)               # reset the kernel's counters
         self.attach(socks, max(interface_mtu(i) for i in self.intf.values()))
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGTERM, self._on_signal)
@@ -166,6 +167,12 @@ class Datapath:
                             sock.recv(65536)
                     except (BlockingIOError, InterruptedError):
                         pass
+        for n, sock in self.socks.items():
+            socket_stats(sock)            # the kernel's counts from here on (zeroed as read),
+            if sock.family == socket.AF_PACKET:   # then the interface's (see count_kernel)
+                k = interface_counters(self.intf[n])
+                if k is not None:
+                    self.kernel_base[n] = self.kernel_now[n] = k
         self.started_ns = time.monotonic_ns()
         self.started_wall = time.time()
 
@@ -254,8 +261,7 @@ class Datapath:
         self.lateness.fold()
         self.rx_wait.fold()
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # follows a clock step
-        for n, s in self.socks.items():
-            self.socket_drops[n] += socket_drops(s)
+        self.count_kernel()
         for p in self.pcaps:
             p.flush()
         if self.queues is not None:
@@ -268,6 +274,32 @@ class Datapath:
         else:
             # No indent: the indenting encoder leaves closure cycles the disabled gc keeps.
             self.checkpoints.write(self.cfg["stats_path"], self.stats(False), default=str)
+
+    def count_kernel(self):
+        """Each port's counts: the interface's first, then its socket's, so that a frame that
+        arrives between the two reads shows as missing (see `kernel_discarded`), never as
+        discarded by the kernel."""
+        for n, s in self.socks.items():
+            k = interface_counters(self.intf[n]) if n in self.kernel_base else None
+            packets, drops = socket_stats(s)
+            self.socket_frames[n] += packets
+            self.socket_drops[n] += drops
+            if k is not None:
+                self.kernel_now[n] = k
+
+    def kernel_discarded(self):
+        """{port: frames the kernel received on the port and discarded before any socket saw
+        them}: its receive count less what reached our socket. The case known: an 802.1Q or
+        802.1ad frame of 14 to 19 bytes, too short for its tag, which the kernel frees
+        uncounted while it takes the tag out (skb_vlan_untag)."""
+        return {n: now[0] - self.kernel_base[n][0] - self.socket_frames[n]
+                for n, now in self.kernel_now.items()}
+
+    def kernel_tx_dropped(self):
+        """{port: frames the kernel could not hand to the link's other end}: a veth refuses a
+        frame whose receiver's backlog is full (the send fails: `tx_refused`), and the
+        receiving kernel counts it among its own drops (links.py)."""
+        return {n: now[1] - self.kernel_base[n][1] for n, now in self.kernel_now.items()}
 
     def stats(self, final=False):
         return datapath_stats(self, final)

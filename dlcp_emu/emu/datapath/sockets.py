@@ -1,6 +1,7 @@
 """AF_PACKET sockets on the switch ports: opening them, the TPACKET_V2 receive ring whose
-frames carry the kernel's delivery time, the kernel's drop counters, and the prctl calls the
-process makes."""
+frames carry the kernel's delivery time (and their VLAN tag, which the kernel takes out of the
+frame before any socket sees it), the kernel's counters, and the prctl calls the process
+makes."""
 import socket
 import struct
 
@@ -45,12 +46,24 @@ PACKET_RX_RING = 5
 PACKET_VERSION = 10
 TPACKET_V2 = 1
 TP_STATUS_USER = 1
+TP_STATUS_VLAN_VALID = 0x10        # the frame came with a VLAN tag: tp_vlan_tci holds it
+TP_STATUS_VLAN_TPID_VALID = 0x40   # and tp_vlan_tpid its EtherType (0x8100, 0x88a8)
+ETH_P_8021Q = 0x8100
+MAC_PAIR = 12                      # the tag goes after the destination and source MACs
 
 
-# struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_sec, tp_nsec (then
-# vlan). tp_sec/tp_nsec: when the kernel delivered the frame (CLOCK_REALTIME).
-_TP2_HDR = struct.Struct("=IIIHHII")
+# struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_sec, tp_nsec,
+# tp_vlan_tci, tp_vlan_tpid. tp_sec/tp_nsec: when the kernel delivered the frame
+# (CLOCK_REALTIME).
+_TP2_HDR = struct.Struct("=IIIHHIIHH")
 _ZERO32 = struct.Struct("=I")
+_TAG = struct.Struct("!HH")
+
+
+def tagged(frame, tci, tpid=ETH_P_8021Q):
+    """The frame as it was on the wire: its VLAN tag (which the kernel moved out of the frame
+    into the ring's header) back after the MACs."""
+    return frame[:MAC_PAIR] + _TAG.pack(tpid, tci) + frame[MAC_PAIR:]
 
 
 class RxRing:
@@ -72,6 +85,7 @@ class RxRing:
         self.i = 0
         self.truncated = 0
         self.resyncs = 0
+        self.vlan_tagged = 0          # frames whose tag was put back
 
     def drain(self, n):
         mm = self.mm
@@ -90,11 +104,16 @@ class RxRing:
             i = self._resync()
         while n:
             off = i * fs
-            status, length, snap, mac, _net, sec, nsec = unpack(mm, off)
+            status, length, snap, mac, _net, sec, nsec, tci, tpid = unpack(mm, off)
             if not status & TP_STATUS_USER:
                 break
             if snap == length:
-                append(mm[off + mac:off + mac + snap])
+                if status & TP_STATUS_VLAN_VALID and snap >= MAC_PAIR:
+                    append(tagged(mm[off + mac:off + mac + snap], tci,
+                                  tpid if status & TP_STATUS_VLAN_TPID_VALID else ETH_P_8021Q))
+                    self.vlan_tagged += 1
+                else:
+                    append(mm[off + mac:off + mac + snap])
                 stamp(sec * 1_000_000_000 + nsec)
             else:
                 self.truncated += 1          # larger than a ring slot: cannot forward it
@@ -125,7 +144,7 @@ class RxRing:
                 if _ZERO32.unpack_from(self.mm, k * self.frame_size)[0] & TP_STATUS_USER]
         return {"next": self.i, "slots": self.frames, "waiting": len(user),
                 "first_waiting": user[0] if user else None, "truncated": self.truncated,
-                "resyncs": self.resyncs}
+                "resyncs": self.resyncs, "vlan_tagged": self.vlan_tagged}
 
     def ready(self):
         """A frame waits in the next slot (no syscall: one read of its status word)."""
@@ -135,13 +154,29 @@ class RxRing:
         self.mm.close()
 
 
+def socket_stats(sock):
+    """(frames that reached this socket, of them dropped for want of room in its ring or
+    queue) since the last call: the kernel zeroes its counts as it reports them."""
+    try:
+        return struct.unpack("II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+    except OSError:
+        return 0, 0
+
+
 def socket_drops(sock):
     """Frames the kernel dropped on this socket's receive queue since the last call."""
+    return socket_stats(sock)[1]
+
+
+def interface_counters(intf):
+    """(frames the kernel received on `intf`, frames it could not hand to the link's other
+    end), from sysfs; None for an interface it does not know (a test's socketpair)."""
+    base = f"/sys/class/net/{intf}/statistics/"
     try:
-        _, drops = struct.unpack("II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
-    except OSError:
-        return 0
-    return drops
+        with open(base + "rx_packets") as rx, open(base + "tx_dropped") as dropped:
+            return int(rx.read()), int(dropped.read())
+    except (OSError, ValueError):
+        return None
 
 
 def interface_mtu(intf):

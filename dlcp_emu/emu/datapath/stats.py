@@ -22,6 +22,8 @@ def datapath_stats(dp, final=False):
         "snapshot": dp.snapshots,
         "ports": {n: dp.intf[n] for n in dp.numbers},
         "rx_socket_drops": dict(dp.socket_drops),
+        # Lost before our sockets, at the kernel (links.py puts them on their links).
+        "rx_kernel_discarded": dp.kernel_discarded(), "tx_kernel_dropped": dp.kernel_tx_dropped(),
         "rx_errors": dict(dp.rx_errors), "tx_errors": dict(dp.tx_errors),
         "rewrite_errors": dp.rewrite_errors,
         "rx_rings": dp.receive_side.ring_states() if final else None,
