@@ -133,3 +133,38 @@ def test_a_vlan_tag_is_carried_through_and_a_frame_too_short_for_one_is_counted(
     assert got == [vlan, plain]
     assert stats["rx_kernel_discarded"] == {1: 1, 2: 0} and stats["rx_frames"][1] == 2
     assert stats["rx_rings"][1]["vlan_tagged"] == 1
+
+
+def test_a_switch_told_to_stop_again_while_it_exits_still_exits_cleanly(veths, tmp_path):
+    """A runner may send SIGTERM more than once (its stop, then Mininet's). Once the final
+    stats are written, further signals must not end the process by their default action
+    (which Python restores as it exits): exit status 0, not -15, with the stats final."""
+    import json
+    import os
+    import signal
+    import sys
+    import time
+    cfg = {"name": "t1", "pipeline": "fifo",
+           "ports": [{"number": n, "intf": a, "rate_bps": 1e9} for n, (a, _) in enumerate(veths, start=1)],
+           "routes": {H2: [2]}, "flood": [], "stats_path": str(tmp_path / "stats.json"),
+           "ready_path": str(tmp_path / "ready")}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    p = subprocess.Popen([sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", str(tmp_path / "cfg.json")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "ready").exists():
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read().decode()
+            time.sleep(0.01)
+        while p.poll() is None and time.monotonic() < deadline:   # stop, and again, until it is gone
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0005)
+        assert p.wait(timeout=10) == 0, p.stderr.read().decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert json.loads((tmp_path / "stats.json").read_text())["final"]
