@@ -70,8 +70,8 @@ def test_frames_the_link_refused_to_a_host_are_not_counted_as_discarded_deliveri
     """s1 tried 105 frames for h2; its port's kernel refused 5 (the receiving backlog was full:
     not sent, s1 counts tx_refused), which h2's kernel counts among its drops with the 10 it
     received and discarded."""
-    stats = switch(rx=(100, 0), tx=(0, 100), tx_kernel_dropped=(0, 5))
-    checked = links.link_balance(STAR, stats, hosts((0, 0, 100), (100, 15, 0)), BASE)
+    stats = switch(rx=(105, 0), tx=(0, 100), tx_kernel_dropped=(0, 5), tx_errors=(0, 5))
+    checked = links.link_balance(STAR, stats, hosts((0, 0, 105), (100, 15, 0)), BASE)
     r = row(checked, "s1:2->h2:0")
     assert r["ok"] and r["host_discarded"] == 10 and checked["host_discarded"] == 10
 
@@ -82,3 +82,17 @@ def test_an_end_whose_counters_are_unknown_does_not_balance():
     assert not checked["ok"] and len(checked["unbalanced"]) == 4
     no_host = links.link_balance(STAR, switch(rx=(0, 0), tx=(0, 0)), {"h1": None, "h2": None}, BASE)
     assert not no_host["ok"]
+
+
+def test_a_frame_the_link_dropped_after_a_send_that_succeeded_is_lost_as_tx_dropped():
+    """Before Linux 6.8 a veth that could not hand a frame over still let the send succeed:
+    s1 counted 100 frames sent to h2, its port's kernel dropped 4 of them (h2's kernel
+    counts them too, with 10 it received and discarded). Since 6.8 the send fails: s1
+    counts it refused (tx_errors), not sent, and nothing is lost on the link."""
+    stats = switch(rx=(100, 0), tx=(0, 100), tx_kernel_dropped=(0, 4), tx_errors=(0, 0))
+    checked = links.link_balance(STAR, stats, hosts((0, 0, 100), (96, 14, 0)), BASE)
+    r = row(checked, "s1:2->h2:0")
+    assert r["ok"] and r["lost"] == {"tx_dropped": 4} and r["host_discarded"] == 10
+    refused = switch(rx=(100, 0), tx=(0, 96), tx_kernel_dropped=(0, 4), tx_errors=(0, 4))
+    r = row(links.link_balance(STAR, refused, hosts((0, 0, 100), (96, 14, 0)), BASE), "s1:2->h2:0")
+    assert r["ok"] and r["lost"] == {} and r["host_discarded"] == 10

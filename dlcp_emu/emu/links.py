@@ -17,7 +17,9 @@ another VLAN or address), counting them as dropped. Those were delivered: a row'
 `host_discarded` says how many, and they balance the link as received. The same drop count
 also holds the frames the link could not hand to the host (a veth refuses a frame when the
 receiving backlog is full; the sending switch counts the send as `tx_refused`, and its port's
-kernel as `tx_dropped`), which are not discarded deliveries: they are taken out.
+kernel as `tx_dropped`), which are not discarded deliveries: they are taken out. On a kernel
+whose veth does not fail such a send (before Linux 6.8), the switch counted the frame sent:
+it is lost on the link as `tx_dropped`.
 
 Stopping a network without losing frames (`drain`): the hosts stop first (the caller),
 then the switches go on forwarding until the network is quiet: every switch holds nothing
@@ -37,6 +39,7 @@ import time
 
 LOST_AT_SWITCH = "rx_ring_full"
 LOST_AT_SWITCH_KERNEL = "kernel_discarded"
+LOST_ON_LINK = "tx_dropped"     # the sending port's kernel could not hand it over, unseen
 POLL_S = 0.002
 QUIET_S = 0.3   # counters unchanged this long: the network is quiet (> TCP's 200 ms minimum RTO)
 MUTED_QUIET_S = 0.05  # the same once hosts are muted: only frames already sent can still move
@@ -74,17 +77,21 @@ def _port(counts, port):
 
 
 def _sent(node, port, stats, hosts, base):
-    """(frames `node` sent on `port`, frames its port's kernel could not hand over: a
-    switch's refused sends), or Nones where unknown."""
+    """(frames `node` sent on `port`, frames its port's kernel could not hand over, of those
+    the ones its send did not see refused), or Nones where unknown. A veth that cannot hand a
+    frame over fails the send since Linux 6.8 (the switch counts `tx_refused` and no frame
+    sent); before, the send succeeded and the frame was lost on the link."""
     if node in stats:
         st = stats[node]
         if not st or "tx_frames" not in st:
-            return None, None
-        return _port(st["tx_frames"], port), _port(st.get("tx_kernel_dropped"), port) or 0
+            return None, None, None
+        dropped = _port(st.get("tx_kernel_dropped"), port) or 0
+        unseen = dropped - (_port(st.get("tx_errors"), port) or 0)
+        return _port(st["tx_frames"], port), dropped, unseen if unseen > 0 else 0
     now, then = hosts.get(node), (base or {}).get(node)
     if now is None or then is None:
-        return None, None
-    return now["tx"] - then["tx"], 0
+        return None, None, None
+    return now["tx"] - then["tx"], 0, 0
 
 
 def _received(node, port, stats, hosts, base):
@@ -106,12 +113,14 @@ def _received(node, port, stats, hosts, base):
 def balance(src, sp, dst, dp, stats, hosts, base):
     """One direction of a link: {"link", "tx", "rx", "lost" by reason, "ok"}, and at a host
     "host_discarded" (delivered, then discarded by the host's kernel; part of rx)."""
-    tx, refused = _sent(src, sp, stats, hosts, base)
+    tx, not_handed, unseen = _sent(src, sp, stats, hosts, base)
     rx, lost, dropped = _received(dst, dp, stats, hosts, base)
+    if unseen:
+        lost[LOST_ON_LINK] = unseen
     row = {"link": f"{src}:{sp}->{dst}:{dp}", "tx": tx, "rx": rx, "lost": lost}
     if dropped is not None:
         # The host's drop count holds what the sending port's kernel could not hand over too.
-        row["host_discarded"] = dropped - (refused or 0)
+        row["host_discarded"] = dropped - (not_handed or 0)
     row["ok"] = tx is not None and rx is not None and tx == rx + sum(lost.values())
     return row
 
