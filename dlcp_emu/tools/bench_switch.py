@@ -99,6 +99,7 @@ class Bench:
         out_if = ("s1-eth2", "s1-eth3")   # the load's port and the probes'
         self._drain(out_if)
         base = _counter(out_if)
+        lost_before = self._switch_losses()
         if probe_every:   # the probes go to h3, so that no socket filter sees the load
             rx = self._receiver(self.trial_s, probe_every, host="h3")
             p = self._traffic("h1", self._send_args(rate, dlcp_payload=0, sample_every=probe_every) +
@@ -124,11 +125,32 @@ class Bench:
              # At least 0: what the hosts' kernels send of their own (IPv6 neighbour
              # discovery) is counted as forwarded too, a frame or two a trial.
              "loss": max(0.0, round(1 - forwarded / sent["sent"], 6)) if sent["sent"] else None}
+        lost_after = self._switch_losses()
+        if lost_before is not None and lost_after is not None:
+            # Where the frames went missing: the switch's rings overflowed (it fell behind,
+            # or this VM stalled it), its model dropped them, or the kernel refused a send.
+            r["lost_at"] = {k: lost_after[k] - lost_before[k] for k in lost_after}
         self.log(f"  trial {size} B offered {rate:,.0f}: sent {sent['pps']:,} pps, "
-                 f"forwarded {r['forwarded_pps']:,} pps, loss {r['loss']}")
+                 f"forwarded {r['forwarded_pps']:,} pps, loss {r['loss']}"
+                 + (f" (lost at: {r['lost_at']})" if "lost_at" in r else ""))
         if probe_every:
             r["latency"] = self._timed(rx, sent, probe_every, rate)
         return r
+
+    def _switch_losses(self):
+        """{"ring_full", "model", "tx_refused"}: s1's counts so far (None for a bridge)."""
+        from dlcp_emu.emu.links import fresh_stats
+        from dlcp_emu.emu.mnswitch import DlcpSwitch
+        sw = self.run.switch("s1")
+        if not isinstance(sw, DlcpSwitch):
+            return None
+        st = (fresh_stats([sw], time.monotonic() + 2) or {}).get("s1")
+        if not st:
+            return None
+        dropped = dict((st.get("conservation") or {}).get("dropped") or {})
+        refused = dropped.pop("tx_refused", sum(st["tx_errors"].values()))
+        return {"ring_full": sum(st["rx_socket_drops"].values()), "model": sum(dropped.values()),
+                "tx_refused": refused}
 
     def max_rate(self, size, trials=MAX_TRIALS):
         """The forwarding rate under overload: the median trial of `trials` (by forwarded
@@ -232,11 +254,19 @@ class Bench:
 
 # -- the whole benchmark ------------------------------------------------------------------------
 
-def run(trial_s=2.0, bridge=True, log=None):
+def _ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+def run(trial_s=2.0, bridge=True, log=None, realtime=True):
+    """realtime: the switch process is a real-time task, as in every emulation (`emu/run.py`):
+    without, any process the machine runs on the switch's CPU takes it for milliseconds, and
+    its rings overflow (all of a trial's losses were `ring_full`)."""
     from mininet.log import setLogLevel
     from mininet.nodelib import LinuxBridge
 
     from dlcp_emu.emu.net import EmulationRun
+    from dlcp_emu.emu.run import SWITCH_RT_PRIORITY
     from topologies import star
 
     setLogLevel("error")
@@ -244,13 +274,14 @@ def run(trial_s=2.0, bridge=True, log=None):
     t = star(3, rate_bps=100e9)   # h1 sends, h2 takes the load, h3 the latency probes
     light = 10_000
     res = {"machine_cpus": os.cpu_count(), "switch_cpu": SW_CPU, "generator_cpu": GEN_CPU,
-           "trial_seconds": trial_s, "frame_64_bytes_without_fcs": 60}
+           "trial_seconds": trial_s, "frame_64_bytes_without_fcs": 60, "switch_realtime": realtime}
+    opts = {"cpu": SW_CPU, "rt_priority": SWITCH_RT_PRIORITY if realtime else None}
     detail = {}
 
     # Hosts unpaced: the generator's frames reach the switch as fast as it makes them, so
     # that the switch alone is measured.
     log("dlcp (model, dlcp preset)")
-    with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU}, pace_hosts=False) as r:
+    with EmulationRun(t, "dlcp", switch_opts=opts, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)
         lat_light = b.light_latency(light)   # before the overloads, which the kernel pays for after
         m64, m1500 = b.max_rate(60), b.max_rate(1514)
@@ -268,7 +299,7 @@ def run(trial_s=2.0, bridge=True, log=None):
                dlcp_conservation_ok=st["conservation"]["ok"])
 
     log("dlcp in Python (the same process with the Python model)")
-    with EmulationRun(t, "dlcp", switch_opts={"cpu": SW_CPU, "engine": "python"}, pace_hosts=False) as r:
+    with EmulationRun(t, "dlcp", switch_opts={**opts, "engine": "python"}, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)
         p64 = b.max_rate(60)
     detail["python_dlcp"] = {"max_64": p64, "engine": r.stats["s1"].get("engine")}
@@ -276,13 +307,21 @@ def run(trial_s=2.0, bridge=True, log=None):
                dlcp_engine=st.get("engine"), dlcp_engine_note=st.get("engine_note"))
 
     log("forward (same process, no model)")
-    with EmulationRun(t, "fifo", mode="forward", switch_opts={"cpu": SW_CPU}, pace_hosts=False) as r:
+    with EmulationRun(t, "fifo", mode="forward", switch_opts=opts, pace_hosts=False) as r:
         b = Bench(r, t, trial_s, log)
         f_lat = b.light_latency(light)
         f64, f1500 = b.max_rate(60), b.max_rate(1514)
-    detail["forward"] = {"max_64": f64, "max_1500": f1500, "latency_light": f_lat}
+        f_ll = b.lossless(step=100_000)
+    fst = r.stats["s1"]
+    detail["forward"] = {"max_64": f64, "max_1500": f1500, "latency_light": f_lat, "lossless": f_ll,
+                         "rx_socket_drops": fst["rx_socket_drops"]}
     res.update(forward_pps_64=f64["forwarded_pps"], forward_pps_1500=f1500["forwarded_pps"],
-               forward_pps_64_generator_bound=f64["generator_bound"])
+               forward_pps_64_generator_bound=f64["generator_bound"],
+               forward_lossless_pps=f_ll["lossless_pps"], forward_lossless_generator_bound=f_ll["generator_bound"])
+    # The target: dlcp's lossless rate against the bare forwarder's, under overload and lossless
+    # alike (the same kernel path, rings and probe; only the model differs).
+    res["dlcp_lossless_to_forward_max"] = _ratio(ll["lossless_pps"], f64["forwarded_pps"])
+    res["dlcp_lossless_to_forward_lossless"] = _ratio(ll["lossless_pps"], f_ll["lossless_pps"])
 
     bridge_p50 = None
     if bridge:
