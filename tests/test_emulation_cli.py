@@ -77,10 +77,18 @@ def _switches(tmp_path):
     return json.loads((run / "switches.json").read_text())
 
 
+# 100 frames of an EtherType no host has a protocol for, to every host: h2's kernel receives
+# them and discards them. They were delivered, not lost.
+UNKNOWN_ETHERTYPE = (f"h1 {sys.executable} -c \"from scapy.all import Ether, sendp; sendp([Ether("
+                     f"dst='ff:ff:ff:ff:ff:ff', type=0x88b5) / (b'x' * 50)] * 100, iface='h1-eth0', "
+                     f"verbose=0)\"\n")
+
+
 def test_net_session_pings_and_carries_tcp_across_the_switches(tmp_path):
     before = links(), netns()
     p = _net(tmp_path, stdin=subprocess.PIPE)
-    out, _ = p.communicate("h1 ping -c3 h2\nports\niperf h1 h2 2\nexit\nh1 ping -c1 h2\n", timeout=120)
+    out, _ = p.communicate("h1 ping -c3 h2\n" + UNKNOWN_ETHERTYPE + "ports\niperf h1 h2 2\nexit\n"
+                           "h1 ping -c1 h2\n", timeout=120)
     assert p.returncode == 0, out
     assert "3 packets transmitted, 3 received, 0% packet loss" in out, out
     assert "mininet> ports" in out and "l1-eth3" in out
@@ -88,7 +96,12 @@ def test_net_session_pings_and_carries_tcp_across_the_switches(tmp_path):
     assert mbits > 0.5, out                 # TCP across the switches (links at 20 Mbit/s here)
     assert out.count("mininet> h1 ping") == 1, "commands after `exit` ran"
     assert "every frame accounted: yes" in out, out
+    assert "delivered and discarded by the hosts' kernels" in out, out
+    (run,) = (tmp_path / "results").iterdir()
+    checked = json.loads((run / "links.json").read_text())
+    assert checked["ok"] and checked["host_discarded"] >= 100, checked
     stats = _switches(tmp_path)
+    assert {s: st["stop"] for s, st in stats.items()} == dict.fromkeys(stats, "clean")
     # Every echo request and reply crossed a spine: the userspace switches carried them.
     spine_frames = sum(sum(stats[s]["tx_frames"].values()) for s in ("s1", "s2"))
     assert spine_frames >= 6 and all(st["conservation"]["ok"] for st in stats.values())

@@ -4,7 +4,7 @@ delivered; a frame that is nowhere is lost; a frame lost with a reason balances 
 from dlcp_emu.emu import links
 from topologies import build
 
-STAR = build("star", hosts=2, rate_bps=100e6)
+STAR = build("star", hosts=2, host_rate_bps=100e6)
 BASE = {h: {"rx": 1000, "rx_dropped": 7, "tx": 2000} for h in ("h1", "h2")}
 
 

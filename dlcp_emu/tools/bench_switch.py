@@ -271,7 +271,7 @@ def run(trial_s=2.0, bridge=True, log=None, realtime=True):
 
     setLogLevel("error")
     log = log or (lambda m: None)
-    t = star(3, rate_bps=100e9)   # h1 sends, h2 takes the load, h3 the latency probes
+    t = star(3, host_rate_bps=100e9)   # h1 sends, h2 takes the load, h3 the latency probes
     light = 10_000
     res = {"machine_cpus": os.cpu_count(), "switch_cpu": SW_CPU, "generator_cpu": GEN_CPU,
            "trial_seconds": trial_s, "frame_64_bytes_without_fcs": 60, "switch_realtime": realtime}
