@@ -18,7 +18,8 @@ there, so that no socket filter runs on the load's frames). "Added latency" is a
 latency at a percentile minus the bridge's median: what the userspace switch adds over the
 kernel's own path, receiver wake-up included in neither.
 
-The switch process is pinned to CPU 1, the generator and receiver to CPU 0. On a 2-core
+The switch process is pinned to CPU 1 and runs as a real-time task, as in every emulation
+(docs/datapath.md, "bench switch"), the generator and receiver on CPU 0. On a 2-core
 machine the generator (compiled, ~700k frames/s of 64 B here) is a limit of its own: the output
 reports its rate and flags any figure that it bounds (`*_generator_bound`). A Linux bridge
 forwards in the sender's own softirq, so on this set-up it is always generator-bound.
