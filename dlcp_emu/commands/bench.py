@@ -193,6 +193,9 @@ def _add_switch(kinds):
     s.add_argument("--trial-seconds", type=number_at_least(0, lo_open=True), default=2.0,
                    help="length of each trial")
     s.add_argument("--skip-bridge", action="store_true")
+    s.add_argument("--no-realtime", action="store_true",
+                   help="run the switch process as an ordinary task (emulations run it as a "
+                        "real-time one, and so does the benchmark by default)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_bench_switch)
     return s
@@ -207,7 +210,7 @@ def _bench_switch(args):
               file=sys.stderr)
         return 1
     from dlcp_emu.tools.bench_switch import run
-    result = run(trial_s=args.trial_seconds, bridge=not args.skip_bridge,
+    result = run(trial_s=args.trial_seconds, bridge=not args.skip_bridge, realtime=not args.no_realtime,
                  log=None if args.json else lambda m: print(m, file=sys.stderr, flush=True))
     if args.json:
         print(json.dumps(result))
