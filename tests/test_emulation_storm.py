@@ -7,7 +7,12 @@ import random
 import sys
 
 import pytest
-from scapy.all import IP, UDP, Dot1Q, Ether, Raw, rdpcap, wrpcap
+# Not scapy.all: its every layer would take UDP ports (Kerberos's 464) from the DLCP layer
+# in the tests collected with this one.
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
+from scapy.utils import rdpcap, wrpcap
 
 from dlcp_emu.wire import DlcpHeader, Flags, Frame, encode_frame
 from dlcp_emu.wire.layout import DLCP_OFF, DLCP_UDP_PORT
