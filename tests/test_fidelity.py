@@ -62,6 +62,7 @@ def test_nothing_measured_flags_nothing():
     f = host_fidelity([{"rank": 4}], COMPUTE_NS, FRAME_NS)
     assert f == {"host_timer_p99_lateness_us": None, "host_compute_stretch": None,
                  "host_rx_lag_p50_us": None, "host_rx_lag_p99_us": None,
+                 "host_rx_lag_mean_us": None, "host_timer_mean_lateness_us": None,
                  "host_rx_lag_frame_share": None, "hosts_behind": False,
                  "host_stall_max_ms": 0.0}
 

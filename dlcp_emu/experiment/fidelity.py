@@ -1,5 +1,7 @@
 """How faithfully an emulated run kept the model's schedule, from what its switches and
 hosts measured; the figures and flags of the summary's `fidelity`."""
+import numpy as np
+
 from dlcp_emu.experiment import results
 
 HOST_STRETCH_LIMIT = 0.05  # compute stretched by late host timers, as a fraction, that flags a run
@@ -44,6 +46,8 @@ def host_fidelity(records, compute_ns, frame_ns):
     lag = [x for r in records for x in r.get("rx_lag_ns", [])]
     out["host_rx_lag_p50_us"] = results.percentile(lag, 50) / 1e3 if lag else None
     out["host_rx_lag_p99_us"] = results.percentile(lag, 99) / 1e3 if lag else None
+    out["host_rx_lag_mean_us"] = float(np.mean(lag)) / 1e3 if lag else None
+    out["host_timer_mean_lateness_us"] = float(np.mean(late)) / 1e3 if late else None
     # The median wait against the yardstick below: a share of a host-link frame time.
     out["host_rx_lag_frame_share"] = out["host_rx_lag_p50_us"] * 1e3 / frame_ns if lag else None
     # Hosts that cannot keep up (too many agents for the cores at this dilation) stretch

@@ -223,12 +223,9 @@ def _combine(per_seed):
     out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
-    worst = {}
-    for key in ("p99_lateness_us", "max_lateness_ms", "host_timer_p99_lateness_us",
-                "host_compute_stretch", "host_rx_lag_p50_us", "host_rx_lag_p99_us",
-                "host_rx_lag_frame_share",
-                "host_stall_max_ms", "cpu_busy_share", "cpu_steal_share"):
-        values = [f.get(key) for f in fid if f.get(key) is not None]
+    worst = {}   # every figure of the seeds' fidelity, its worst (largest) over the seeds
+    for key in dict.fromkeys(k for f in fid for k, v in f.items() if _number(v)):
+        values = [f[key] for f in fid if _number(f.get(key))]
         worst[key] = max(values) if values else None
     # Each kind of process's CPU seconds, a mean over the seeds.
     cpus = [f["cpu_s"] for f in fid if f.get("cpu_s")]
@@ -241,6 +238,10 @@ def _combine(per_seed):
     if len(per_seed) > 1:
         out["per_seed"] = per_seed
     return out
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _mean_or_none(values):
