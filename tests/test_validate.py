@@ -14,15 +14,25 @@ from dlcp_emu.experiment.spec import parse_spec
 SPEC = parse_spec({"name": "t", "topology": {"kind": "star", "hosts": 2, "host_rate_bps": 1e9},
                    "workload": {"model": "resnet50", "workers": 2}})
 
-# (backend, preset) -> per seed: (mean iteration time, p99 tensor completion time, hosts late)
+# (backend, preset) -> per seed: (mean iteration time, p99 tensor completion time, the
+# emulated run's fidelity estimate of its mean iteration, percent)
 FIGURES = {
-    ("emu", "fifo"): [(0.500, 0.040, False), (0.520, 0.050, False)],
-    ("sim", "fifo"): [(0.505, 0.045, False), (0.515, 0.045, False)],
-    ("emu", "dlcp"): [(0.400, 0.030, False), (0.400, 0.030, True)],
-    ("sim", "dlcp"): [(0.300, 0.020, False), (0.300, 0.020, False)],
-    ("emu", "ndp"): [(1.25, 0.5, False), (1.25, 0.5, False)],
-    ("sim", "ndp"): [(1.0, 1.0, False), (1.0, 1.0, False)],
+    ("emu", "fifo"): [(0.500, 0.040, 1.0), (0.520, 0.050, 1.0)],
+    ("sim", "fifo"): [(0.505, 0.045, None), (0.515, 0.045, None)],
+    ("emu", "dlcp"): [(0.400, 0.030, 2.0), (0.400, 0.030, 10.0)],
+    ("sim", "dlcp"): [(0.300, 0.020, None), (0.300, 0.020, None)],
+    ("emu", "ndp"): [(1.25, 0.5, 0.0), (1.25, 0.5, 0.0)],
+    ("sim", "ndp"): [(1.0, 1.0, None), (1.0, 1.0, None)],
 }
+
+
+def fidelity(pct):
+    """An emulated run's fidelity with an estimate of `pct` (one term), or a simulated one's."""
+    if pct is None:
+        return {"fell_behind": False}
+    est = {"iteration_pct": pct, "fct_p99_pct": pct / 2,
+           "terms": {"host wait": {"iteration_pct": pct, "fct_p99_pct": pct / 2}}}
+    return {"fell_behind": False, "estimate": est, "tolerance": 0.05, "estimate_flagged": pct > 5}
 
 
 @pytest.fixture
@@ -30,10 +40,10 @@ def known_runs(monkeypatch):
     """compare.run_one (one preset, one seed, one backend) gives FIGURES' numbers; compare
     itself, which combines seeds and writes summaries, runs for real."""
     def run_one(spec, preset, run_dir, backend, log, emu_options=None):
-        it, fct, late = FIGURES[backend, preset][spec.seed - SPEC.seed]
+        it, fct, pct = FIGURES[backend, preset][spec.seed - SPEC.seed]
         return {"iteration_time_mean_s": it, "tensor_fct_p99_s": fct, "completed": True,
-                "loss_within_bound": True, "compression": {},
-                "fidelity": {"fell_behind": False, "hosts_behind": late}}
+                "loss_within_bound": True, "compression": {}, "fidelity": fidelity(pct),
+                "backend": "emulation" if backend == "emu" else "simulation"}
     monkeypatch.setattr(compare, "run_one", run_one)
 
 
@@ -48,11 +58,13 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
     assert fifo["emu"] == pytest.approx(0.510) and fifo["sim"] == pytest.approx(0.510)
     assert fifo["difference"] == pytest.approx(0.0, abs=1e-12)
     assert rows["fifo"]["tensor_fct_p99_s"]["emu"] == pytest.approx(0.045)
-    assert rows["fifo"]["within_tolerance"] and rows["fifo"]["emulation_fidelity"] == "ok"
-    # dlcp: 400 ms against 300 ms is +33.3 %, beyond 25 %; one seed's hosts were late.
+    assert rows["fifo"]["within_tolerance"] and rows["fifo"]["emulation_fidelity"] == "~+1.0%"
+    # dlcp: 400 ms against 300 ms is +33.3 %, beyond 25 %; the emulated runs estimated +2%
+    # and +10% of their own error: +6% over the seeds, above their 5% tolerance.
     assert dlcp["iteration_time_mean_s"]["difference"] == pytest.approx(1 / 3)
     assert dlcp["tensor_fct_p99_s"]["difference"] == pytest.approx(0.5)
-    assert not dlcp["within_tolerance"] and dlcp["emulation_fidelity"] == "hosts late"
+    assert not dlcp["within_tolerance"] and dlcp["emulation_fidelity"] == "~+6.0%!"
+    assert dlcp["fidelity_estimate"]["terms"]["host wait"] == {"iteration_pct": 6.0, "fct_p99_pct": 3.0}
     # ndp: exactly +25 % (binary-exact numbers) is within a 25 % tolerance; fct p99 -50 %.
     assert ndp["iteration_time_mean_s"]["difference"] == 0.25 and ndp["within_tolerance"]
     assert ndp["tensor_fct_p99_s"]["difference"] == -0.5
@@ -65,9 +77,9 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
 
     text = validate.table(report)
     line = {r: next(x for x in text.splitlines() if x.strip().startswith(r)) for r in rows}
-    assert "510.0 ± 14.1" in line["fifo"] and "+0.0%" in line["fifo"] and line["fifo"].endswith("ok")
+    assert "510.0 ± 14.1" in line["fifo"] and "+0.0%" in line["fifo"] and line["fifo"].endswith("~+1.0%")
     assert "400.0 ± 0.0" in line["dlcp"] and "+33.3%" in line["dlcp"] and " NO " in line["dlcp"]
-    assert line["dlcp"].endswith("hosts late")
+    assert line["dlcp"].endswith("~+6.0%!")
     assert "+25.0%" in line["ndp"] and "-50.0%" in line["ndp"] and " yes " in line["ndp"]
     assert "within 25%" in text
 
@@ -111,7 +123,7 @@ def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
         given.append((backend, preset))
         return {"iteration_time_mean_s": 0.4 if backend == "emu" else 0.5, "tensor_fct_p99_s": 0.1,
                 "completed": True, "loss_within_bound": True, "compression": {},
-                "fidelity": {"fell_behind": False, "hosts_behind": False}}
+                "fidelity": fidelity(0.0 if backend == "emu" else None)}
     monkeypatch.setattr(compare, "run_one", run_one)
     _, report = validate.validate(SPEC, [table], root=tmp_path, log=lambda m: None)
     assert given == [("emu", table), ("sim", table)]

@@ -21,7 +21,7 @@ from dlcp_emu.emu.run_records import (
     Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
 )
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
-from dlcp_emu.experiment.fidelity import host_fidelity, switch_fidelity
+from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.runner import (
     active_seconds,
     background_flows,
@@ -166,6 +166,9 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     # How long after the common start the last host began (its wake-up from a sleep).
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
     s = summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration, plan)
+    fidelity.update(judge(fidelity, frame_ns=frame_ns, compute_share=s["scaling_factor"],
+                          iteration_s=s["iteration_time_mean_s"], dilation=spec.time_dilation,
+                          tolerance=spec.fidelity_tolerance))
     s["backend"] = "emulation"
     s["engine"] = spec.engine
     s["data_planes"] = data_planes(records, run.stats)

@@ -9,6 +9,9 @@
     mtu = 1500                  # 1500 .. 9000 (jumbo frames cut packet counts)
     time_limit_s = 300
     packet_records = true       # per-packet table (memory grows with packets: off for large runs)
+    fidelity_tolerance = 0.05   # an emulated run is flagged when its fidelity estimate (how far
+                                # its mean iteration or p99 tensor completion is from the
+                                # model's, experiment/fidelity_estimate.py) exceeds this fraction
     engine = "auto"             # auto | native | python: the simulator's (dlcp_emu/sim/engines.py);
                                 # in emulation the switches' models and hosts' data planes
 
@@ -131,6 +134,7 @@ class Spec:
     training: dict | None = None
     engine: str = "auto"
     payload: str = "values"
+    fidelity_tolerance: float = 0.05
     dilation_auto: bool = False   # time_dilation = "auto": not yet chosen (study/dilation.py)
     variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
     source: str = "spec"
@@ -187,6 +191,9 @@ TOP_FIELDS = {
     "mtu": (1500, integer(576, 9000), "an integer in 576..9000"),
     "time_limit_s": (300, number(1, 86400), "a number of seconds in 1..86400"),
     "packet_records": (True, lambda v: isinstance(v, bool), "true or false"),
+    "fidelity_tolerance": (0.05, number(0, 1, lo_open=True),
+                           "a fraction in (0, 1]: the fidelity estimate's error that flags an emulated run "
+                           "(0.05 is 5%)"),
     "engine": ("auto", one_of(ENGINES), f"one of {', '.join(ENGINES)} (the compiled core or the Python models)"),
     "payload": ("values", one_of(PAYLOADS), "values (float32 gradients) or sizes (payload-free: sizes and "
                 "magnitude classes only; the simulator's core)"),
@@ -320,7 +327,8 @@ def parse_spec(raw, source="spec"):
                 topology=dict(topology),
                 workload=workload, transport=transport, switch=dict(switch),
                 background=background, compression=compression, training=training,
-                engine=top["engine"], payload=top["payload"], variants=dict(top["variants"]), source=source,
+                engine=top["engine"], payload=top["payload"],
+                fidelity_tolerance=float(top["fidelity_tolerance"]), variants=dict(top["variants"]), source=source,
                 raw=raw, dilation_auto=dilation_auto)
 
 

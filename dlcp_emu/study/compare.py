@@ -27,9 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from dlcp_emu.experiment import results
+from dlcp_emu.experiment.fidelity_estimate import combine_estimates
 from dlcp_emu.experiment.runner import preset_name
 from dlcp_emu.study.pools import check_memory as _check_memory_side_by_side
 from dlcp_emu.study.pools import side_by_side as _side_by_side
+from dlcp_emu.study.compare_table import print_json, table  # noqa: F401 (compare.table)
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
@@ -231,8 +233,9 @@ def _combine(per_seed):
     cpus = [f["cpu_s"] for f in fid if f.get("cpu_s")]
     if cpus:
         worst["cpu_s"] = {k: _mean_or_none([c.get(k) for c in cpus]) for k in cpus[0]}
-    out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid),
-                       "hosts_behind": any(f.get("hosts_behind") for f in fid)}
+    out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid)}
+    if any("estimate" in f for f in fid):   # emulated: the seeds' mean, as the figures are
+        out["fidelity"].update(combine_estimates(fid))
     if fid and "cpus" in fid[0]:   # the processes' placement (emu/placement.py), the same each run
         out["fidelity"]["cpus"] = fid[0]["cpus"]
     if len(per_seed) > 1:
@@ -257,78 +260,3 @@ def _mean_numbers(dicts):
         if values:
             out[k] = float(np.mean(values))
     return out
-
-
-def table(summary):
-    """A plain-text table of the presets' figures, times in milliseconds."""
-    compressed = any(s.get("compression", {}).get("mode", "none") != "none"
-                     for s in summary["presets"].values())
-    trained = any("accuracy" in s for s in summary["presets"].values())
-    head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
-            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []),
-            *(["accuracy", "vs lossless", "to target"] if trained else []), "fidelity"]
-    rows = []
-    for preset, s in summary["presets"].items():
-        fid = s["fidelity"]
-        fid_text = "behind!" if fid.get("fell_behind") else "hosts late!" if fid.get("hosts_behind") else "ok"
-        if fid.get("p99_lateness_us") is not None:
-            fid_text += f" (sw {fid['p99_lateness_us']:.0f} us"
-            lag, stretch = fid.get("host_rx_lag_p50_us"), fid.get("host_compute_stretch")
-            if lag is not None:
-                share = fid.get("host_rx_lag_frame_share")
-                fid_text += f", host rx {lag:.0f} us" + ("" if share is None else f" = {share:.2f} frame")
-            if stretch is not None:
-                fid_text += f", compute +{stretch * 100:.1f}%"
-            busy = fid.get("cpu_busy_share")
-            if busy is not None:
-                fid_text += f", cpu {busy * 100:.0f}%"
-            steal = fid.get("cpu_steal_share")
-            if steal is not None and steal >= 0.01:
-                fid_text += f", cpu stolen {steal * 100:.0f}%"
-            fid_text += ")"
-        rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
-                     _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
-                     _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
-                     f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
-                     "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
-                     "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
-                     *(_compression_cells(s.get("compression", {})) if compressed else []),
-                     *(_accuracy_cells(s.get("accuracy", {})) if trained else []),
-                     fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + (
-        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
-            "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
-            "\n sum of squares the compressed messages kept)" if compressed else "") + (
-            "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
-            "\n same training in one process, points; to target: iterations and real-world seconds"
-            "\n to reach the target accuracy)" if trained else "") +
-        "\n(fidelity, wall clock: p99 lateness of switch departures against their schedule; median"
-        "\n wait of packets in the hosts' sockets; how much late timers stretched the hosts' compute;"
-        "\n how busy the machine's cores were; CPU time the hypervisor took, when 1% or more."
-        "\n 'behind!': switches late (p99 above 1 ms or one stall above 20 ms). 'hosts late!': a"
-        "\n wait above 10% of a frame time or compute stretched above 5%, so the hosts slowed the"
-        "\n run: raise time_dilation)")
-
-
-def _accuracy_cells(a):
-    if a.get("final") is None:
-        return ["-", "-", "-"]
-    reach = "-" if a.get("iterations_to_target") is None else \
-        f"{a['iterations_to_target']:.0f} it, {a['time_to_target_s']:.2f} s"
-    return [f"{a['final'] * 100:.2f}%", f"{a['difference'] * 100:+.2f}", reach]
-
-
-def _compression_cells(c):
-    pct = [c.get("wire_fraction"), c.get("energy_kept")]
-    return ["-" if v is None else f"{v * 100:.0f}%" for v in pct]
-
-
-def _ms(v):
-    return "-" if v is None else f"{v * 1e3:.1f}"
-
-
-def print_json(summary):
-    print(json.dumps(summary, indent=2, default=str))

@@ -229,7 +229,7 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
         "preset": preset_name(pipeline), "samples": len(samples), "memory": mem,
         "memory_ok": bool(mem and max(r["growth"] for r in mem["by_kind"].values()) <= GROWTH_TARGET),
         "lateness_after_warmup": lateness,
-        "fidelity": {k: fid.get(k) for k in ("fell_behind", "hosts_behind", "p99_lateness_us",
+        "fidelity": {k: fid.get(k) for k in ("fell_behind", "estimate", "estimate_flagged", "p99_lateness_us",
                                              "max_lateness_ms", "cpu_busy_share",
                                              "cpu_steal_share", "cpu_s")},
         "iterations": summary.get("iterations_measured"),

@@ -1,0 +1,78 @@
+"""`compare`'s plain-text table of the presets' figures side by side."""
+import json
+
+from dlcp_emu.experiment.fidelity_estimate import worst_pct
+
+
+def table(summary):
+    """A plain-text table of the presets' figures, times in milliseconds."""
+    compressed = any(s.get("compression", {}).get("mode", "none") != "none"
+                     for s in summary["presets"].values())
+    trained = any("accuracy" in s for s in summary["presets"].values())
+    head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
+            "loss", "util", "scaling", *(["sent", "energy"] if compressed else []),
+            *(["accuracy", "vs lossless", "to target"] if trained else []), "fidelity"]
+    rows = []
+    for preset, s in summary["presets"].items():
+        fid_text = fidelity_cell(s)
+        rows.append([preset, s.get("transport", ""), _ms(s["iteration_time_mean_s"]),
+                     _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
+                     _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
+                     f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
+                     "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
+                     "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
+                     *(_compression_cells(s.get("compression", {})) if compressed else []),
+                     *(_accuracy_cells(s.get("accuracy", {})) if trained else []),
+                     fid_text + ("" if s.get("completed", True) else " INCOMPLETE")])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + (
+        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
+            "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
+            "\n sum of squares the compressed messages kept)" if compressed else "") + (
+            "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
+            "\n same training in one process, points; to target: iterations and real-world seconds"
+            "\n to reach the target accuracy)" if trained else "") +
+        (FIDELITY_LEGEND if any(s.get("backend") == "emulation" for s in summary["presets"].values()) else ""))
+
+
+def _accuracy_cells(a):
+    if a.get("final") is None:
+        return ["-", "-", "-"]
+    reach = "-" if a.get("iterations_to_target") is None else \
+        f"{a['iterations_to_target']:.0f} it, {a['time_to_target_s']:.2f} s"
+    return [f"{a['final'] * 100:.2f}%", f"{a['difference'] * 100:+.2f}", reach]
+
+
+def _compression_cells(c):
+    pct = [c.get("wire_fraction"), c.get("energy_kept")]
+    return ["-" if v is None else f"{v * 100:.0f}%" for v in pct]
+
+
+def _ms(v):
+    return "-" if v is None else f"{v * 1e3:.1f}"
+
+
+def print_json(summary):
+    print(json.dumps(summary, indent=2, default=str))
+
+
+def fidelity_cell(s):
+    """`virtual time` for a simulated run; an emulated run's estimate (`~+2.1%`, the larger
+    of mean iteration and p99 tensor completion), `!` when above its tolerance, and `behind!`
+    when a fixed rule fired (socket drops, a long stall)."""
+    if s.get("backend") == "simulation":
+        return "virtual time"
+    fid = s.get("fidelity") or {}
+    est = fid.get("estimate")
+    text = "-" if est is None else f"~{worst_pct(est):+.1f}%" + ("!" if fid.get("estimate_flagged") else "")
+    return ("behind! " if fid.get("fell_behind") else "") + text
+
+
+# For emulated runs only: simulated ones run in virtual time, exact by construction.
+FIDELITY_LEGEND = (
+    "\n(fidelity: the run's estimate of how far its mean iteration or p99 tensor completion"
+    "\n is from the model's schedule, from the lateness its hosts and switches measured"
+    "\n (docs/fidelity.md); '!': above the spec's fidelity_tolerance, raise time_dilation;"
+    "\n 'behind!': switch sockets dropped frames, or one stall took over that share of an iteration)")
