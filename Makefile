@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 CLI    := $(VENV)/bin/dlcp-emu
 
-.PHONY: setup setup-test emulate test test-fast bench validate clean-runs require-root wireshark
+.PHONY: setup setup-test emulate test test-fast bench validate calibrate clean-runs require-root wireshark
 
 setup:
 	@scripts/setup.sh
@@ -47,6 +47,12 @@ validate: require-root setup
 	-$(CLI) validate examples/validate-ps.toml
 	-$(CLI) validate examples/validate-ring.toml --presets fifo,dlcp-nodrop
 	-$(CLI) validate examples/validate-ps-topk.toml
+
+# The fidelity estimate against `validate` on a grid of specs x dilations x seeds (about an
+# hour of emulation; a case already in calibration/grid.jsonl is not run again), then its
+# report: docs/fidelity-grid.md and .png.
+calibrate: require-root setup
+	$(CLI) calibrate
 
 clean-runs: setup
 	$(CLI) clean

@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "dlcp_emu.commands.run",
     "dlcp_emu.commands.net",
     "dlcp_emu.commands.validate",
+    "dlcp_emu.commands.calibrate",
     "dlcp_emu.commands.report",
     "dlcp_emu.commands.whatif",
     "dlcp_emu.commands.bench",

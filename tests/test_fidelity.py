@@ -69,13 +69,18 @@ FIGURES = {"host_compute_stretch": 0.02, "host_rx_lag_mean_us": 1000.0, "p99_lat
 
 
 def test_the_estimate_is_the_sum_of_its_terms_each_weighing_a_lateness_against_what_it_delays():
-    est = E.estimate(FIGURES, frame_ns=FRAME_NS, compute_share=0.25)
+    # 50 collective steps an iteration of 0.5 s, at dilation 10: 1 ms of wait wall-clock is
+    # 0.1 ms real-world a step, 5 ms an iteration, 1% of it.
+    est = E.estimate(FIGURES, frame_ns=FRAME_NS, compute_share=0.25, steps=50, dilation=10.0, iteration_s=0.5)
     terms = est["terms"]
     # Compute stretched 2%, and compute is a quarter of the iteration: +0.5%.
     assert terms["host compute"]["iteration_pct"] == 0.5
     # One frame of wait over the three quarters of the iteration that communicate.
-    assert terms["host wait"]["iteration_pct"] == pytest.approx(100 * E.ITERATION_PER_WAIT_FRAME * 0.75, abs=0.01)
-    assert terms["host wait"]["fct_p99_pct"] == pytest.approx(100 * E.FCT_PER_WAIT_FRAME, abs=0.01)
+    assert terms["host wait, windows"]["iteration_pct"] == pytest.approx(
+        100 * E.ITERATION_PER_WAIT_FRAME * 0.75, abs=0.01)
+    assert terms["host wait, windows"]["fct_p99_pct"] == pytest.approx(100 * E.FCT_PER_WAIT_FRAME, abs=0.01)
+    assert terms["host wait, steps"]["iteration_pct"] == pytest.approx(E.ITERATION_PER_STEP_WAIT * 1.0, abs=0.01)
+    assert terms["host wait, steps"]["fct_p99_pct"] == pytest.approx(E.FCT_PER_STEP_WAIT * 1.0, abs=0.01)
     assert terms["switch lateness"]["iteration_pct"] == pytest.approx(
         100 * E.ITERATION_PER_SWITCH_FRAME * 0.5 * 0.75, abs=0.01)
     for key in ("iteration_pct", "fct_p99_pct"):
@@ -90,6 +95,12 @@ def test_the_estimate_grows_with_the_wait_and_shrinks_with_the_dilation_s_longer
     # The same wall-clock wait at twice the dilation (frames twice as long) weighs half.
     assert it(1000.0, 2 * FRAME_NS) - it(0.0, 2 * FRAME_NS) == pytest.approx(
         (it(1000.0, FRAME_NS) - it(0.0, FRAME_NS)) / 2, abs=0.02)
+
+
+def test_critical_steps_follow_the_pattern():
+    assert E.critical_steps("ring", 12, workers=4) == 12 * 6          # 2(n-1) a bucket
+    assert E.critical_steps("ps", 12, workers=4, ps_ranks=[4]) == 12 * 2
+    assert E.critical_steps("ds-sync", 3, workers=8, group_size=2) == 3 * 2
 
 
 def test_figures_not_measured_add_no_term():
@@ -128,7 +139,7 @@ def test_seeds_combine_to_their_mean_estimate_flagged_against_the_tolerance():
     two = verdict({"host_rx_lag_mean_us": 2 * 1000.0 * 6 / (100 * E.FCT_PER_WAIT_FRAME)})   # ~12%
     c = E.combine_estimates([one, two])
     assert c["estimate"]["fct_p99_pct"] == pytest.approx(6.0, abs=0.05) and c["estimate_flagged"]
-    assert c["estimate"]["terms"]["host wait"]["fct_p99_pct"] == pytest.approx(6.0, abs=0.05)
+    assert c["estimate"]["terms"]["host wait, windows"]["fct_p99_pct"] == pytest.approx(6.0, abs=0.05)
 
 
 def test_the_table_shows_the_estimate_and_virtual_time_and_no_wall_clock_legend_for_a_simulation():

@@ -21,7 +21,7 @@ from dlcp_emu.emu.lifeline import follow_parent_from_env
 def config_and_stop_flag(prog, argv=None):
     """(config dict, stopping): `stopping` is a list, non-empty once asked to stop. The
     process ends with the runner that started it (`lifeline`), and runs on the config's
-    `cpus` if it names them (emu/placement.py)."""
+    `cpus` if it names them (emu/placement.py), at its `nice` if it gives one."""
     follow_parent_from_env(prog)
     p = argparse.ArgumentParser(prog=prog)
     p.add_argument("--config", required=True)
@@ -29,6 +29,8 @@ def config_and_stop_flag(prog, argv=None):
         cfg = json.load(f)
     if cfg.get("cpus"):
         os.sched_setaffinity(0, cfg["cpus"])
+    if cfg.get("nice"):
+        os.setpriority(os.PRIO_PROCESS, 0, cfg["nice"])
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(1))

@@ -68,12 +68,14 @@ def host_fidelity(records, compute_ns, frame_ns):
     return out
 
 
-def judge(fig, *, frame_ns, compute_share, iteration_s, dilation, tolerance):
+def judge(fig, *, frame_ns, compute_share, iteration_s, dilation, tolerance, steps=0):
     """The verdict on a run from its figures (switch_fidelity and host_fidelity's keys):
     its estimate, whether that exceeds `tolerance` (a fraction), and the fixed rules
     (`fell_behind`, with `behind_because`). frame_ns: a host-link frame, wall-clock;
-    iteration_s: the mean iteration, real-world; compute_share: planned compute over it."""
-    est = estimate(fig, frame_ns=frame_ns, compute_share=compute_share or 0.0)
+    iteration_s: the mean iteration, real-world; compute_share: planned compute over it;
+    steps: the collective's steps an iteration (fidelity_estimate.critical_steps)."""
+    est = estimate(fig, frame_ns=frame_ns, compute_share=compute_share or 0.0, steps=steps,
+                   dilation=dilation, iteration_s=iteration_s)
     because = []
     if fig.get("socket_drops"):
         because.append(f"switch sockets dropped {fig['socket_drops']} frame(s)")

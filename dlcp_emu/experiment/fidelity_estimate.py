@@ -8,10 +8,14 @@ against, so each term weighs a lateness against the time it delays:
 - `host compute`: late compute timers stretch each worker's forward and backward pass
   (their lateness summed over an iteration, over the planned compute), and compute is
   that share of the iteration;
-- `host wait`: a received packet left waiting in a host's socket delays the acknowledgement
-  that clocks the sender's window, and the next message of a ring or a server's reply; its
-  mean wait (stalls included: the median hides them) in host-link frame times, over the
-  communicating share of the iteration;
+- `host wait, windows`: a received packet left waiting in a host's socket delays the
+  acknowledgement that clocks the sender's window: the hosts' mean wait (stalls included: the
+  median hides them) in host-link frame times, over the communicating share of the
+  iteration (a large message is a stream of windows);
+- `host wait, steps`: every step of a collective (a ring all-reduce has 2(n-1) a bucket, a
+  parameter server 2) waits for the message before it, so the wait, real-world (wall-clock
+  over the dilation), is paid once per step on the iteration's critical path (small
+  messages are a chain of steps);
 - `switch lateness`: departures late against their serialisation schedule, p99 in frame
   times, likewise.
 The coefficients are least-squares fits on the grid (the frame time is the unit in which a
@@ -22,34 +26,50 @@ Pure: figures in, estimate out; `emu/run.py` feeds it a run's figures.
 
 # Fitted on the calibration grid (docs/fidelity.md): the error of the mean iteration time
 # (fraction) per frame time of mean host receive wait, and of switch p99 lateness, each over
-# the iteration's communicating share; and of the p99 tensor completion likewise.
+# the iteration's communicating share; per mean wait paid on each critical step, over the
+# iteration; and of the p99 tensor completion likewise.
 ITERATION_PER_WAIT_FRAME = 0.10
+ITERATION_PER_STEP_WAIT = 3.3
 ITERATION_PER_SWITCH_FRAME = 0.0
 FCT_PER_WAIT_FRAME = 0.10
+FCT_PER_STEP_WAIT = 3.3
 FCT_PER_SWITCH_FRAME = 0.0
 FCT_PER_COMPUTE_STRETCH = 0.0   # tensor completion starts at a bucket's readiness, after compute
 
 
-def estimate(fig, *, frame_ns, compute_share):
+def estimate(fig, *, frame_ns, compute_share, steps=0, dilation=1.0, iteration_s=None):
     """{"iteration_pct", "fct_p99_pct", "terms": {name: {"iteration_pct", "fct_p99_pct"}}}
     from a run's fidelity figures `fig` (experiment/fidelity.py's keys: wall-clock us),
     `frame_ns` the wall-clock time of a full frame on a host link, `compute_share` the planned
-    compute over the mean iteration time (the summary's scaling factor). A figure the run
-    did not measure (None) adds no term."""
+    compute over the mean iteration time (the summary's scaling factor), `steps` the
+    collective's steps an iteration (critical_steps), `iteration_s` the mean iteration,
+    real-world. A figure the run did not measure (None) adds no term."""
     comm = max(0.0, 1.0 - compute_share)
     stretch = fig.get("host_compute_stretch")
     wait = _frames(fig.get("host_rx_lag_mean_us"), frame_ns)
     late = _frames(fig.get("p99_lateness_us"), frame_ns)
+    lag_s = (fig.get("host_rx_lag_mean_us") or 0.0) * 1e-6 / dilation
+    path = steps * lag_s / iteration_s if iteration_s else 0.0
     terms = {
         "host compute": (0.0 if stretch is None else stretch * compute_share,
                          0.0 if stretch is None else FCT_PER_COMPUTE_STRETCH * stretch),
-        "host wait": (ITERATION_PER_WAIT_FRAME * wait * comm, FCT_PER_WAIT_FRAME * wait),
+        "host wait, windows": (ITERATION_PER_WAIT_FRAME * wait * comm, FCT_PER_WAIT_FRAME * wait),
+        "host wait, steps": (ITERATION_PER_STEP_WAIT * path, FCT_PER_STEP_WAIT * path),
         "switch lateness": (ITERATION_PER_SWITCH_FRAME * late * comm, FCT_PER_SWITCH_FRAME * late),
     }
     out = {name: {"iteration_pct": _pct(it), "fct_p99_pct": _pct(fct)} for name, (it, fct) in terms.items()}
     return {"iteration_pct": _pct(sum(it for it, _ in terms.values())),
             "fct_p99_pct": _pct(sum(fct for _, fct in terms.values())),
             "terms": out}
+
+
+def critical_steps(pattern, buckets, *, workers, ps_ranks=(), group_size=None):
+    """The collective's steps an iteration on a worker's critical path: each bucket's steps
+    (workloads.PATTERNS: a ring 2(n-1), a parameter server 2, DS-Sync its group's ring)."""
+    from workloads import PATTERNS
+    per = PATTERNS[pattern].steps(0, 1 << 20, workers=workers, ps_ranks=tuple(ps_ranks),
+                                  group_size=group_size)
+    return buckets * len(per)
 
 
 def worst_pct(est):

@@ -77,25 +77,16 @@ def record(case, spec, row, summaries, out_dir):
             "validation": str(out_dir)}
 
 
-def main(argv=None):
-    """python -m dlcp_emu.study.calibrate OUT.jsonl [SPEC:DILATION:K]: the case named, or
-    lists the grid's cases not yet in OUT (one per line, for a driver to run one by one)."""
-    import sys
-    args = sys.argv[1:] if argv is None else argv
-    out = args[0]
-    if len(args) == 1:
-        done = done_keys(out)
-        for path, presets, d, k in cases():
-            if key(path, d, k) not in done:
-                print(key(path, d, k))
-        return 0
-    stem, d, k = args[1].split(":")
-    for path, presets, dilations in GRID:
+def pending(out_path):
+    """The grid's cases not yet in out_path, as case keys (`spec:dilation:seed`)."""
+    done = done_keys(out_path)
+    return [key(path, d, k) for path, presets, d, k in cases() if key(path, d, k) not in done]
+
+
+def run_key(case, out_path, root="results", log=print):
+    """Runs the case named `spec:dilation:seed index` (a key of `pending`)."""
+    stem, d, k = case.split(":")
+    for path, presets, _ in GRID:
         if Path(path).stem == stem:
-            run_case(path, presets, float(d), int(k), out, log=lambda m: print(m, flush=True))
-            return 0
-    raise SystemExit(f"no spec {stem!r} in the grid")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+            return run_case(path, presets, float(d), int(k), out_path, root=root, log=log)
+    raise ValueError(f"--case {case!r}: no spec {stem!r} in the grid ({', '.join(Path(p).stem for p, *_ in GRID)})")
