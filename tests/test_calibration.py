@@ -50,11 +50,16 @@ def test_the_fit_recovers_the_coefficients_that_made_the_differences():
 
 
 def test_left_out_specs_are_predicted_by_the_others_fit():
-    # 0.1 of the iteration per frame of wait, over the 80% that communicates, in every spec.
-    rows = [record(s, 8, k, lag_us=lag, it=0.1 * (lag * 1e3 / FRAME_NS) * 0.8, steps=0)
-            for k, (s, lag) in enumerate([("a", 100), ("a", 900), ("b", 300), ("b", 600), ("c", 50)])]
-    for spec, (coef, rms) in R.leave_one_spec_out(rows, "iteration", "iteration").items():
-        assert coef[0] == pytest.approx(0.1, rel=1e-6) and rms < 1e-6
+    # Specs a and b lose 0.1 of the iteration per frame of wait (over the 80% that
+    # communicates), spec c 0.3: left out, c is predicted with a and b's 0.1.
+    rows = [record(s, 8, k, lag_us=lag, it=coef * (lag * 1e3 / FRAME_NS) * 0.8, steps=0)
+            for k, (s, lag, coef) in enumerate([("a", 100, 0.1), ("a", 900, 0.1), ("b", 300, 0.1),
+                                                ("b", 600, 0.1), ("c", 50, 0.3)])]
+    out = R.leave_one_spec_out(rows, "iteration", "iteration")
+    coef, rms = out["c"]
+    assert coef[0] == pytest.approx(0.1, rel=1e-6)
+    assert rms == pytest.approx(100 * 0.2 * 0.5 * 0.8, rel=1e-6)   # 0.5 frame of wait: 8 points
+    assert out["a"][0][0] > 0.1 and out["a"][1] > 0
 
 
 def test_a_case_is_the_seeds_mean_and_the_matrix_counts_flags_by_measured_band():

@@ -151,7 +151,7 @@ def test_the_table_shows_the_estimate_and_virtual_time_and_no_wall_clock_legend_
     row = {"transport": "reliable", "iteration_time_mean_s": 0.5, "iteration_time_p99_s": 0.5,
            "tensor_fct_p50_s": 0.1, "tensor_fct_p99_s": 0.2, "tensor_fct_p999_s": 0.2,
            "loss_fraction": 0.0, "loss_within_bound": True, "link_utilization": 0.5, "scaling_factor": 0.2}
-    sim = table({"presets": {"fifo": {**row, "backend": "simulation", "fidelity": {}}}})
-    emu = table({"presets": {"fifo": {**row, **ok}}})
+    sim = table({"backend": "sim", "presets": {"fifo": {**row, "backend": "simulation", "fidelity": {}}}})
+    emu = table({"backend": "emu", "presets": {"fifo": {**row, **ok}}})
     assert "virtual time" in sim and "wall" not in sim and "fidelity_tolerance" not in sim
     assert "fidelity_tolerance" in emu

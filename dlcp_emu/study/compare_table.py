@@ -34,7 +34,7 @@ def table(summary):
             "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
             "\n same training in one process, points; to target: iterations and real-world seconds"
             "\n to reach the target accuracy)" if trained else "") +
-        (FIDELITY_LEGEND if any(s.get("backend") == "emulation" for s in summary["presets"].values()) else ""))
+        (FIDELITY_LEGEND if summary.get("backend") == "emu" else ""))
 
 
 def _accuracy_cells(a):
