@@ -2,6 +2,7 @@
 on records made up here: the grid's cases and resuming, the fit recovering known
 coefficients, the seeds' means and the confusion matrix of the flag."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -50,15 +51,15 @@ def test_the_fit_recovers_the_coefficients_that_made_the_differences():
 
 
 def test_left_out_specs_are_predicted_by_the_others_fit():
-    # Specs a and b lose 0.1 of the iteration per frame of wait (over the 80% that
+    # Specs a and b lose 0.1 of the iteration per log(1 + frames of wait) (over the 80% that
     # communicates), spec c 0.3: left out, c is predicted with a and b's 0.1.
-    rows = [record(s, 8, k, lag_us=lag, it=coef * (lag * 1e3 / FRAME_NS) * 0.8, steps=0)
+    rows = [record(s, 8, k, lag_us=lag, it=coef * math.log1p(lag * 1e3 / FRAME_NS) * 0.8, steps=0)
             for k, (s, lag, coef) in enumerate([("a", 100, 0.1), ("a", 900, 0.1), ("b", 300, 0.1),
                                                 ("b", 600, 0.1), ("c", 50, 0.3)])]
     out = R.leave_one_spec_out(rows, "iteration", "iteration")
     coef, rms = out["c"]
     assert coef[0] == pytest.approx(0.1, rel=1e-6)
-    assert rms == pytest.approx(100 * 0.2 * 0.5 * 0.8, rel=1e-6)   # 0.5 frame of wait: 8 points
+    assert rms == pytest.approx(100 * 0.2 * math.log1p(0.5) * 0.8, rel=1e-6)   # 0.5 frame of wait
     assert out["a"][0][0] > 0.1 and out["a"][1] > 0
 
 

@@ -2,6 +2,8 @@
 (dlcp_emu/experiment/fidelity.py), the estimate of its error built from them
 (fidelity_estimate.py, a pure function driven here with injected figures), the flag when that
 exceeds the tolerance, and the fixed rules left for what no estimate covers."""
+import math
+
 import pytest
 
 from dlcp_emu.experiment import fidelity_estimate as E
@@ -64,6 +66,7 @@ def test_switches_keep_their_worst_figures_and_socket_drops():
     assert f["switch_fell_behind"]
 
 
+IT, FCT = E.COEFFICIENTS["iteration"], E.COEFFICIENTS["fct_p99"]
 # A run's figures, wall-clock: one frame of mean receive wait, half a frame of switch p99.
 FIGURES = {"host_compute_stretch": 0.02, "host_rx_lag_mean_us": 1000.0, "p99_lateness_us": 500.0}
 
@@ -75,14 +78,15 @@ def test_the_estimate_is_the_sum_of_its_terms_each_weighing_a_lateness_against_w
     terms = est["terms"]
     # Compute stretched 2%, and compute is a quarter of the iteration: +0.5%.
     assert terms["host compute"]["iteration_pct"] == 0.5
-    # One frame of wait over the three quarters of the iteration that communicate.
+    # One frame of wait, log(1 + 1), over the three quarters of the iteration that communicate.
     assert terms["host wait, windows"]["iteration_pct"] == pytest.approx(
-        100 * E.ITERATION_PER_WAIT_FRAME * 0.75, abs=0.01)
-    assert terms["host wait, windows"]["fct_p99_pct"] == pytest.approx(100 * E.FCT_PER_WAIT_FRAME, abs=0.01)
-    assert terms["host wait, steps"]["iteration_pct"] == pytest.approx(E.ITERATION_PER_STEP_WAIT * 1.0, abs=0.01)
-    assert terms["host wait, steps"]["fct_p99_pct"] == pytest.approx(E.FCT_PER_STEP_WAIT * 1.0, abs=0.01)
+        100 * IT["host wait, windows"] * math.log(2) * 0.75, abs=0.01)
+    assert terms["host wait, windows"]["fct_p99_pct"] == pytest.approx(
+        100 * FCT["host wait, windows"] * math.log(2), abs=0.01)
+    assert terms["host wait, steps"]["iteration_pct"] == pytest.approx(IT["host wait, steps"] * 1.0, abs=0.01)
+    assert terms["host wait, steps"]["fct_p99_pct"] == pytest.approx(FCT["host wait, steps"] * 1.0, abs=0.01)
     assert terms["switch lateness"]["iteration_pct"] == pytest.approx(
-        100 * E.ITERATION_PER_SWITCH_FRAME * 0.5 * 0.75, abs=0.01)
+        100 * IT["switch lateness"] * 0.5 * 0.75, abs=0.01)
     for key in ("iteration_pct", "fct_p99_pct"):
         assert est[key] == pytest.approx(sum(t[key] for t in terms.values()), abs=0.02)
 
@@ -92,9 +96,16 @@ def test_the_estimate_grows_with_the_wait_and_shrinks_with_the_dilation_s_longer
         return E.estimate({**FIGURES, "host_rx_lag_mean_us": lag_us}, frame_ns=frame_ns,
                           compute_share=0.25)["iteration_pct"]
     assert it(2000.0, FRAME_NS) > it(1000.0, FRAME_NS) > it(0.0, FRAME_NS) >= 0
-    # The same wall-clock wait at twice the dilation (frames twice as long) weighs half.
+    # The same wall-clock wait at twice the dilation (frames twice as long): half a frame.
     assert it(1000.0, 2 * FRAME_NS) - it(0.0, 2 * FRAME_NS) == pytest.approx(
-        (it(1000.0, FRAME_NS) - it(0.0, FRAME_NS)) / 2, abs=0.02)
+        100 * IT["host wait, windows"] * math.log(1.5) * 0.75, abs=0.02)
+
+
+def test_other_coefficients_give_other_terms():
+    # What the calibration's fit tries: the same bases, its own coefficients.
+    coef = {key: {name: 1.0 for name in IT} for key in E.COEFFICIENTS}
+    est = E.estimate(FIGURES, coef, frame_ns=FRAME_NS, compute_share=0.25)
+    assert est["iteration_pct"] == pytest.approx(100 * (0.02 * 0.25 + math.log(2) * 0.75 + 0.5 * 0.75), abs=0.02)
 
 
 def test_critical_steps_follow_the_pattern():
@@ -113,12 +124,17 @@ def verdict(fig, tolerance=0.05, iteration_s=0.5, dilation=10.0):
                  dilation=dilation, tolerance=tolerance)
 
 
+def wait_for_fct_pct(pct):
+    """The mean wait, wall-clock us, whose p99 tensor completion term is `pct` percent."""
+    return math.expm1(pct / 100 / FCT["host wait, windows"]) * FRAME_NS / 1e3
+
+
 def test_a_run_is_flagged_when_its_estimate_exceeds_the_tolerance_either_way():
-    wait_us = 1000.0 * 6 / (100 * E.FCT_PER_WAIT_FRAME)   # the p99 tensor completion term: ~6%
+    wait_us = wait_for_fct_pct(6)
     v = verdict({"host_rx_lag_mean_us": wait_us})
     assert E.worst_pct(v["estimate"]) == pytest.approx(6.0, abs=0.05)
     assert v["estimate_flagged"] and not verdict({"host_rx_lag_mean_us": wait_us}, tolerance=0.07)["estimate_flagged"]
-    assert not verdict({"host_rx_lag_mean_us": wait_us * 4 / 6})["estimate_flagged"]   # ~4%
+    assert not verdict({"host_rx_lag_mean_us": wait_for_fct_pct(4)})["estimate_flagged"]
     assert E.flagged({"iteration_pct": -5.1, "fct_p99_pct": 0.0}, 0.05)
     assert not E.flagged({"iteration_pct": 5.0, "fct_p99_pct": -5.0}, 0.05)
 
@@ -136,7 +152,7 @@ def test_fixed_rules_only_for_socket_drops_and_a_stall_over_the_tolerance_of_an_
 
 def test_seeds_combine_to_their_mean_estimate_flagged_against_the_tolerance():
     one = verdict({"host_rx_lag_mean_us": 0.0})
-    two = verdict({"host_rx_lag_mean_us": 2 * 1000.0 * 6 / (100 * E.FCT_PER_WAIT_FRAME)})   # ~12%
+    two = verdict({"host_rx_lag_mean_us": wait_for_fct_pct(12)})
     c = E.combine_estimates([one, two])
     assert c["estimate"]["fct_p99_pct"] == pytest.approx(6.0, abs=0.05) and c["estimate_flagged"]
     assert c["estimate"]["terms"]["host wait, windows"]["fct_p99_pct"] == pytest.approx(6.0, abs=0.05)

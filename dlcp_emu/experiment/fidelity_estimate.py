@@ -9,9 +9,9 @@ against, so each term weighs a lateness against the time it delays:
   (their lateness summed over an iteration, over the planned compute), and compute is
   that share of the iteration;
 - `host wait, windows`: a received packet left waiting in a host's socket delays the
-  acknowledgement that clocks the sender's window: the hosts' mean wait (stalls included: the
-  median hides them) in host-link frame times, over the communicating share of the
-  iteration (a large message is a stream of windows);
+  acknowledgement that clocks the sender's window: log(1 + the hosts' mean wait in host-link
+  frame times) (the mean: stalls included, the median hides them), over the communicating
+  share of the iteration (a large message is a stream of windows);
 - `host wait, steps`: every step of a collective (a ring all-reduce has 2(n-1) a bucket, a
   parameter server 2) waits for the message before it, so the wait, real-world (wall-clock
   over the dilation), is paid once per step on the iteration's critical path (small
@@ -23,44 +23,51 @@ wait delays a window of frames alike at every dilation and byte scale).
 
 Pure: figures in, estimate out; `emu/run.py` feeds it a run's figures.
 """
+import math
 
-# Fitted on the calibration grid (docs/fidelity.md): the error of the mean iteration time
-# (fraction) per frame time of mean host receive wait, and of switch p99 lateness, each over
-# the iteration's communicating share; per mean wait paid on each critical step, over the
-# iteration; and of the p99 tensor completion likewise.
-ITERATION_PER_WAIT_FRAME = 0.10
-ITERATION_PER_STEP_WAIT = 3.3
-ITERATION_PER_SWITCH_FRAME = 0.0
-FCT_PER_WAIT_FRAME = 0.10
-FCT_PER_STEP_WAIT = 3.3
-FCT_PER_SWITCH_FRAME = 0.0
-FCT_PER_COMPUTE_STRETCH = 0.0   # tensor completion starts at a bucket's readiness, after compute
+# The terms' coefficients, {figure: {term: coefficient}}, fitted by non-negative least squares
+# on the calibration grid (docs/fidelity-grid.md): a term is its coefficient times its base
+# (`bases`). `host compute` is no fit: a stretch of the compute is that share of the iteration.
+COEFFICIENTS = {
+    "iteration": {"host compute": 1.0, "host wait, windows": 0.167, "host wait, steps": 2.48,
+                  "switch lateness": 0.0},
+    "fct_p99": {"host compute": 0.0, "host wait, windows": 0.158, "host wait, steps": 3.98,
+                "switch lateness": 0.0},
+}
+FITTED = ("host wait, windows", "host wait, steps", "switch lateness")
 
 
-def estimate(fig, *, frame_ns, compute_share, steps=0, dilation=1.0, iteration_s=None):
-    """{"iteration_pct", "fct_p99_pct", "terms": {name: {"iteration_pct", "fct_p99_pct"}}}
-    from a run's fidelity figures `fig` (experiment/fidelity.py's keys: wall-clock us),
-    `frame_ns` the wall-clock time of a full frame on a host link, `compute_share` the planned
-    compute over the mean iteration time (the summary's scaling factor), `steps` the
-    collective's steps an iteration (critical_steps), `iteration_s` the mean iteration,
-    real-world. A figure the run did not measure (None) adds no term."""
+def bases(fig, *, frame_ns, compute_share, steps=0, dilation=1.0, iteration_s=None):
+    """{figure: {term: base}}, fractions before their coefficients, from a run's fidelity
+    figures `fig` (experiment/fidelity.py's keys: wall-clock us); `frame_ns` the wall-clock
+    time of a full frame on a host link, `compute_share` the planned compute over the mean
+    iteration time (the summary's scaling factor), `steps` the collective's steps an
+    iteration (critical_steps), `iteration_s` the mean iteration, real-world. A figure the
+    run did not measure (None) gives a base of 0."""
     comm = max(0.0, 1.0 - compute_share)
-    stretch = fig.get("host_compute_stretch")
-    wait = _frames(fig.get("host_rx_lag_mean_us"), frame_ns)
+    stretch = fig.get("host_compute_stretch") or 0.0
+    # A wait of a few frames slows a window less than in proportion (the fit: log(1 + wait)
+    # left 5.3 points rms on the grid, the wait itself 6.0, and predicted a left-out spec
+    # within 5.6 points against 13.5).
+    wait = math.log1p(_frames(fig.get("host_rx_lag_mean_us"), frame_ns))
     late = _frames(fig.get("p99_lateness_us"), frame_ns)
     lag_s = (fig.get("host_rx_lag_mean_us") or 0.0) * 1e-6 / dilation
     path = steps * lag_s / iteration_s if iteration_s else 0.0
-    terms = {
-        "host compute": (0.0 if stretch is None else stretch * compute_share,
-                         0.0 if stretch is None else FCT_PER_COMPUTE_STRETCH * stretch),
-        "host wait, windows": (ITERATION_PER_WAIT_FRAME * wait * comm, FCT_PER_WAIT_FRAME * wait),
-        "host wait, steps": (ITERATION_PER_STEP_WAIT * path, FCT_PER_STEP_WAIT * path),
-        "switch lateness": (ITERATION_PER_SWITCH_FRAME * late * comm, FCT_PER_SWITCH_FRAME * late),
-    }
-    out = {name: {"iteration_pct": _pct(it), "fct_p99_pct": _pct(fct)} for name, (it, fct) in terms.items()}
-    return {"iteration_pct": _pct(sum(it for it, _ in terms.values())),
-            "fct_p99_pct": _pct(sum(fct for _, fct in terms.values())),
-            "terms": out}
+    return {"iteration": {"host compute": stretch * compute_share, "host wait, windows": wait * comm,
+                          "host wait, steps": path, "switch lateness": late * comm},
+            "fct_p99": {"host compute": stretch, "host wait, windows": wait, "host wait, steps": path,
+                        "switch lateness": late}}
+
+
+def estimate(fig, coefficients=None, **shape):
+    """{"iteration_pct", "fct_p99_pct", "terms": {name: {"iteration_pct", "fct_p99_pct"}}}:
+    each term its coefficient times its base (`bases(fig, **shape)`), the estimates their sums."""
+    coefficients = coefficients or COEFFICIENTS
+    b = bases(fig, **shape)
+    terms = {name: {f"{key}_pct": _pct(coefficients[key][name] * b[key][name]) for key in b}
+             for name in b["iteration"]}
+    return {**{f"{key}_pct": _pct(sum(coefficients[key][n] * x for n, x in b[key].items())) for key in b},
+            "terms": terms}
 
 
 def critical_steps(pattern, buckets, *, workers, ps_ranks=(), group_size=None):

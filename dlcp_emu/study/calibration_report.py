@@ -61,25 +61,19 @@ def cases(rows):
 
 
 def features(r, key):
-    """(fixed part, [features]) of the estimate of `key` ("iteration" or "fct_p99"): the
-    terms before their coefficients, fractions."""
-    f, a = r["fidelity"], r["inputs"]
-    comm = max(0.0, 1 - a["compute_share"])
-    wait = (f.get("host_rx_lag_mean_us") or 0) * 1e3 / a["frame_ns"]
-    late = (f.get("p99_lateness_us") or 0) * 1e3 / a["frame_ns"]
-    path = a["steps"] * (f.get("host_rx_lag_mean_us") or 0) * 1e-6 / a["dilation"] / a["iteration_s"]
-    stretch = f.get("host_compute_stretch") or 0.0
-    if key == "iteration":
-        return stretch * a["compute_share"], [wait * comm, path, late * comm]
-    return 0.0, [wait, path, late]
+    """(fixed part, [bases of the fitted terms]) of the estimate of `key` ("iteration" or
+    "fct_p99") for a record: fidelity_estimate's own bases, fractions."""
+    b = E.bases(r["fidelity"], **r["inputs"])[key]
+    fixed = sum(E.COEFFICIENTS[key][name] * x for name, x in b.items() if name not in E.FITTED)
+    return fixed, [b[name] for name in E.FITTED]
 
 
-FEATURES = ("per wait frame", "per step wait", "per switch frame")
+FEATURES = E.FITTED
 
 
 def fit(rows, key, measured_key):
-    """Non-negative least-squares coefficients of the features for `key`, on the rows'
-    measured differences (per seed)."""
+    """Non-negative least-squares coefficients of the fitted terms for `key`, on the rows'
+    measured differences (per seed): a lateness never makes a run faster."""
     fixed, x = zip(*(features(r, key) for r in rows))
     y = np.array([r[measured_key] for r in rows]) - np.array(fixed)
     coef, _ = nnls(np.array(x), y)
@@ -154,9 +148,9 @@ def markdown(rows, case_list, command):
         lines.append(f"| {label} | all specs | " + " | ".join(f"{c:.3f}" for c in fit(rows, key, key)) + " | |")
         for spec, (coef, rms) in leave_one_spec_out(rows, key, key).items():
             lines.append(f"| | all but {spec} | " + " | ".join(f"{c:.3f}" for c in coef) + f" | {rms:.1f} |")
-    lines += ["", f"Shipped (dlcp_emu/experiment/fidelity_estimate.py): mean iteration "
-              f"{E.ITERATION_PER_WAIT_FRAME}, {E.ITERATION_PER_STEP_WAIT}, {E.ITERATION_PER_SWITCH_FRAME}; "
-              f"p99 tensor completion {E.FCT_PER_WAIT_FRAME}, {E.FCT_PER_STEP_WAIT}, {E.FCT_PER_SWITCH_FRAME}.",
+    shipped = "; ".join(f"{label} " + ", ".join(f"{E.COEFFICIENTS[key][n]:g}" for n in E.FITTED)
+                        for key, label in (("iteration", "mean iteration"), ("fct_p99", "p99 tensor completion")))
+    lines += ["", f"Shipped (`COEFFICIENTS` in dlcp_emu/experiment/fidelity_estimate.py): {shipped}.",
               "", "## Cases", "",
               "Measured: (emulated - simulated) / simulated on the means over the seeds; estimate: the "
               "emulated runs' own, mean over the seeds, with the shipped coefficients. Flagged: the "
