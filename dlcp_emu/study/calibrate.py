@@ -42,14 +42,20 @@ def done_keys(out_path):
     return {json.loads(line)["case"] for line in path.read_text().splitlines() if line.strip()}
 
 
+def at_dilation(spec, dilation):
+    """The spec at another dilation, its wall-clock time limit scaled alike: the same
+    real-world time (its background flows are drawn for it, and bounded)."""
+    limit = spec.time_limit_s * dilation / spec.time_dilation
+    if dilation < spec.time_dilation:
+        return spec.with_field("time_limit_s", limit).with_field("time_dilation", float(dilation))
+    return spec.with_field("time_dilation", float(dilation)).with_field("time_limit_s", limit)
+
+
 def run_case(path, presets, dilation, k, out_path, root="results", log=print):
     """One validate of the spec at this dilation and its seed + k; appends its rows."""
     from dlcp_emu.experiment.spec import load_spec
     spec = load_spec(path)
-    base = spec.time_dilation
-    spec = spec.with_field("time_dilation", float(dilation)).with_field("seed", spec.seed + k)
-    if dilation > base:   # the wall-clock limit, for the same real-world time as the spec's
-        spec = spec.with_field("time_limit_s", spec.time_limit_s * dilation / base)
+    spec = at_dilation(spec, dilation).with_field("seed", spec.seed + k)
     if presets is None:
         presets = [spec.switch["preset"]]
     out_dir, report = validate.validate(spec, list(presets), seeds=1, root=root, log=log)

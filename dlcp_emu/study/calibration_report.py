@@ -24,7 +24,8 @@ def inputs(record):
     from dlcp_emu.experiment.spec import load_spec
     from dlcp_emu.host.plan import make_plan
     from workloads import trace_of
-    spec = load_spec(f"examples/{record['spec']}.toml").with_field("time_dilation", record["dilation"])
+    from dlcp_emu.study.calibrate import at_dilation
+    spec = at_dilation(load_spec(f"examples/{record['spec']}.toml"), record["dilation"])
     w = spec.workload
     plan = make_plan(trace_of(w), spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
     ps = tuple(range(w["workers"], w["workers"] + (w.get("ps") or 0))) if w["pattern"] == "ps" else ()
