@@ -86,3 +86,11 @@ def test_the_report_writes_the_table_the_matrix_and_the_plot(tmp_path, monkeypat
     assert "| s | fifo | 4 | 1 | +8.0% |" in text and "| > 5% | 1 | 0 | 1 | 0 |" in text and "| < 3% | 0 | 2 | 0 | 2 |" in text
     assert (tmp_path / "fidelity-grid.png").read_bytes()[:4] == b"\x89PNG"
     assert np.isfinite([float(x) for x in text.split("| mean iteration | all specs | ")[1].split(" |")[:3]]).all()
+
+
+def test_a_spec_at_another_dilation_keeps_its_real_world_time_limit():
+    from dlcp_emu.experiment.spec import load_spec
+    spec = load_spec("examples/default.toml")
+    for d in (8, 16, 64):
+        s = calibrate.at_dilation(spec, d)
+        assert s.time_dilation == d and s.time_limit_s / d == pytest.approx(spec.time_limit_s / spec.time_dilation)
