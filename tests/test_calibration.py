@@ -10,6 +10,7 @@ import pytest
 from dlcp_emu.study import calibrate, calibration_report as R
 
 FRAME_NS = 100_000
+SLACK = R.E.WAIT_SLACK_FRAMES
 
 
 def record(spec, dilation, seed, *, lag_us, it, fct=None, stretch=0.0, steps=20, iteration_s=0.5, share=0.2,
@@ -53,13 +54,13 @@ def test_the_fit_recovers_the_coefficients_that_made_the_differences():
 def test_left_out_specs_are_predicted_by_the_others_fit():
     # Specs a and b lose 0.1 of the iteration per log(1 + frames of wait) (over the 80% that
     # communicates), spec c 0.3: left out, c is predicted with a and b's 0.1.
-    rows = [record(s, 8, k, lag_us=lag, it=coef * math.log1p(lag * 1e3 / FRAME_NS) * 0.8, steps=0)
+    rows = [record(s, 8, k, lag_us=lag, it=coef * math.log1p(lag * 1e3 / FRAME_NS - SLACK) * 0.8, steps=0)
             for k, (s, lag, coef) in enumerate([("a", 100, 0.1), ("a", 900, 0.1), ("b", 300, 0.1),
                                                 ("b", 600, 0.1), ("c", 50, 0.3)])]
     out = R.leave_one_spec_out(rows, "iteration", "iteration")
     coef, rms = out["c"]
     assert coef[0] == pytest.approx(0.1, rel=1e-6)
-    assert rms == pytest.approx(100 * 0.2 * math.log1p(0.5) * 0.8, rel=1e-6)   # 0.5 frame of wait
+    assert rms == pytest.approx(100 * 0.2 * math.log1p(0.5 - SLACK) * 0.8, rel=1e-6)   # 0.5 frame of wait
     assert out["a"][0][0] > 0.1 and out["a"][1] > 0
 
 

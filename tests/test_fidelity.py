@@ -67,6 +67,7 @@ def test_switches_keep_their_worst_figures_and_socket_drops():
 
 
 IT, FCT = E.COEFFICIENTS["iteration"], E.COEFFICIENTS["fct_p99"]
+SLACK = E.WAIT_SLACK_FRAMES
 # A run's figures, wall-clock: one frame of mean receive wait, half a frame of switch p99.
 FIGURES = {"host_compute_stretch": 0.02, "host_rx_lag_mean_us": 1000.0, "p99_lateness_us": 500.0}
 
@@ -78,11 +79,12 @@ def test_the_estimate_is_the_sum_of_its_terms_each_weighing_a_lateness_against_w
     terms = est["terms"]
     # Compute stretched 2%, and compute is a quarter of the iteration: +0.5%.
     assert terms["host compute"]["iteration_pct"] == 0.5
-    # One frame of wait, log(1 + 1), over the three quarters of the iteration that communicate.
+    # One frame of wait, log(1 + the frame beyond the slack), over the three quarters of the
+    # iteration that communicate.
     assert terms["host wait, windows"]["iteration_pct"] == pytest.approx(
-        100 * IT["host wait, windows"] * math.log(2) * 0.75, abs=0.01)
+        100 * IT["host wait, windows"] * math.log1p(1 - SLACK) * 0.75, abs=0.01)
     assert terms["host wait, windows"]["fct_p99_pct"] == pytest.approx(
-        100 * FCT["host wait, windows"] * math.log(2), abs=0.01)
+        100 * FCT["host wait, windows"] * math.log1p(1 - SLACK), abs=0.01)
     assert terms["host wait, steps"]["iteration_pct"] == pytest.approx(IT["host wait, steps"] * 1.0, abs=0.01)
     assert terms["host wait, steps"]["fct_p99_pct"] == pytest.approx(FCT["host wait, steps"] * 1.0, abs=0.01)
     assert terms["switch lateness"]["iteration_pct"] == pytest.approx(
@@ -98,14 +100,17 @@ def test_the_estimate_grows_with_the_wait_and_shrinks_with_the_dilation_s_longer
     assert it(2000.0, FRAME_NS) > it(1000.0, FRAME_NS) > it(0.0, FRAME_NS) >= 0
     # The same wall-clock wait at twice the dilation (frames twice as long): half a frame.
     assert it(1000.0, 2 * FRAME_NS) - it(0.0, 2 * FRAME_NS) == pytest.approx(
-        100 * IT["host wait, windows"] * math.log(1.5) * 0.75, abs=0.02)
+        100 * IT["host wait, windows"] * math.log1p(0.5 - SLACK) * 0.75, abs=0.02)
+    # A wait within the slack costs nothing: the window absorbs it.
+    assert it(SLACK * FRAME_NS / 1e3, FRAME_NS) == it(0.0, FRAME_NS)
 
 
 def test_other_coefficients_give_other_terms():
     # What the calibration's fit tries: the same bases, its own coefficients.
     coef = {key: {name: 1.0 for name in IT} for key in E.COEFFICIENTS}
     est = E.estimate(FIGURES, coef, frame_ns=FRAME_NS, compute_share=0.25)
-    assert est["iteration_pct"] == pytest.approx(100 * (0.02 * 0.25 + math.log(2) * 0.75 + 0.5 * 0.75), abs=0.02)
+    assert est["iteration_pct"] == pytest.approx(100 * (0.02 * 0.25 + math.log1p(1 - SLACK) * 0.75 + 0.5 * 0.75),
+                                                 abs=0.02)
 
 
 def test_critical_steps_follow_the_pattern():
@@ -126,7 +131,7 @@ def verdict(fig, tolerance=0.05, iteration_s=0.5, dilation=10.0):
 
 def wait_for_fct_pct(pct):
     """The mean wait, wall-clock us, whose p99 tensor completion term is `pct` percent."""
-    return math.expm1(pct / 100 / FCT["host wait, windows"]) * FRAME_NS / 1e3
+    return (math.expm1(pct / 100 / FCT["host wait, windows"]) + SLACK) * FRAME_NS / 1e3
 
 
 def test_a_run_is_flagged_when_its_estimate_exceeds_the_tolerance_either_way():
