@@ -11,7 +11,8 @@ the two a run's own fidelity checks afterwards (`experiment.fidelity`):
   dilation 8: 79-93% busy, dlcp +32%) and agreed within 5% where it was not (dilation 16,
   45-66%).
 - Wake-ups: a host asleep in poll waits for the machine to wake it; that wait must stay
-  within HOST_LAG_LIMIT of a full frame's time on a host link (what `hosts late` flags).
+  within HOST_LAG_LIMIT of a full frame's time on a host link (where the fidelity estimate's
+  wait terms stay small: docs/fidelity.md).
 
 Demand: the simulator runs the spec (at most DEMAND_ITERATIONS iterations) and counts packet
 hops per real-world second; the same models as the emulation, so the same packets. Costs:
