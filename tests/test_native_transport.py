@@ -155,7 +155,8 @@ def test_payload_free_endpoints_send_the_same_headers(sc):
 
 def test_every_kind_of_packet_and_event_is_compared():
     """One lossy dlcp run with trims, marks, duplicates and timeouts: the twins compared DATA
-    (new and resent), PROBE (several rounds), ACK, BITMAP and NACK, and RTOs fired."""
+    (new and resent), PROBE (several rounds), ACK, BITMAP and NACK, tail-loss probes were
+    sent and RTOs fired."""
     sc = dict(transport="dlcp", mtu=1500, policy=MagnitudePolicy(loss_bound=0.05),
               messages=[dict(values=60_000, seed=i, priority=i % 8, at=i * 100_000, iteration=1,
                              tensor_id=i, explicit=None) for i in range(4)],
@@ -169,6 +170,7 @@ def test_every_kind_of_packet_and_event_is_compared():
     assert seen == set(PacketType)
     assert any(h.flags & 0x02 for h, _ in s.seen if h.type == PacketType.DATA)
     assert s.py.timeouts > 0 and s.py.losses > 0 and sum(d.lost_bytes for d in r.results) > 0
+    assert s.py.tail_probes > 0
 
 
 def test_missing_bytes_exactly_at_the_bound_complete():

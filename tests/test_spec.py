@@ -111,6 +111,21 @@ def test_compression_fields_are_checked():
         parse_spec({**GOOD, "transport": {"drop_order": "largest"}})
 
 
+def test_transport_congestion_and_rto_floor_are_checked():
+    spec = parse_spec(GOOD)
+    assert (spec.transport["congestion"], spec.transport["min_rto_us"]) == ("newreno", 1000)
+    ecn = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.1}}
+    spec = parse_spec({**GOOD, "transport": {"congestion": "dctcp", "min_rto_us": 200}, "switch": ecn})
+    assert (spec.transport["congestion"], spec.transport["min_rto_us"]) == ("dctcp", 200)
+    with pytest.raises(SpecError, match="transport.congestion: 'cubic' is not allowed; must be one of newreno, dctcp"):
+        parse_spec({**GOOD, "transport": {"congestion": "cubic"}})
+    with pytest.raises(SpecError, match="transport.min_rto_us: 0 is not allowed; must be a number of microseconds"):
+        parse_spec({**GOOD, "transport": {"min_rto_us": 0}})
+    with pytest.raises(SpecError, match="transport.congestion: dctcp reacts to ECN marks, and the switch's queue "
+                                        "manager 'dlcp' marks none"):
+        parse_spec({**GOOD, "transport": {"congestion": "dctcp"}})
+
+
 def test_with_field_sets_one_field_and_checks_it():
     spec = parse_spec(GOOD)
     assert spec.with_field("compression.mode", "fixed").compression["mode"] == "fixed"

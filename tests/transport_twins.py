@@ -44,7 +44,7 @@ def _same_float(x, y):
     return x == y or (x is None and y is None) or (isinstance(x, float) and math.isnan(x) and math.isnan(y))
 
 
-SENDER_STATE = ("pending", "inflight", "timeouts", "losses", "malformed", "spurious")
+SENDER_STATE = ("pending", "inflight", "timeouts", "losses", "malformed", "spurious", "tail_probes")
 CC_STATE = ("cwnd", "ssthresh", "alpha", "reductions", "timeouts", "next_seq")
 RTT_STATE = ("srtt_ns", "rttvar_ns", "min_rtt_ns", "rto_ns")
 

@@ -17,6 +17,7 @@ from workloads import PATTERNS
 from dlcp_emu.experiment import results
 from dlcp_emu.transport import TRANSPORTS
 from dlcp_emu.transport.congestion import ETHERNET_FRAMING
+from dlcp_emu.transport.settings import TransportSettings
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.experiment.spec_checks import MAX_BACKGROUND_FLOWS
 
@@ -124,6 +125,13 @@ def compression_for(spec):
     return CompressionSpec(**c, target_delay_ns=spec.scale.stretch(target_ms * 1e6))
 
 
+def transport_settings(spec):
+    """The senders' TransportSettings: the spec's congestion control, and its RTO floor in the
+    run's (dilated) time."""
+    t = spec.transport
+    return TransportSettings(t["congestion"], int(spec.scale.stretch(t["min_rto_us"] * 1000)))
+
+
 def hostd_config(spec, placement, topology, rank, transport, **extra):
     w, t = spec.workload, spec.transport
     return {
@@ -133,6 +141,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
         "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
         "droppable_fraction": t["droppable_fraction"], "drop_order": t["drop_order"],
+        "congestion": t["congestion"], "min_rto_ns": transport_settings(spec).min_rto_ns,
         "scale": spec.scale.as_config(), "training": spec.training,
         "fusion_bytes": w["fusion_bytes"],
         "fusion_cycle_ms": w["fusion_cycle_ms"],
@@ -235,6 +244,8 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
     s["compression"] = results.compression_summary(spec.compression, tens)
     s.update({"preset": preset_name(pipeline), "pipeline": PipelineSpec.parse(pipeline).describe(),
               "transport": transport,
+              "transport_settings": None if TRANSPORTS[transport].kernel
+              else transport_settings(spec).describe(spec.time_dilation),
               "model": spec.workload.get("model") or spec.workload.get("trace")
               or f"{spec.training['model']}-{spec.training['dataset']}",
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,

@@ -13,7 +13,8 @@ from collections import deque
 import numpy as np
 
 from dlcp_emu.host.endpoints import AgentEndpoints
-from dlcp_emu.transport import MagnitudePolicy, Message, RttEstimator
+from dlcp_emu.transport import MagnitudePolicy, Message
+from dlcp_emu.transport.settings import TransportSettings
 from dlcp_emu.transport import transport as find_transport
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
 from dlcp_emu.wire import PacketType
@@ -27,9 +28,11 @@ ENDPOINTS = ("python", "native")
 class HostStack(AgentEndpoints):
     def __init__(self, rank, agent, transport="reliable", *, mtu=1500, job=0,
                  loss_bound=DEFAULT_LOSS_BOUND, droppable_fraction=DEFAULT_DROPPABLE_FRACTION,
-                 link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python", store=True):
+                 link_rate_bps=None, drop_order="magnitude", seed=0, endpoints="python", store=True,
+                 settings=None):
         """link_rate_bps: the host's link rate as emulated (scaled), which sets the senders'
         retransmission timer floors (`RttEstimator.for_link`); None keeps the defaults.
+        settings: the senders' congestion control and RTO floor (`TransportSettings`).
         drop_order, seed: which chunks bounded loss may give up (`MagnitudePolicy`).
         endpoints: "python" (the models) or "native" (the same, compiled); store: False for
         payload-free runs (native endpoints: the receiver keeps no bytes)."""
@@ -40,6 +43,7 @@ class HostStack(AgentEndpoints):
             raise ValueError(f"endpoints must be one of {', '.join(ENDPOINTS)}, got {endpoints!r}")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
         self.link_rate_bps = link_rate_bps
+        self.settings = settings or TransportSettings()
         self.endpoints = endpoints
         if endpoints == "native":
             self.sender_cls, receiver_cls = t.native_sender, t.native_receiver
@@ -112,9 +116,9 @@ class HostStack(AgentEndpoints):
         for m in self.agent.take_sends():
             sender = self.senders.get(m.dst)
             if sender is None:
-                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
                 sender = self.senders[m.dst] = self.sender_cls(
-                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy, rtt=rtt)
+                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy,
+                    cc=self.settings.cc(), rtt=self.settings.rtt(self.link_rate_bps, self.mtu))
                 if self.on_sender is not None:
                     self.on_sender(sender)
             # A message that must arrive whole (sparse) is never droppable; its values are

@@ -22,6 +22,7 @@ from dlcp_emu.experiment.runner import (
     scaled_topology,
     summary,
     tables,
+    transport_settings,
 )
 from dlcp_emu.host.agent import Worker, make_worker
 from dlcp_emu.host.prefetch import Prefetch
@@ -75,6 +76,7 @@ def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
     net.engine_note += f"; {why}"
     stacks = {}
     compression = compression_for(spec)
+    settings = transport_settings(spec)
 
     def rate(rank):
         return host_link_rate(topo, placement.host_of_rank[rank])
@@ -92,7 +94,8 @@ def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
                           drop_order=t["drop_order"], seed=spec.seed,
-                          endpoints="native" if in_core else "python", store=spec.payload == "values")
+                          endpoints="native" if in_core else "python", store=spec.payload == "values",
+                          settings=settings)
         stacks[rank] = PacketLog(stack) if spec.packet_records and not in_core else stack
     if in_core:
         hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)

@@ -93,7 +93,7 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
         w = v.workload
         plan = make_plan(trace_of(w), v.scale, fusion_bytes=w["fusion_bytes"],
                          fusion_cycle_ms=w["fusion_cycle_ms"])
-        lines.append(f"  {label}: {transport} transport, {w['workers']} workers ({w['pattern']}) "
+        lines.append(f"  {label}: {transport} transport ({v.transport['congestion']}), {w['workers']} workers ({w['pattern']}) "
                      f"on {topo.name}, {len(plan.buckets)} buckets, "
                      f"{plan.bytes_per_iteration:,} bytes an iteration"
                      + (", time_dilation auto: chosen before the runs from the spec's simulated "

@@ -57,14 +57,15 @@ class RttEstimator:
         self.rto_ns = self._clamp(initial_rto_ns)
 
     @classmethod
-    def for_link(cls, rate_bps: float, mtu: int) -> "RttEstimator":
-        """Defaults, with G, the floor and the initial RTO raised to `RTO_FLOOR_FRAMES`
-        frame times (twice that before the first sample) on a link of `rate_bps`."""
+    def for_link(cls, rate_bps: float, mtu: int, min_rto_ns: int = MIN_RTO_NS) -> "RttEstimator":
+        """G and the floor at `min_rto_ns` (Linux's rto_min is both), raised with the initial
+        RTO to `RTO_FLOOR_FRAMES` frame times (twice that before the first sample) on a link
+        of `rate_bps`."""
         if not rate_bps > 0:
             raise ValueError(f"link rate must be positive, got {rate_bps!r}")
         floor = int(RTO_FLOOR_FRAMES * (mtu + ETHERNET_FRAMING) * 8e9 / rate_bps)
-        return cls(initial_rto_ns=max(INITIAL_RTO_NS, 2 * floor), min_rto_ns=max(MIN_RTO_NS, floor),
-                   granularity_ns=max(GRANULARITY_NS, floor))
+        return cls(initial_rto_ns=max(INITIAL_RTO_NS, 2 * floor), min_rto_ns=max(min_rto_ns, floor),
+                   granularity_ns=max(min_rto_ns, floor))
 
     def _clamp(self, rto: float) -> int:
         return int(min(max(rto, self.min_rto_ns), self.max_rto_ns))

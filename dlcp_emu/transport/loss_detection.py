@@ -1,10 +1,18 @@
-"""RACK-like loss detection (RFC 8985) and the retransmission timeout (RFC 6298) of a sender.
+"""RACK-like loss detection (RFC 8985) with its tail-loss probe (TLP), and the retransmission
+timeout (RFC 6298) of a sender.
 
 Evidence is taken only within a lane (layer priority, magnitude class): switches queue lanes
 separately, so a delivered packet proves nothing about an earlier one in another lane. A
 lane's packets sent before its latest delivered one are lost once a reordering window is
-overdue; the window widens with each spurious retransmission. `Sender` mixes this in: it
-keeps the lanes, timers and counters these methods work on.
+overdue; the window widens with each spurious retransmission.
+
+A lost tail has no later packet to evidence it: two SRTTs after the latest send or progress
+(the probe timeout, PTO), the latest-sent packet still in flight is sent again, outside the
+window. Its ACK either repairs the tail itself (then it counts as a loss: the window halves,
+as RFC 8985 7.4 and Linux reduce when a probe's ACK carries no DSACK) or lets RACK find the
+losses sent before it in its lane. One probe is outstanding at a time; the RTO (after a
+probe, or when the RTO comes before the PTO) stays the last resort. `Sender` mixes this in:
+it keeps the lanes, timers and counters these methods work on.
 """
 from __future__ import annotations
 
@@ -85,11 +93,56 @@ class LossDetection:
             if lanes[i].deadline == deadline:
                 lanes[i].deadline = None
                 self._detect(lanes[i], now)
+        if self._pto_deadline is not None and now >= self._pto_deadline:
+            self._on_pto()
         if self._rto_deadline is not None and now >= self._rto_deadline:
             self._on_rto(now)
 
+    def _arm_pto(self, now: int) -> None:
+        """(Re)arm the probe timeout (RFC 8985 7.2) at 2 SRTT from now, once the outstanding
+        probe is settled (answered, declared lost or its message done), while packets are in
+        flight, the RTO would not come first, and no RTO came since the last progress (as
+        Linux probes only in its Open and CWR states, not in Loss)."""
+        t = self._tlp
+        if t is not None and (t[0].done or t[0].tx_seq[t[1]] != t[2] or t[0].state[t[1]] != IN_FLIGHT):
+            self._tlp = t = None
+        srtt = self.rtt.srtt_ns
+        deadline = None
+        if t is None and self._inflight and srtt and not self._after_rto:
+            deadline = now + int(2 * srtt)
+            if self._rto_deadline is not None and deadline >= self._rto_deadline:
+                deadline = None
+        self._pto_deadline = deadline
+
+    def _on_pto(self) -> None:
+        """Choose the probe: the latest-sent packet still in flight, over every lane."""
+        self._pto_deadline = None
+        best = None
+        for lane in self._lanes:
+            for seq, _, m, c in reversed(lane.q):
+                if not m.done and m.tx_seq[c] == seq and m.state[c] == IN_FLIGHT:
+                    if best is None or seq > best[0]:
+                        best = (seq, m, c)
+                    break
+        self._tlp_due = best
+
+    def _send_tlp(self, now: int, out: list) -> None:
+        """Send the chosen probe (RFC 8985 7.3), whatever the window: it stands for the packet
+        it repeats, which leaves the flight."""
+        seq, m, c = self._tlp_due
+        self._tlp_due = None
+        if m.done or m.tx_seq[c] != seq or m.state[c] != IN_FLIGHT:
+            return
+        m.inflight -= 1
+        self._inflight -= 1
+        self._tlp = (m, c, self.cc.next_seq, seq)
+        self.tail_probes += 1
+        out.append(self._emit(m, c, True, now))
+
     def _on_rto(self, now: int) -> None:
         self.timeouts += 1
+        self._tlp = self._tlp_due = self._pto_deadline = None
+        self._after_rto = True
         self.rtt.backoff()
         if self._inflight:
             self.cc.on_timeout()

@@ -143,6 +143,7 @@ class Sender:
     losses = property(lambda self: self._core.losses)
     malformed = property(lambda self: self._core.malformed)
     spurious = property(lambda self: self._core.spurious)
+    tail_probes = property(lambda self: self._core.tail_probes)
     cc = property(lambda self: self._core.cc, doc="the core's congestion control, read-only")
     rtt = property(lambda self: self._core.rtt, doc="the core's RTT estimator, read-only")
 

@@ -61,7 +61,11 @@ class Sender(LossDetection):
         self._completed: list[SendResult] = []
         self._reo_mult = 1
         self._reo_decay = 16
-        self.timeouts = self.losses = self.malformed = self.spurious = 0
+        self._pto_deadline: int | None = None   # tail-loss probe timer (loss_detection.py)
+        self._tlp = None       # the outstanding probe: (msg, chunk, its seq, the probed seq)
+        self._tlp_due = None   # (seq, msg, chunk) the probe timer chose, sent by this poll
+        self._after_rto = False   # an RTO came and nothing new was acknowledged since
+        self.timeouts = self.losses = self.malformed = self.spurious = self.tail_probes = 0
 
     # ---- sans-I/O interface -----------------------------------------------------------
     def send(self, msg: Message, now: int) -> None:
@@ -104,6 +108,8 @@ class Sender(LossDetection):
     def poll(self, now: int) -> list:
         self._run_timers(now)
         out = []
+        if self._tlp_due is not None:
+            self._send_tlp(now, out)
         for m in self._probe_queue:
             if not m.done:
                 m.probe_due = False
@@ -147,6 +153,8 @@ class Sender(LossDetection):
             heapq.heappop(timers)
         if timers and (t is None or timers[0][0] < t):
             t = timers[0][0]
+        if self._pto_deadline is not None and (t is None or self._pto_deadline < t):
+            t = self._pto_deadline
         if (self.cc.pacing and self._ready and self._inflight < max(1, int(self.cc.cwnd))
                 and (t is None or self._next_release < t)):
             t = self._next_release
@@ -197,6 +205,7 @@ class Sender(LossDetection):
         self._lanes[m.lane_base | mag].q.append((seq, now, m, c))
         if self._rto_deadline is None:
             self._rto_deadline = now + self.rtt.rto_ns
+        self._arm_pto(now)
         off = c * m.cs
         payload = m.view[off:off + m.cs]
         fl = m.flags[c]
@@ -236,6 +245,12 @@ class Sender(LossDetection):
         echo, cum, fl, extra = fb.decode_ack(payload)
         if echo <= now:
             self.rtt.sample(now - echo)
+        tlp = self._tlp
+        probed = tlp is not None and tlp[0] is m and tlp[1] == c
+        if probed and m.tx_seq[c] == tlp[2] and echo == m.xmit_ts[c] and m.state[c] == IN_FLIGHT:
+            # The tail-loss probe arrived and the packet it repeated had not: that was a loss.
+            self.losses += 1
+            self.cc.on_loss(tlp[3])
         if fl & fb.FB_COMPLETE:
             self._finish(m, now)
             return
@@ -243,7 +258,7 @@ class Sender(LossDetection):
             seq = m.tx_seq[c]
         else:
             seq = -1
-            if echo < m.xmit_ts[c] and m.state[c] != ACKED:
+            if echo < m.xmit_ts[c] and m.state[c] != ACKED and not probed:
                 self._spurious()  # an earlier copy arrived after all: widen the reordering window
         newly = self._deliver(m, c)
         count = m.count
@@ -295,6 +310,8 @@ class Sender(LossDetection):
             self._finish(m, now)
         elif newly:
             self._rto_deadline = now + self.rtt.rto_ns
+            self._after_rto = False
+            self._arm_pto(now)
 
     def _advance_cum(self, m: _Outbound, cum: int) -> int:
         newly = 0
@@ -348,6 +365,9 @@ class Sender(LossDetection):
         self._completed.append(SendResult(m.iteration, m.tensor_id, m.total, m.count, m.start_ns,
                                           now, m.packets, m.retransmits, m.probe_rounds))
         self._rto_deadline = now + self.rtt.rto_ns if self._msgs else None
+        self._after_rto = False   # a completion is progress
+        self._arm_pto(now)
+
 
 class ReliableSender(Sender):
     """Every byte delivered: every lost chunk is retransmitted."""

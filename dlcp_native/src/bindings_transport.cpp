@@ -277,6 +277,7 @@ void bind_transport(py::module_& m) {
       .def_readonly("losses", &Sender::losses)
       .def_readonly("malformed", &Sender::malformed)
       .def_readonly("spurious", &Sender::spurious)
+      .def_readonly("tail_probes", &Sender::tail_probes)
       .def_property_readonly("reo_mult", &Sender::reo_mult)
       .def_property_readonly("cc", [](Sender& s) -> CongestionControl& { return s.cc; },
                              py::return_value_policy::reference_internal)

@@ -1,5 +1,5 @@
-// RACK-like loss detection (RFC 8985) and the retransmission timeout (RFC 6298) of a sender
-// (dlcp_emu/transport/loss_detection.py).
+// RACK-like loss detection (RFC 8985) with its tail-loss probe, and the retransmission timeout
+// (RFC 6298) of a sender (dlcp_emu/transport/loss_detection.py, which says why).
 //
 // Evidence is taken only within a lane (layer priority, magnitude class): switches queue lanes
 // separately, so a delivered packet proves nothing about an earlier one in another lane. A
@@ -69,11 +69,59 @@ void Sender::run_timers(int64_t now) {
       detect(lane, now);
     }
   }
+  if (pto_deadline_ && now >= *pto_deadline_) on_pto();
   if (rto_deadline_ && now >= *rto_deadline_) on_rto(now);
+}
+
+// (Re)arm the probe timeout at 2 SRTT from now, once the outstanding probe is settled, while
+// packets are in flight, the RTO would not come first, and no RTO came since the last progress.
+void Sender::arm_pto(int64_t now) {
+  if (tlp_) {
+    const Outbound& m = *tlp_->m;
+    if (m.done || m.tx_seq[tlp_->c] != tlp_->seq || m.state[tlp_->c] != IN_FLIGHT) tlp_.reset();
+  }
+  pto_deadline_.reset();
+  if (!tlp_ && inflight_ && rtt.has_srtt && rtt.srtt_ns != 0 && !after_rto_) {
+    const int64_t deadline = now + int64_t(2 * rtt.srtt_ns);
+    if (!rto_deadline_ || deadline < *rto_deadline_) pto_deadline_ = deadline;
+  }
+}
+
+// Choose the probe: the latest-sent packet still in flight, over every lane.
+void Sender::on_pto() {
+  pto_deadline_.reset();
+  tlp_due_.reset();
+  for (const Lane& lane : lanes_) {
+    for (auto it = lane.q.rbegin(); it != lane.q.rend(); ++it) {
+      const Outbound& m = *it->m;
+      if (!m.done && m.tx_seq[it->c] == it->seq && m.state[it->c] == IN_FLIGHT) {
+        if (!tlp_due_ || it->seq > tlp_due_->seq) tlp_due_ = TlpDue{it->seq, it->m, it->c};
+        break;
+      }
+    }
+  }
+}
+
+// Send the chosen probe, whatever the window: it stands for the packet it repeats, which
+// leaves the flight.
+void Sender::send_tlp(int64_t now, std::vector<OutPacket>& out) {
+  const TlpDue due = *tlp_due_;
+  tlp_due_.reset();
+  Outbound& m = *due.m;
+  if (m.done || m.tx_seq[due.c] != due.seq || m.state[due.c] != IN_FLIGHT) return;
+  m.inflight -= 1;
+  inflight_ -= 1;
+  tlp_ = Tlp{due.m, due.c, cc.next_seq, due.seq};
+  tail_probes += 1;
+  emit(due.m, due.c, true, now, out);
 }
 
 void Sender::on_rto(int64_t now) {
   timeouts += 1;
+  tlp_.reset();
+  tlp_due_.reset();
+  pto_deadline_.reset();
+  after_rto_ = true;
   rtt.backoff();
   if (inflight_) {
     cc.on_timeout();

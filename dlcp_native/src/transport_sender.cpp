@@ -88,6 +88,7 @@ void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std:
 
 void Sender::poll(int64_t now, std::vector<OutPacket>& out) {
   run_timers(now);
+  if (tlp_due_) send_tlp(now, out);
   for (const OutboundPtr& m : probe_queue_) {
     if (!m->done) {
       m->probe_due = false;
@@ -136,6 +137,7 @@ std::optional<int64_t> Sender::next_timeout() {
     timers_.pop_back();
   }
   if (!timers_.empty() && (!t || timers_.front().first < *t)) t = timers_.front().first;
+  if (pto_deadline_ && (!t || *pto_deadline_ < *t)) t = pto_deadline_;
   if (cc.pacing && !ready_.empty() && inflight_ < std::max<int64_t>(1, int64_t(cc.cwnd)) &&
       (!t || next_release_ < *t))
     t = next_release_;
@@ -178,6 +180,7 @@ void Sender::emit(const OutboundPtr& mp, uint32_t c, bool retx, int64_t now, std
   const uint8_t mag = m.mag[c];
   lanes_[size_t(m.lane_base | mag)].q.push_back({seq, now, mp, c});
   if (!rto_deadline_) rto_deadline_ = now + rtt.rto_ns;
+  arm_pto(now);
   const int64_t off = int64_t(c) * m.cs;
   uint8_t fl = m.flags[c];
   m.packets += 1;
@@ -229,6 +232,12 @@ void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, 
   const fb::Ack a = fb::decode_ack(p.data, p.size);
   const int64_t echo = as_time(a.echo);
   if (echo <= now) rtt.sample(now - echo);
+  const bool probed = tlp_ && tlp_->m == mp && tlp_->c == c;
+  if (probed && m.tx_seq[c] == tlp_->seq && echo == m.xmit_ts[c] && m.state[c] == IN_FLIGHT) {
+    // The tail-loss probe arrived and the packet it repeated had not: that was a loss.
+    losses += 1;
+    cc.on_loss(tlp_->probed_seq);
+  }
   if (a.flags & fb::FB_COMPLETE) {
     finish(mp, now);
     return;
@@ -238,7 +247,7 @@ void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, 
     seq = m.tx_seq[c];
   } else {
     seq = -1;
-    if (echo < m.xmit_ts[c] && m.state[c] != ACKED)
+    if (echo < m.xmit_ts[c] && m.state[c] != ACKED && !probed)
       on_spurious();  // an earlier copy arrived after all: widen the reordering window
   }
   int64_t newly = deliver(m, c);
@@ -293,8 +302,11 @@ void Sender::progress(const OutboundPtr& m, int64_t newly, int64_t seq, bool ce,
   cc.on_ack(seq, ce, newly);
   if (m->acked == m->count)
     finish(m, now);
-  else if (newly)
+  else if (newly) {
     rto_deadline_ = now + rtt.rto_ns;
+    after_rto_ = false;
+    arm_pto(now);
+  }
 }
 
 int64_t Sender::advance_cum(Outbound& m, uint32_t cum) {
@@ -355,6 +367,8 @@ void Sender::finish(const OutboundPtr& mp, int64_t now) {
   completed_.push_back({m.iteration, m.tensor_id, m.total, m.count, m.start_ns, now, m.packets, m.retransmits,
                         m.probe_rounds});
   rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
+  after_rto_ = false;  // a completion is progress
+  arm_pto(now);
 }
 
 }  // namespace dlcp::transport

@@ -69,7 +69,7 @@ class Sender {
   const double reorder_fraction;
   CongestionControl cc;
   RttEstimator rtt;
-  int64_t timeouts = 0, losses = 0, malformed = 0, spurious = 0;
+  int64_t timeouts = 0, losses = 0, malformed = 0, spurious = 0, tail_probes = 0;
   double reo_mult() const { return reo_mult_; }
 
  private:
@@ -96,7 +96,22 @@ class Sender {
   void on_spurious();
   void detect(Lane& lane, int64_t now);
   void run_timers(int64_t now);
+  void arm_pto(int64_t now);
+  void on_pto();
+  void send_tlp(int64_t now, std::vector<OutPacket>& out);
   void on_rto(int64_t now);
+
+  struct Tlp {  // the outstanding tail-loss probe
+    OutboundPtr m;
+    uint32_t c;
+    int64_t seq;         // the probe's transmission
+    int64_t probed_seq;  // the transmission it repeats
+  };
+  struct TlpDue {  // the packet the probe timer chose, sent by this poll
+    int64_t seq;
+    OutboundPtr m;
+    uint32_t c;
+  };
 
   struct Ready {
     uint8_t priority;
@@ -118,6 +133,10 @@ class Sender {
   std::vector<Lane> lanes_;
   std::vector<Timer> timers_;  // min-heap
   std::optional<int64_t> rto_deadline_;
+  std::optional<int64_t> pto_deadline_;  // tail-loss probe timer
+  std::optional<Tlp> tlp_;
+  std::optional<TlpDue> tlp_due_;
+  bool after_rto_ = false;  // an RTO came and nothing new was acknowledged since
   int64_t next_release_ = 0;  // pacing
   std::vector<OutboundPtr> probe_queue_;
   std::vector<SendResult> completed_;

@@ -1,0 +1,83 @@
+"""The 8-to-1 incast of docs/baselines.md, in the simulator: `senders` hosts each send one
+flow of `frames` full frames to one receiver through one switch (a star: every link
+`rate_bps`, `delay_ns`, drop-tail `buffer_frames` full frames per port), all at time 0, on the
+`reliable` transport's endpoints (as background flows). It prints, per buffer, the flows'
+completion times (mean / p99 / max), what the switch dropped and the senders' timeouts and
+tail-loss probes, against the ideal: every byte back to back on the receiver's link.
+
+    python -m dlcp_emu.tools.incast [--buffers 10000,1000,170,64,32] [--congestion newreno]
+"""
+import argparse
+
+import numpy as np
+from topologies import build
+
+from dlcp_emu.host.background import JOB, BackgroundEndpoint
+from dlcp_emu.sim import SimNetwork
+from dlcp_emu.sim.hosts import SimHosts
+from dlcp_emu.transport import Message
+from dlcp_emu.transport.message import transport_payload_size
+from dlcp_emu.transport.congestion import ETHERNET_FRAMING
+
+MTU = 1500
+
+
+class GradientFlows(BackgroundEndpoint):
+    """Background flows whose bytes are seeded normal float32 values, not zeros: their chunks
+    fall in all 8 magnitude classes, so a sender loses and detects per lane, as it does with a
+    training job's gradients."""
+
+    def agent_turn(self, now):
+        while self.pending and self.pending[-1][0] <= now:
+            start, dst, nbytes, fid = self.pending.pop()
+            sender = self.senders.get(dst)
+            if sender is None:
+                sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu)
+                if self.on_sender is not None:
+                    self.on_sender(sender)
+            values = np.random.default_rng(fid).standard_normal(-(-nbytes // 4)).astype(np.float32)
+            sender.send(Message(values, tensor_id=fid, priority=7, job=JOB, src_rank=self.index, dst_rank=dst), now)
+            self.started[fid] = (dst, nbytes, start)
+
+
+def run(buffer_frames, senders=8, frames=737, rate_bps=100e9, delay_ns=1000, endpoints="native", values="zeros"):
+    """One incast; returns {fct_ms: [...], drops, timeouts, probes, ideal_ms}."""
+    frame = MTU + ETHERNET_FRAMING
+    topo = build("star", hosts=senders + 1, rate_bps=rate_bps, delay_ns=delay_ns,
+                 buffer_bytes=buffer_frames * frame)
+    net = SimNetwork(topo, "fifo")
+    hosts = SimHosts(net, {}, {})
+    nbytes = frames * transport_payload_size(MTU)
+    flows = GradientFlows if values == "gradients" else BackgroundEndpoint
+    eps = {i: flows(i, [(0, senders, nbytes, i)], mtu=MTU, endpoints=endpoints)
+           for i in range(senders)}
+    eps[senders] = BackgroundEndpoint(senders, [], mtu=MTU, endpoints=endpoints)
+    hosts.add_job(1, eps, {i: f"h{i + 1}" for i in eps}, udp_port=9798)
+    hosts.start()
+    net.loop.run()
+    fct = [(done - start) / 1e6 for i in range(senders) for _, _, _, start, done in eps[i].finished]
+    port = net.counters()["s1"]["ports"][senders + 1]
+    snd = [s for i in range(senders) for s in eps[i].senders.values()]
+    return {"fct_ms": fct, "drops": int(sum(port["drops"].values())),
+            "timeouts": sum(s.timeouts for s in snd), "probes": sum(s.tail_probes for s in snd),
+            "ideal_ms": senders * frames * frame * 8 / rate_bps * 1e3}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--buffers", default="10000,1000,170,64,32", help="per-port buffers, in full frames")
+    ap.add_argument("--endpoints", default="native", choices=("native", "python"))
+    ap.add_argument("--values", default="zeros", choices=("zeros", "gradients"),
+                    help="zeros: one magnitude class (one lane); gradients: normal values, all 8 classes")
+    a = ap.parse_args(argv)
+    print("| buffer (frames) | mean / p99 / max ms | dropped | timeouts | tail-loss probes |")
+    print("|---|---|---|---|---|")
+    for b in (int(x) for x in a.buffers.split(",")):
+        r = run(b, endpoints=a.endpoints, values=a.values)
+        f = np.array(r["fct_ms"])
+        print(f"| {b:,} | {f.mean():.3f} / {np.percentile(f, 99):.3f} / {f.max():.3f} | {r['drops']:,} "
+              f"| {r['timeouts']} | {r['probes']} |  (ideal {r['ideal_ms']:.3f} ms, {len(f)} flows)")
+
+
+if __name__ == "__main__":
+    main()

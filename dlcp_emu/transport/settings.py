@@ -1,0 +1,55 @@
+"""The settings of a run's packet transport (the spec's [transport] `congestion` and
+`min_rto_us`): one place that makes each sender's congestion control and RTT estimator from
+them, for both backends and both engines, and says in the summary what the transport was.
+
+- `congestion = "newreno"` (default): NewReno with SACK-like recovery: slow start from 10
+  packets with ssthresh infinite, +1/cwnd above it; a loss (RACK, a NACKed trim, or a repaired
+  tail-loss probe) or an ECN echo halves the window once per window of data (RFC 5681/6582,
+  RFC 3168 for the echo).
+- `congestion = "dctcp"`: the same, but an ECN echo cuts the window by alpha/2, alpha the
+  moving average (g = 1/16) of the fraction of marked packets per window (RFC 8257). It needs
+  a switch that marks (queue_manager = "ecn"); the spec refuses it otherwise.
+- `min_rto_us`: the RTO's floor, and its least margin over SRTT (as Linux's rto_min):
+  RTO = max(min_rto, SRTT + max(min_rto, 4 RTTVAR)), doubled on each timeout up to 1 s.
+  Default 1 ms: far above the microseconds RTTs of a data centre (Linux's 200 ms would stall
+  a training iteration, and the RTO is the last resort: RACK and the tail-loss probe recover
+  losses in an RTT or two), short against an iteration. On a slow link it is raised to 40
+  frame times (`RttEstimator.for_link`).
+"""
+from dataclasses import dataclass
+
+from dlcp_emu.transport.congestion import (
+    DCTCP_G, INITIAL_WINDOW, MAX_RTO_NS, MIN_RTO_NS, CongestionControl, RttEstimator,
+)
+
+CONGESTION = {"newreno": "halve", "dctcp": "dctcp"}   # name -> CongestionControl's ECN reaction
+DEFAULT_CONGESTION = "newreno"
+DEFAULT_MIN_RTO_US = MIN_RTO_NS / 1000
+
+
+@dataclass(frozen=True)
+class TransportSettings:
+    congestion: str = DEFAULT_CONGESTION
+    min_rto_ns: int = MIN_RTO_NS
+
+    def __post_init__(self):
+        if self.congestion not in CONGESTION:
+            raise ValueError(f"congestion must be one of {', '.join(CONGESTION)}, got {self.congestion!r}")
+        if not 0 < self.min_rto_ns <= MAX_RTO_NS:
+            raise ValueError(f"min_rto_ns must be in 1..{MAX_RTO_NS}, got {self.min_rto_ns!r}")
+
+    def cc(self) -> CongestionControl:
+        return CongestionControl(ecn=CONGESTION[self.congestion])
+
+    def rtt(self, link_rate_bps=None, mtu=1500) -> RttEstimator:
+        if link_rate_bps is None:
+            return RttEstimator(min_rto_ns=self.min_rto_ns, granularity_ns=self.min_rto_ns)
+        return RttEstimator.for_link(link_rate_bps, mtu, min_rto_ns=self.min_rto_ns)
+
+    def describe(self, dilation=1.0) -> dict:
+        """What the summary says of the transport (times in real-world units)."""
+        return {"congestion": self.congestion, "initial_window": INITIAL_WINDOW, "initial_ssthresh": "infinite",
+                "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT",
+                "loss_reaction": "halve once per window",
+                "ecn_reaction": f"alpha/2, g = {DCTCP_G}" if self.congestion == "dctcp" else "halve once per window",
+                "min_rto_us": self.min_rto_ns / dilation / 1000, "max_rto_s": MAX_RTO_NS / dilation / 1e9}

@@ -1,0 +1,126 @@
+"""How a sender recovers, on the sans-I/O endpoints over a channel in virtual time (each test
+runs the Python endpoints and the native ones): a loss with later packets delivered is found
+by RACK and resent at once, a lost tail by the tail-loss probe, losses of one window halve
+the window once, and the RTO (at the configured floor, backing off) only when everything is
+lost. Every message here is one lane (one priority, one magnitude class), as a TCP flow is."""
+import numpy as np
+import pytest
+
+from dlcp_emu.transport import Message
+from dlcp_emu.transport.settings import TransportSettings
+from dlcp_emu.wire import Flags, PacketType
+from transport_channel import LossyChannel, run_pair
+from transport_helpers import Recorder, tensor
+from transport_twins import IMPLS, endpoints
+
+DATA = PacketType.DATA
+RETX = Flags.RETRANSMISSION
+CHUNK_VALUES = 356          # 1424-byte chunks at MTU 1500
+MIN_RTO_NS = 300_000        # the RTO's floor here (and its margin over SRTT)
+each_impl = pytest.mark.parametrize("impl", IMPLS)
+
+
+def message(chunks, tensor_id=0):
+    return Message(tensor(chunks * CHUNK_VALUES, tensor_id), tensor_id=tensor_id, priority=3, src_rank=0,
+                   dst_rank=1, mag_class=np.zeros(chunks, np.uint8))
+
+
+def first_copy(*chunks, tensor_id=0):
+    """Drop the first transmission of these chunks of tensor `tensor_id`."""
+    return lambda h: (h.type == DATA and h.tensor_id == tensor_id and h.chunk_index in chunks
+                      and not h.flags & RETX)
+
+
+def run(impl, sends, drop, congestion="newreno"):
+    """The sender's messages over a 10 Gbit/s channel (20 us each way) that drops `drop`;
+    returns (sender, recorder, the time the last message completed)."""
+    S, R = endpoints(impl, "reliable")
+    settings = TransportSettings(congestion, MIN_RTO_NS)
+    s, r = S(0, 1, cc=settings.cc(), rtt=settings.rtt()), R(1)
+    rec = Recorder()
+    run_pair(s, r, LossyChannel(seed=1, rate_bps=10e9, drop=drop), LossyChannel(seed=2),
+             sends=sends, on_packet=rec)
+    done = s.take_completed()
+    assert len(done) == len(sends) and len(r.take_delivered()) == len(sends)
+    return s, rec, max(d.done_ns for d in done)
+
+
+def clean_end(impl, chunks=40):
+    """When the same message completes with nothing lost."""
+    return run(impl, [(0, message(chunks))], lambda h: False)[2]
+
+
+def resent(rec):
+    return [(t, h.chunk_index) for t, h, _ in rec.of(DATA) if h.flags & RETX]
+
+
+@each_impl
+def test_a_loss_mid_window_is_resent_at_once_without_timeout(impl):
+    s, rec, end = run(impl, [(0, message(40))], first_copy(12))
+    assert [c for _, c in resent(rec)] == [12]
+    assert (s.losses, s.cc.reductions, s.timeouts, s.tail_probes) == (1, 1, 0, 0)
+    assert end - clean_end(impl) < MIN_RTO_NS   # an RTO would cost SRTT + the floor
+
+
+@each_impl
+def test_a_lost_tail_is_probed_and_repaired_without_timeout(impl):
+    s, rec, end = run(impl, [(0, message(40))], first_copy(39))
+    assert [c for _, c in resent(rec)] == [39]   # the probe, which repairs the tail itself
+    assert (s.tail_probes, s.timeouts) == (1, 0)
+    # The probe's ACK without the original's is a loss: the window halves once.
+    assert (s.losses, s.cc.reductions) == (1, 1)
+    assert end - clean_end(impl) < MIN_RTO_NS   # an RTO would cost SRTT + the floor
+
+
+@each_impl
+def test_a_lost_tail_of_several_packets_is_found_by_the_probe(impl):
+    s, rec, end = run(impl, [(0, message(40))], first_copy(36, 37, 38, 39))
+    assert sorted(c for _, c in resent(rec)) == [36, 37, 38, 39]
+    assert (s.tail_probes, s.timeouts, s.cc.reductions) == (1, 0, 1)
+    assert end - clean_end(impl) < MIN_RTO_NS   # an RTO would cost SRTT + the floor
+
+
+@each_impl
+def test_losses_of_one_window_halve_it_once(impl):
+    s, rec, _ = run(impl, [(0, message(40))], first_copy(12, 15, 17))
+    assert sorted(c for _, c in resent(rec)) == [12, 15, 17]
+    assert (s.losses, s.cc.reductions, s.timeouts) == (3, 1, 0)
+
+
+@each_impl
+def test_when_everything_is_lost_the_rto_fires_at_the_floor_and_backs_off(impl):
+    """A first message gives an RTT sample; everything of the second, sent at 1 ms, is lost
+    until 4 ms: one tail-loss probe, then timeouts at RTO = SRTT + floor after its first
+    packet, doubling each time, each resending one chunk (the window is 1)."""
+    blackout = 4_000_000
+    s, rec, _ = run(impl, [(0, message(1, 0)), (1_000_000, message(4, 1))],
+                    lambda h: h.type == DATA and h.tensor_id == 1 and h.send_ts_ns < blackout)
+    resends = [(t, h.chunk_index) for t, h, _ in rec.of(DATA)
+               if h.tensor_id == 1 and h.flags & RETX and t < blackout]
+    probe, *timeouts = resends
+    assert probe == (pytest.approx(1_000_000, abs=200_000), 3)   # the latest sent, ~2 SRTT on
+    times = [t for t, _ in timeouts]
+    rto = times[0] - 1_000_000
+    assert MIN_RTO_NS < rto < MIN_RTO_NS + 100_000
+    assert [b - a for a, b in zip(times, times[1:])] == [2 * rto, 4 * rto]
+    assert (s.tail_probes, s.timeouts) == (1, 4)   # the 4th after the blackout
+
+
+@each_impl
+def test_dctcp_cuts_by_half_the_marked_fraction_where_newreno_halves(impl):
+    """The same marks (a quarter of the packets, seeded) on both: DCTCP's alpha settles near
+    the marked fraction and its window cuts are small, NewReno halves at each marked window."""
+    chan = dict(seed=1, rate_bps=1e9, ecn=0.25)
+    windows = {}
+    for congestion in ("dctcp", "newreno"):
+        S, R = endpoints(impl, "reliable")
+        settings = TransportSettings(congestion, MIN_RTO_NS)
+        s, r = S(0, 1, cc=settings.cc(), rtt=settings.rtt()), R(1)
+        cwnds = []
+        run_pair(s, r, LossyChannel(**chan), LossyChannel(seed=2), sends=[(0, message(3000))],
+                 on_packet=lambda now, h, p: cwnds.append(s.cc.cwnd))
+        windows[congestion] = (s.cc.alpha, np.mean(cwnds[len(cwnds) // 2:]))
+        assert s.timeouts == 0 and s.losses == 0
+    alpha, dctcp_cwnd = windows["dctcp"]
+    assert 0.1 < alpha < 0.4
+    assert dctcp_cwnd > 1.5 * windows["newreno"][1]
