@@ -37,6 +37,7 @@ from dlcp_emu.experiment.runner import (
     scaled_topology,
     summary,
     tables,
+    transport_settings,
 )
 from dlcp_emu.host.background import BACKGROUND_TCP_PORT, BACKGROUND_UDP_PORT
 from dlcp_emu.host.plan import make_plan
@@ -361,7 +362,9 @@ def _start_background(spec, topo, run, run_dir, start_file, log, cpus):
         else:
             module = "dlcp_emu.emu.background_udp"
             cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
-                   "link_rate_bps": host_link_rate(topo, h), "engine": spec.engine, **common}
+                   "link_rate_bps": host_link_rate(topo, h), "engine": spec.engine,
+                   "congestion": spec.transport["congestion"], "min_rto_ns": transport_settings(spec).min_rto_ns,
+                   **common}
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))
         outs[h] = out

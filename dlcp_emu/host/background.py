@@ -23,11 +23,15 @@ BACKGROUND_TCP_PORT = 5001   # the kernel-TCP background server's (emu/backgroun
 
 
 class BackgroundEndpoint(AgentEndpoints):
-    def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python", payload="values"):
+    def __init__(self, index, flows, mtu=1500, link_rate_bps=None, endpoints="python", payload="values",
+                 settings=None):
         """flows: [(start_ns, dst index, nbytes, flow id)] sourced by this host;
         endpoints: "python" or "native" (the same, compiled); payload: "values" (zeros on
-        the wire) or "sizes" (payload-free: native endpoints in the simulator only)."""
+        the wire) or "sizes" (payload-free: native endpoints in the simulator only);
+        settings: the senders' `TransportSettings` (None: `CongestionControl()` and the RTO
+        floors of `RttEstimator.for_link`)."""
         self.index, self.mtu, self.link_rate_bps = index, mtu, link_rate_bps
+        self.settings = settings
         if endpoints not in ("python", "native"):
             raise ValueError(f"endpoints must be python or native, got {endpoints!r}")
         if payload not in ("values", "sizes") or (payload == "sizes" and endpoints != "native"):
@@ -63,8 +67,12 @@ class BackgroundEndpoint(AgentEndpoints):
             start, dst, nbytes, fid = self.pending.pop()
             sender = self.senders.get(dst)
             if sender is None:
-                rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
-                sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu, rtt=rtt)
+                if self.settings is not None:
+                    cc, rtt = self.settings.cc(), self.settings.rtt(self.link_rate_bps, self.mtu)
+                else:
+                    cc = None
+                    rtt = None if self.link_rate_bps is None else RttEstimator.for_link(self.link_rate_bps, self.mtu)
+                sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu, cc=cc, rtt=rtt)
                 if self.on_sender is not None:
                     self.on_sender(sender)
             values = max(1, -(-nbytes // 4))   # float32 zeros: a flow's bytes, whole values

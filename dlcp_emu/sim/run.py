@@ -127,7 +127,7 @@ def _background(spec, topo, hosts, endpoints):
     # Their bytes are zeros nobody reads: in the core, payload-free (the same packets).
     payload = "sizes" if endpoints == "native" else "values"
     endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h), endpoints=endpoints,
-                                       payload=payload)
+                                       payload=payload, settings=transport_settings(spec))
                  for i, h in enumerate(names)}
     hosts.add_job(BACKGROUND_JOB, endpoints, dict(enumerate(names)),
                   udp_port=None if TRANSPORTS[spec.background["transport"]].kernel else BACKGROUND_UDP_PORT)

@@ -1,11 +1,12 @@
-"""The 8-to-1 incast of docs/baselines.md, in the simulator: `senders` hosts each send one
-flow of `frames` full frames to one receiver through one switch (a star: every link
-`rate_bps`, `delay_ns`, drop-tail `buffer_frames` full frames per port), all at time 0, on the
-`reliable` transport's endpoints (as background flows). It prints, per buffer, the flows'
-completion times (mean / p99 / max), what the switch dropped and the senders' timeouts and
-tail-loss probes, against the ideal: every byte back to back on the receiver's link.
+"""The incast of docs/baselines.md, in the simulator: `senders` hosts each send one flow of
+737 full frames to one receiver through one switch (a star: 100 Gbit/s links of 1 us,
+drop-tail `buffer` full frames per port), all at time 0, on the `reliable` transport's
+endpoints (as background flows) with NewReno, or DCTCP with the port marking CE above 15
+frames (htsim's DCTCP threshold). It prints, per buffer, the flows' completion times (mean /
+p99 / max), what the switch dropped, the senders' timeouts and tail-loss probes, against the
+ideal: every byte back to back on the receiver's link.
 
-    python -m dlcp_emu.tools.incast [--buffers 10000,1000,170,64,32] [--congestion newreno]
+    python -m dlcp_emu.tools.incast [--buffers 10000,1000,170,64,32] [--congestion dctcp]
 """
 import argparse
 
@@ -16,10 +17,16 @@ from dlcp_emu.host.background import JOB, BackgroundEndpoint
 from dlcp_emu.sim import SimNetwork
 from dlcp_emu.sim.hosts import SimHosts
 from dlcp_emu.transport import Message
-from dlcp_emu.transport.message import transport_payload_size
 from dlcp_emu.transport.congestion import ETHERNET_FRAMING
+from dlcp_emu.transport.message import transport_payload_size
+from dlcp_emu.transport.settings import CONGESTION, TransportSettings
+from dlcp_emu.wire.layout import ETH_LEN
 
 MTU = 1500
+RATE_BPS = 100e9
+DELAY_NS = 1000
+FRAMES = 737
+DCTCP_MARK_FRAMES = 15
 
 
 class GradientFlows(BackgroundEndpoint):
@@ -32,7 +39,9 @@ class GradientFlows(BackgroundEndpoint):
             start, dst, nbytes, fid = self.pending.pop()
             sender = self.senders.get(dst)
             if sender is None:
-                sender = self.senders[dst] = self.sender_cls(self.index, dst, job=JOB, mtu=self.mtu)
+                sender = self.senders[dst] = self.sender_cls(
+                    self.index, dst, job=JOB, mtu=self.mtu, cc=self.settings.cc(),
+                    rtt=self.settings.rtt(self.link_rate_bps, self.mtu))
                 if self.on_sender is not None:
                     self.on_sender(sender)
             values = np.random.default_rng(fid).standard_normal(-(-nbytes // 4)).astype(np.float32)
@@ -40,19 +49,23 @@ class GradientFlows(BackgroundEndpoint):
             self.started[fid] = (dst, nbytes, start)
 
 
-def run(buffer_frames, senders=8, frames=737, rate_bps=100e9, delay_ns=1000, endpoints="native", values="zeros"):
+def run(buffer_frames, senders=8, congestion="newreno", values="zeros", endpoints="native"):
     """One incast; returns {fct_ms: [...], drops, timeouts, probes, ideal_ms}."""
-    frame = MTU + ETHERNET_FRAMING
-    topo = build("star", hosts=senders + 1, rate_bps=rate_bps, delay_ns=delay_ns,
-                 buffer_bytes=buffer_frames * frame)
-    net = SimNetwork(topo, "fifo")
+    buffered = MTU + ETH_LEN      # what a full frame weighs in a buffer (no preamble, gap, FCS)
+    topo = build("star", hosts=senders + 1, rate_bps=RATE_BPS, delay_ns=DELAY_NS,
+                 buffer_bytes=buffer_frames * buffered)
+    pipeline = {"preset": "fifo"}
+    if congestion == "dctcp":
+        pipeline["queue_manager"] = {"name": "ecn", "mark_fraction": min(1, DCTCP_MARK_FRAMES / buffer_frames)}
+    net = SimNetwork(topo, pipeline)
     hosts = SimHosts(net, {}, {})
-    nbytes = frames * transport_payload_size(MTU)
+    nbytes = FRAMES * transport_payload_size(MTU)
     flows = GradientFlows if values == "gradients" else BackgroundEndpoint
-    eps = {i: flows(i, [(0, senders, nbytes, i)], mtu=MTU, endpoints=endpoints)
+    settings = TransportSettings(congestion)
+    eps = {i: flows(i, [(0, senders, nbytes, i)], MTU, RATE_BPS, endpoints=endpoints, settings=settings)
            for i in range(senders)}
-    eps[senders] = BackgroundEndpoint(senders, [], mtu=MTU, endpoints=endpoints)
-    hosts.add_job(1, eps, {i: f"h{i + 1}" for i in eps}, udp_port=9798)
+    eps[senders] = BackgroundEndpoint(senders, [], MTU, RATE_BPS, endpoints=endpoints, settings=settings)
+    hosts.add_job(JOB, eps, {i: f"h{i + 1}" for i in eps}, udp_port=9798)
     hosts.start()
     net.loop.run()
     fct = [(done - start) / 1e6 for i in range(senders) for _, _, _, start, done in eps[i].finished]
@@ -60,23 +73,27 @@ def run(buffer_frames, senders=8, frames=737, rate_bps=100e9, delay_ns=1000, end
     snd = [s for i in range(senders) for s in eps[i].senders.values()]
     return {"fct_ms": fct, "drops": int(sum(port["drops"].values())),
             "timeouts": sum(s.timeouts for s in snd), "probes": sum(s.tail_probes for s in snd),
-            "ideal_ms": senders * frames * frame * 8 / rate_bps * 1e3}
+            "ideal_ms": senders * FRAMES * (MTU + ETHERNET_FRAMING) * 8 / RATE_BPS * 1e3}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--buffers", default="10000,1000,170,64,32", help="per-port buffers, in full frames")
-    ap.add_argument("--endpoints", default="native", choices=("native", "python"))
+    ap.add_argument("--senders", type=int, default=8)
+    ap.add_argument("--congestion", default="newreno", choices=tuple(CONGESTION))
     ap.add_argument("--values", default="zeros", choices=("zeros", "gradients"),
                     help="zeros: one magnitude class (one lane); gradients: normal values, all 8 classes")
+    ap.add_argument("--endpoints", default="native", choices=("native", "python"))
     a = ap.parse_args(argv)
     print("| buffer (frames) | mean / p99 / max ms | dropped | timeouts | tail-loss probes |")
     print("|---|---|---|---|---|")
     for b in (int(x) for x in a.buffers.split(",")):
-        r = run(b, endpoints=a.endpoints, values=a.values)
+        r = run(b, a.senders, a.congestion, a.values, a.endpoints)
         f = np.array(r["fct_ms"])
+        assert len(f) == a.senders, f"{a.senders - len(f)} flows did not finish"
         print(f"| {b:,} | {f.mean():.3f} / {np.percentile(f, 99):.3f} / {f.max():.3f} | {r['drops']:,} "
-              f"| {r['timeouts']} | {r['probes']} |  (ideal {r['ideal_ms']:.3f} ms, {len(f)} flows)")
+              f"| {r['timeouts']} | {r['probes']} |")
+    print(f"(ideal: {r['ideal_ms']:.3f} ms)")
 
 
 if __name__ == "__main__":
