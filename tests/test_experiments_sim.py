@@ -49,6 +49,10 @@ def test_summary_has_every_key_per_preset(run):
         assert s["packet_hops"] >= 2 * s["packets"]["delivered"] and s["packet_hops_per_s"] > 0
     assert on_disk["presets"]["dlcp"]["transport"] == "dlcp"
     assert on_disk["presets"]["fifo"]["transport"] == "reliable"
+    # What the transport was, in real-world units (the run is time-dilated).
+    settings = on_disk["presets"]["fifo"]["transport_settings"]
+    assert settings["congestion"] == "newreno" and settings["initial_window"] == 10
+    assert settings["min_rto_us"] == pytest.approx(1000)
 
 
 def test_tables_are_in_real_world_seconds(run):
