@@ -198,8 +198,12 @@ def test_rto_floors_scale_with_a_slow_link():
     assert (fast.min_rto_ns, fast.granularity_ns, fast.rto_ns) == (MIN_RTO_NS, GRANULARITY_NS, INITIAL_RTO_NS)
     slow = RttEstimator.for_link(5e6, 1500)
     frame_ns = (1500 + ETHERNET_FRAMING) * 8e9 / 5e6
-    assert slow.min_rto_ns == slow.granularity_ns == int(RTO_FLOOR_FRAMES * frame_ns)
+    assert slow.min_rto_ns == slow.granularity_ns == slow.pto_margin_ns == int(RTO_FLOOR_FRAMES * frame_ns)
     assert slow.rto_ns == 2 * slow.min_rto_ns
+    assert fast.pto_margin_ns == int(RTO_FLOOR_FRAMES * (1500 + ETHERNET_FRAMING) * 8e9 / 10e9)
+    # The spec's floor below the link's gives way to it; above it, it stands.
+    assert RttEstimator.for_link(5e6, 1500, min_rto_ns=200_000).min_rto_ns == slow.min_rto_ns
+    assert RttEstimator.for_link(10e9, 1500, min_rto_ns=200_000).granularity_ns == 200_000
     slow.sample(3_000_000)             # one small-message RTT: the floor still holds
     assert slow.rto_ns >= slow.min_rto_ns
     with pytest.raises(ValueError, match="link rate"):

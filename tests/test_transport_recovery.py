@@ -6,7 +6,7 @@ lost. Every message here is one lane (one priority, one magnitude class), as a T
 import numpy as np
 import pytest
 
-from dlcp_emu.transport import Message
+from dlcp_emu.transport import Message, RttEstimator
 from dlcp_emu.transport.settings import TransportSettings
 from dlcp_emu.wire import Flags, PacketType
 from transport_channel import LossyChannel, run_pair
@@ -31,12 +31,12 @@ def first_copy(*chunks, tensor_id=0):
                       and not h.flags & RETX)
 
 
-def run(impl, sends, drop, congestion="newreno"):
+def run(impl, sends, drop, congestion="newreno", rtt=None):
     """The sender's messages over a 10 Gbit/s channel (20 us each way) that drops `drop`;
     returns (sender, recorder, the time the last message completed)."""
     S, R = endpoints(impl, "reliable")
     settings = TransportSettings(congestion, MIN_RTO_NS)
-    s, r = S(0, 1, cc=settings.cc(), rtt=settings.rtt()), R(1)
+    s, r = S(0, 1, cc=settings.cc(), rtt=rtt or settings.rtt()), R(1)
     rec = Recorder()
     run_pair(s, r, LossyChannel(seed=1, rate_bps=10e9, drop=drop), LossyChannel(seed=2),
              sends=sends, on_packet=rec)
@@ -70,6 +70,17 @@ def test_a_lost_tail_is_probed_and_repaired_without_timeout(impl):
     # The probe's ACK without the original's is a loss: the window halves once.
     assert (s.losses, s.cc.reductions) == (1, 1)
     assert end - clean_end(impl) < MIN_RTO_NS   # an RTO would cost SRTT + the floor
+
+
+@each_impl
+def test_the_probe_waits_the_estimators_margin_more(impl):
+    """On a slow link ACKs may queue behind frames of data: the probe then waits that margin
+    more than 2 SRTT (RttEstimator.for_link sets it to 40 frame times)."""
+    def probe_time(margin):
+        rtt = RttEstimator(min_rto_ns=MIN_RTO_NS, granularity_ns=MIN_RTO_NS, pto_margin_ns=margin)
+        _, rec, _ = run(impl, [(0, message(40))], first_copy(39), rtt=rtt)
+        return [t for t, _ in resent(rec)]
+    assert [b - a for a, b in zip(probe_time(0), probe_time(50_000))] == [50_000]
 
 
 @each_impl

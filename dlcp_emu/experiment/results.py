@@ -112,6 +112,13 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
     }
 
 
+def transport_label(summary):
+    """A run's transport as tables name it: the transport, and a packet transport's congestion
+    control (reliable/newreno, reliable/dctcp, dlcp/newreno); kernel TCP is just tcp."""
+    settings = summary.get("transport_settings") or {}
+    return summary.get("transport", "") + (f"/{settings['congestion']}" if settings else "")
+
+
 def compression_summary(settings, tensors):
     """What compression did over a run: the kept ratio the buckets went with (mean, least),
     the bytes sent against the bytes uncompressed, the share of the gradients' sum of squares

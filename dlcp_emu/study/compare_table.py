@@ -1,6 +1,7 @@
 """`compare`'s plain-text table of the presets' figures side by side."""
 import json
 
+from dlcp_emu.experiment import results
 from dlcp_emu.experiment.fidelity_estimate import worst_pct
 
 
@@ -15,9 +16,7 @@ def table(summary):
     rows = []
     for preset, s in summary["presets"].items():
         fid_text = fidelity_cell(s)
-        ts = s.get("transport_settings") or {}   # a packet transport's congestion control
-        rows.append([preset, s.get("transport", "") + (f"/{ts['congestion']}" if ts else ""),
-                     _ms(s["iteration_time_mean_s"]),
+        rows.append([preset, results.transport_label(s), _ms(s["iteration_time_mean_s"]),
                      _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
                      _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
                      f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),

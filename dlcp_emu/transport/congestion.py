@@ -45,10 +45,15 @@ class RttEstimator:
     from retransmissions are unambiguous and Karn's rule is not needed."""
 
     def __init__(self, initial_rto_ns: int = INITIAL_RTO_NS, min_rto_ns: int = MIN_RTO_NS,
-                 max_rto_ns: int = MAX_RTO_NS, granularity_ns: int = GRANULARITY_NS):
+                 max_rto_ns: int = MAX_RTO_NS, granularity_ns: int = GRANULARITY_NS, pto_margin_ns: int = 0):
         if not 0 < min_rto_ns <= max_rto_ns:
             raise ValueError(f"need 0 < min_rto_ns <= max_rto_ns, got {min_rto_ns}, {max_rto_ns}")
+        if pto_margin_ns < 0:
+            raise ValueError(f"need pto_margin_ns >= 0, got {pto_margin_ns}")
         self.min_rto_ns = min_rto_ns
+        # Added to the tail-loss probe's 2 SRTT (Linux adds its timer's least step): the most
+        # an ACK may be late with nothing lost, when queued behind a burst of data frames.
+        self.pto_margin_ns = pto_margin_ns
         self.max_rto_ns = max_rto_ns
         self.granularity_ns = granularity_ns
         self.srtt_ns: float | None = None
@@ -60,12 +65,12 @@ class RttEstimator:
     def for_link(cls, rate_bps: float, mtu: int, min_rto_ns: int = MIN_RTO_NS) -> "RttEstimator":
         """G and the floor at `min_rto_ns` (Linux's rto_min is both), raised with the initial
         RTO to `RTO_FLOOR_FRAMES` frame times (twice that before the first sample) on a link
-        of `rate_bps`."""
+        of `rate_bps`; the tail-loss probe waits those frame times more than 2 SRTT."""
         if not rate_bps > 0:
             raise ValueError(f"link rate must be positive, got {rate_bps!r}")
         floor = int(RTO_FLOOR_FRAMES * (mtu + ETHERNET_FRAMING) * 8e9 / rate_bps)
         return cls(initial_rto_ns=max(INITIAL_RTO_NS, 2 * floor), min_rto_ns=max(min_rto_ns, floor),
-                   granularity_ns=max(min_rto_ns, floor))
+                   granularity_ns=max(min_rto_ns, floor), pto_margin_ns=floor)
 
     def _clamp(self, rto: float) -> int:
         return int(min(max(rto, self.min_rto_ns), self.max_rto_ns))

@@ -99,7 +99,8 @@ class LossDetection:
             self._on_rto(now)
 
     def _arm_pto(self, now: int) -> None:
-        """(Re)arm the probe timeout (RFC 8985 7.2) at 2 SRTT from now, once the outstanding
+        """(Re)arm the probe timeout (RFC 8985 7.2) at 2 SRTT (+ the estimator's margin: a slow
+        link's ACKs may queue behind frames of data) from now, once the outstanding
         probe is settled (answered, declared lost or its message done), while packets are in
         flight, the RTO would not come first, and no RTO came since the last progress (as
         Linux probes only in its Open and CWR states, not in Loss)."""
@@ -109,7 +110,7 @@ class LossDetection:
         srtt = self.rtt.srtt_ns
         deadline = None
         if t is None and self._inflight and srtt and not self._after_rto:
-            deadline = now + int(2 * srtt)
+            deadline = now + int(2 * srtt) + self.rtt.pto_margin_ns
             if self._rto_deadline is not None and deadline >= self._rto_deadline:
                 deadline = None
         self._pto_deadline = deadline

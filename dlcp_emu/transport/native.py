@@ -70,7 +70,7 @@ def rtt_settings(rtt) -> dict:
     if rtt.srtt_ns is not None:
         raise ValueError("the native sender takes a fresh RttEstimator (no sample yet)")
     return {"rto_ns": rtt.rto_ns, "min_rto_ns": rtt.min_rto_ns, "max_rto_ns": rtt.max_rto_ns,
-            "granularity_ns": rtt.granularity_ns}
+            "granularity_ns": rtt.granularity_ns, "pto_margin_ns": rtt.pto_margin_ns}
 
 
 def planner(policy: MagnitudePolicy):

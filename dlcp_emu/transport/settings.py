@@ -49,7 +49,8 @@ class TransportSettings:
     def describe(self, dilation=1.0) -> dict:
         """What the summary says of the transport (times in real-world units)."""
         return {"congestion": self.congestion, "initial_window": INITIAL_WINDOW, "initial_ssthresh": "infinite",
-                "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT",
+                "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT "
+                                  "+ 40 frame times of the host link",
                 "loss_reaction": "halve once per window",
                 "ecn_reaction": f"alpha/2, g = {DCTCP_G}" if self.congestion == "dctcp" else "halve once per window",
                 "min_rto_us": self.min_rto_ns / dilation / 1000, "max_rto_s": MAX_RTO_NS / dilation / 1e9}

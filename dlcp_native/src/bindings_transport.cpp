@@ -146,7 +146,7 @@ CongestionControl make_cc(const py::dict& c) {
 
 RttEstimator make_rtt(const py::dict& r) {
   return RttEstimator(r["rto_ns"].cast<int64_t>(), r["min_rto_ns"].cast<int64_t>(), r["max_rto_ns"].cast<int64_t>(),
-                      r["granularity_ns"].cast<int64_t>());
+                      r["granularity_ns"].cast<int64_t>(), r["pto_margin_ns"].cast<int64_t>());
 }
 
 py::object optional_int(const std::optional<int64_t>& t) { return t ? py::object(py::int_(*t)) : py::none(); }
@@ -228,9 +228,9 @@ void bind_transport(py::module_& m) {
       .def_property_readonly("recover", &CongestionControl::recover)
       .def_property_readonly("alpha_end", &CongestionControl::alpha_end);
   py::class_<RttEstimator>(m, "TransportRtt")
-      .def(py::init<int64_t, int64_t, int64_t, int64_t>(), py::arg("initial_rto_ns") = INITIAL_RTO_NS,
+      .def(py::init<int64_t, int64_t, int64_t, int64_t, int64_t>(), py::arg("initial_rto_ns") = INITIAL_RTO_NS,
            py::arg("min_rto_ns") = MIN_RTO_NS, py::arg("max_rto_ns") = MAX_RTO_NS,
-           py::arg("granularity_ns") = GRANULARITY_NS)
+           py::arg("granularity_ns") = GRANULARITY_NS, py::arg("pto_margin_ns") = 0)
       .def("sample", &RttEstimator::sample)
       .def("backoff", &RttEstimator::backoff)
       .def_property_readonly("srtt_ns", [](const RttEstimator& r) { return r.has_srtt ? py::object(py::float_(r.srtt_ns)) : py::none(); })
@@ -239,7 +239,8 @@ void bind_transport(py::module_& m) {
       .def_readonly("rto_ns", &RttEstimator::rto_ns)
       .def_readonly("min_rto_ns", &RttEstimator::min_rto_ns)
       .def_readonly("max_rto_ns", &RttEstimator::max_rto_ns)
-      .def_readonly("granularity_ns", &RttEstimator::granularity_ns);
+      .def_readonly("granularity_ns", &RttEstimator::granularity_ns)
+      .def_readonly("pto_margin_ns", &RttEstimator::pto_margin_ns);
 
   py::class_<Sender>(m, "TransportSender")
       .def("send",

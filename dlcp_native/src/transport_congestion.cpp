@@ -18,11 +18,14 @@ inline double py_min(double a, double b) { return b < a ? b : a; }
 }  // namespace
 
 RttEstimator::RttEstimator(int64_t initial_rto_ns, int64_t min_rto_ns_, int64_t max_rto_ns_,
-                           int64_t granularity_ns_)
-    : min_rto_ns(min_rto_ns_), max_rto_ns(max_rto_ns_), granularity_ns(granularity_ns_) {
+                           int64_t granularity_ns_, int64_t pto_margin_ns_)
+    : min_rto_ns(min_rto_ns_), max_rto_ns(max_rto_ns_), granularity_ns(granularity_ns_),
+      pto_margin_ns(pto_margin_ns_) {
   if (!(0 < min_rto_ns && min_rto_ns <= max_rto_ns))
     throw std::invalid_argument("need 0 < min_rto_ns <= max_rto_ns, got " + std::to_string(min_rto_ns) + ", " +
                                 std::to_string(max_rto_ns));
+  if (pto_margin_ns < 0)
+    throw std::invalid_argument("need pto_margin_ns >= 0, got " + std::to_string(pto_margin_ns));
   rto_ns = clamp_int(initial_rto_ns);
 }
 

@@ -22,12 +22,14 @@ constexpr double DCTCP_G = 1.0 / 16;
 class RttEstimator {
  public:
   RttEstimator(int64_t initial_rto_ns = INITIAL_RTO_NS, int64_t min_rto_ns = MIN_RTO_NS,
-               int64_t max_rto_ns = MAX_RTO_NS, int64_t granularity_ns = GRANULARITY_NS);
+               int64_t max_rto_ns = MAX_RTO_NS, int64_t granularity_ns = GRANULARITY_NS,
+               int64_t pto_margin_ns = 0);
 
   void sample(int64_t rtt_ns);
   void backoff() { rto_ns = clamp_int(rto_ns * 2); }
 
   int64_t min_rto_ns, max_rto_ns, granularity_ns;
+  int64_t pto_margin_ns;  // added to the tail-loss probe's 2 SRTT
   bool has_srtt = false;  // Python: srtt_ns is not None
   double srtt_ns = 0, rttvar_ns = 0;
   bool has_min_rtt = false;

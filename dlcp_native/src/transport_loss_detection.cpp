@@ -82,7 +82,7 @@ void Sender::arm_pto(int64_t now) {
   }
   pto_deadline_.reset();
   if (!tlp_ && inflight_ && rtt.has_srtt && rtt.srtt_ns != 0 && !after_rto_) {
-    const int64_t deadline = now + int64_t(2 * rtt.srtt_ns);
+    const int64_t deadline = now + int64_t(2 * rtt.srtt_ns) + rtt.pto_margin_ns;
     if (!rto_deadline_ || deadline < *rto_deadline_) pto_deadline_ = deadline;
   }
 }
