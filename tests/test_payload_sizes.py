@@ -18,7 +18,11 @@ def _spec(**fields):
 
 
 def test_sizes_move_the_bytes_of_values_and_time_them_alike(tmp_path):
-    runs = {p: run_simulation(_spec(byte_scale=0.01, payload=p), "dlcp", tmp_path / p, log=lambda *_: None)
+    # Six iterations: drawn classes are not the computed ones, so losses and recoveries differ
+    # (with the tail-loss probe, the two measured iterations of three were 7% apart); five
+    # measured average that to 3%.
+    runs = {p: run_simulation(_spec(byte_scale=0.01, payload=p, workload__iterations=6), "dlcp", tmp_path / p,
+                              log=lambda *_: None)
             for p in ("values", "sizes")}
     (values, vf), (sizes, sf) = runs["values"], runs["sizes"]
     # Every message has the size it has with values: the same bytes for every tensor.

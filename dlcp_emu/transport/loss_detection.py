@@ -6,8 +6,9 @@ separately, so a delivered packet proves nothing about an earlier one in another
 lane's packets sent before its latest delivered one are lost once a reordering window is
 overdue; the window widens with each spurious retransmission.
 
-A lost tail has no later packet to evidence it: two SRTTs after the latest send or progress
-(the probe timeout, PTO), the latest-sent packet still in flight is sent again, outside the
+A lost tail has no later packet to evidence it: two SRTTs (plus the RTT estimator's margin,
+40 frame times of a slow link) after the latest send or progress (the probe timeout, PTO),
+the latest-sent packet still in flight is sent again, outside the
 window. Its ACK either repairs the tail itself (then it counts as a loss: the window halves,
 as RFC 8985 7.4 and Linux reduce when a probe's ACK carries no DSACK) or lets RACK find the
 losses sent before it in its lane. One probe is outstanding at a time; the RTO (after a
