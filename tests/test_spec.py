@@ -121,6 +121,11 @@ def test_transport_congestion_and_rto_floor_are_checked():
         parse_spec({**GOOD, "transport": {"congestion": "cubic"}})
     with pytest.raises(SpecError, match="transport.min_rto_us: 0 is not allowed; must be a number of microseconds"):
         parse_spec({**GOOD, "transport": {"min_rto_us": 0}})
+    assert parse_spec({**GOOD, "transport": {"initial_ssthresh": 10}}).transport["initial_ssthresh"] == 10
+    with pytest.raises(SpecError, match='transport.initial_ssthresh: 1 is not allowed; must be "infinite" or a number'):
+        parse_spec({**GOOD, "transport": {"initial_ssthresh": 1}})
+    with pytest.raises(SpecError, match="transport.dctcp_alpha: 2 is not allowed; must be a fraction in 0..1"):
+        parse_spec({**GOOD, "transport": {"dctcp_alpha": 2}})
     with pytest.raises(SpecError, match="transport.congestion: dctcp reacts to ECN marks, and the switch's queue "
                                         "manager 'dlcp' marks none"):
         parse_spec({**GOOD, "transport": {"congestion": "dctcp"}})

@@ -135,3 +135,19 @@ def test_dctcp_cuts_by_half_the_marked_fraction_where_newreno_halves(impl):
     alpha, dctcp_cwnd = windows["dctcp"]
     assert 0.1 < alpha < 0.4
     assert dctcp_cwnd > 1.5 * windows["newreno"][1]
+
+
+@each_impl
+def test_an_initial_ssthresh_ends_slow_start_there(impl):
+    """Slow start doubles the window each RTT up to the threshold, then it grows by one a
+    window: a 200-packet message with nothing lost ends with a window near 200 from an infinite
+    threshold, near 10 + 200 / 10 from one of 10 (htsim's)."""
+    windows = {}
+    for ssthresh in (float("inf"), 10):
+        S, R = endpoints(impl, "reliable")
+        settings = TransportSettings("newreno", MIN_RTO_NS, ssthresh)
+        s, r = S(0, 1, cc=settings.cc(), rtt=settings.rtt()), R(1)
+        run_pair(s, r, LossyChannel(seed=1, rate_bps=10e9), LossyChannel(seed=2), sends=[(0, message(200))])
+        windows[ssthresh] = s.cc.cwnd
+    assert windows[float("inf")] == 10 + 199   # +1 a packet; the last ACK completes, no growth
+    assert 10 < windows[10] < 10 + 200 / 10 + 2

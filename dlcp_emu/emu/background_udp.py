@@ -5,7 +5,7 @@ over UDP in the host's namespace (port BACKGROUND_UDP_PORT).
 
 Config: {"index", "bind": [ip, port], "peers": {index: [ip, port]}, "flows": [[start_ns
 (emulated, after the common start), dst index, nbytes, flow id], ...], "mtu", "link_rate_bps",
-"congestion", "min_rto_ns" (`TransportSettings`, as the training's),
+"transport_settings" (`TransportSettings` fields, as the training's),
 "ready_file", "start_file", "deadline_s", "out_path", "engine" (the spec's; `native_host`)}. Flows go to out_path as JSON lines, as
 `background_tcp` writes them: each finished flow within a second of its end, those still
 under way when the process stops (SIGTERM too); nothing of a finished flow stays in memory.
@@ -19,8 +19,7 @@ from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.emu.streams import JsonLinesWriter, process_row
 from dlcp_emu.host.background import JOB, BackgroundEndpoint, flow_rows
-from dlcp_emu.transport.congestion import MIN_RTO_NS
-from dlcp_emu.transport.settings import DEFAULT_CONGESTION, TransportSettings
+from dlcp_emu.transport.settings import TransportSettings
 
 
 def main(argv=None):
@@ -36,9 +35,8 @@ def main(argv=None):
     # Flow start times are relative to the common start; the endpoint runs on the clock.
     flows = [(start + int(t), int(dst), int(n), int(fid)) for t, dst, n, fid in cfg["flows"]]
     engine, _ = host_engine(cfg.get("engine", "auto"))
-    settings = TransportSettings(cfg.get("congestion", DEFAULT_CONGESTION), cfg.get("min_rto_ns", MIN_RTO_NS))
     ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"], endpoints=engine,
-                            settings=settings)
+                            settings=TransportSettings(**cfg.get("transport_settings", {})))
     if engine == "native":
         driver = NativeUdpHost(ep, sock, peers, job=JOB, agent_reads=False)
     else:

@@ -20,8 +20,8 @@ that is stopped or crashes keeps it (`Reporter`):
 
 Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
 "bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
-"transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "congestion", "min_rto_ns"
-(`TransportSettings`), "scale", "training"
+"transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "transport_settings"
+(`TransportSettings` fields), "scale", "training"
 ([training] fields or null),
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
 "engine" (the spec's: python runs the Python endpoints over `UdpDriver`, else the compiled
@@ -53,8 +53,7 @@ from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport import transport
-from dlcp_emu.transport.congestion import MIN_RTO_NS
-from dlcp_emu.transport.settings import DEFAULT_CONGESTION, TransportSettings
+from dlcp_emu.transport.settings import TransportSettings
 from workloads import trace_of
 
 MAX_WAIT_S = 0.002
@@ -202,8 +201,7 @@ def main(argv=None):
     stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
                       droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"],
                       drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"], endpoints=engine,
-                      settings=TransportSettings(cfg.get("congestion", DEFAULT_CONGESTION),
-                                                 cfg.get("min_rto_ns", MIN_RTO_NS)))
+                      settings=TransportSettings(**cfg.get("transport_settings", {})))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg["bind"]))

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from dlcp_emu.emu import PROJECT_ROOT
@@ -363,7 +364,7 @@ def _start_background(spec, topo, run, run_dir, start_file, log, cpus):
             module = "dlcp_emu.emu.background_udp"
             cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
                    "link_rate_bps": host_link_rate(topo, h), "engine": spec.engine,
-                   "congestion": spec.transport["congestion"], "min_rto_ns": transport_settings(spec).min_rto_ns,
+                   "transport_settings": asdict(transport_settings(spec)),
                    **common}
         path = run_dir / f"background-{h}.config.json"
         path.write_text(json.dumps(cfg))

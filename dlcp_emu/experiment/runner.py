@@ -5,6 +5,7 @@ Scaling: link rates are multiplied by byte_scale / time_dilation and delays by
 time_dilation; gradient bytes by byte_scale; compute times by time_dilation. A real-world
 second is then time_dilation emulated seconds, and every time written out is divided back.
 """
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -129,7 +130,9 @@ def transport_settings(spec):
     """The senders' TransportSettings: the spec's congestion control, and its RTO floor in the
     run's (dilated) time."""
     t = spec.transport
-    return TransportSettings(t["congestion"], int(spec.scale.stretch(t["min_rto_us"] * 1000)))
+    ssthresh = math.inf if t["initial_ssthresh"] == "infinite" else float(t["initial_ssthresh"])
+    return TransportSettings(t["congestion"], int(spec.scale.stretch(t["min_rto_us"] * 1000)), ssthresh,
+                             float(t["dctcp_alpha"]))
 
 
 def hostd_config(spec, placement, topology, rank, transport, **extra):
@@ -141,7 +144,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
         "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
         "droppable_fraction": t["droppable_fraction"], "drop_order": t["drop_order"],
-        "congestion": t["congestion"], "min_rto_ns": transport_settings(spec).min_rto_ns,
+        "transport_settings": asdict(transport_settings(spec)),
         "scale": spec.scale.as_config(), "training": spec.training,
         "fusion_bytes": w["fusion_bytes"],
         "fusion_cycle_ms": w["fusion_cycle_ms"],

@@ -44,6 +44,8 @@
     congestion = "newreno"      # newreno | dctcp (needs an ECN-marking switch: queue_manager
                                 # = "ecn"); dlcp_emu/transport/settings.py says what each does
     min_rto_us = 1000           # the retransmission timeout's floor (real-world microseconds)
+    initial_ssthresh = "infinite"  # slow start's threshold before the first loss (packets >= 2)
+    dctcp_alpha = 1.0           # DCTCP's alpha before its first measured window (0..1)
 
     [switch]                    # a preset and/or stages (see switch_models.pipeline)
     preset = "dlcp"
@@ -238,6 +240,9 @@ TRANSPORT_FIELDS = {
     "congestion": (DEFAULT_CONGESTION, one_of(CONGESTION),
                    f"one of {', '.join(CONGESTION)} (dctcp needs a switch queue_manager \"ecn\")"),
     "min_rto_us": (DEFAULT_MIN_RTO_US, number(1, 1_000_000), "a number of microseconds in 1..1000000"),
+    "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v),
+                         "\"infinite\" or a number of packets in 2..1048576"),
+    "dctcp_alpha": (1.0, number(0, 1), "a fraction in 0..1"),
 }
 
 _C = CompressionSpec()   # the defaults live there, once

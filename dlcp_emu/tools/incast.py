@@ -7,9 +7,10 @@ p99 / max), what the switch dropped, the senders' timeouts and tail-loss probes,
 ideal: every byte back to back on the receiver's link.
 
     python -m dlcp_emu.tools.incast [--buffers 10000,1000,170,64,32] [--senders 8]
-        [--congestion newreno|dctcp] [--min-rto-us 1000] [--values zeros|gradients]
+        [--congestion newreno|dctcp] [--min-rto-us 1000] [--ssthresh inf] [--values zeros|gradients]
 """
 import argparse
+import math
 
 import numpy as np
 from topologies import build
@@ -50,10 +51,11 @@ class GradientFlows(BackgroundEndpoint):
             self.started[fid] = (dst, nbytes, start)
 
 
-def run(buffer_frames, senders=8, congestion="newreno", values="zeros", endpoints="native", min_rto_us=1000):
+def run(buffer_frames, senders=8, congestion="newreno", values="zeros", endpoints="native", min_rto_us=1000,
+        ssthresh=math.inf):
     """One incast; returns {fct_ms: [...], drops, timeouts, probes, ideal_ms}."""
     buffered = MTU + ETH_LEN      # what a full frame weighs in a buffer (no preamble, gap, FCS)
-    topo = build("star", hosts=senders + 1, rate_bps=RATE_BPS, delay_ns=DELAY_NS,
+    topo = build("star", hosts=senders + 1, host_rate_bps=RATE_BPS, delay_ns=DELAY_NS,
                  buffer_bytes=buffer_frames * buffered)
     pipeline = {"preset": "fifo"}
     if congestion == "dctcp":
@@ -62,7 +64,7 @@ def run(buffer_frames, senders=8, congestion="newreno", values="zeros", endpoint
     hosts = SimHosts(net, {}, {})
     nbytes = FRAMES * transport_payload_size(MTU)
     flows = GradientFlows if values == "gradients" else BackgroundEndpoint
-    settings = TransportSettings(congestion, int(min_rto_us * 1000))
+    settings = TransportSettings(congestion, int(min_rto_us * 1000), ssthresh)
     eps = {i: flows(i, [(0, senders, nbytes, i)], MTU, RATE_BPS, endpoints=endpoints, settings=settings)
            for i in range(senders)}
     eps[senders] = BackgroundEndpoint(senders, [], MTU, RATE_BPS, endpoints=endpoints, settings=settings)
@@ -85,12 +87,13 @@ def main(argv=None):
     ap.add_argument("--values", default="zeros", choices=("zeros", "gradients"),
                     help="zeros: one magnitude class (one lane); gradients: normal values, all 8 classes")
     ap.add_argument("--min-rto-us", type=float, default=1000, help="the RTO's floor (transport.min_rto_us)")
+    ap.add_argument("--ssthresh", type=float, default=math.inf, help="initial slow-start threshold, packets")
     ap.add_argument("--endpoints", default="native", choices=("native", "python"))
     a = ap.parse_args(argv)
     print("| buffer (frames) | mean / p99 / max ms | dropped | timeouts | tail-loss probes |")
     print("|---|---|---|---|---|")
     for b in (int(x) for x in a.buffers.split(",")):
-        r = run(b, a.senders, a.congestion, a.values, a.endpoints, a.min_rto_us)
+        r = run(b, a.senders, a.congestion, a.values, a.endpoints, a.min_rto_us, a.ssthresh)
         f = np.array(r["fct_ms"])
         assert len(f) == a.senders, f"{a.senders - len(f)} flows did not finish"
         print(f"| {b:,} | {f.mean():.3f} / {np.percentile(f, 99):.3f} / {f.max():.3f} | {r['drops']:,} "

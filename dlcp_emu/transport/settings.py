@@ -9,6 +9,10 @@ them, for both backends and both engines, and says in the summary what the trans
 - `congestion = "dctcp"`: the same, but an ECN echo cuts the window by alpha/2, alpha the
   moving average (g = 1/16) of the fraction of marked packets per window (RFC 8257). It needs
   a switch that marks (queue_manager = "ecn"); the spec refuses it otherwise.
+- `initial_ssthresh`: slow start's threshold before the first loss, in packets ("infinite",
+  RFC 5681's, by default; htsim's TCP and DCTCP programs set 10). `dctcp_alpha`: DCTCP's alpha
+  before the first window is measured (1 by default, as Linux: the first reaction halves;
+  htsim starts at 0).
 - `min_rto_us`: the RTO's floor, and its least margin over SRTT (as Linux's rto_min):
   RTO = max(min_rto, SRTT + max(min_rto, 4 RTTVAR)), doubled on each timeout up to 1 s.
   Default 1 ms: far above the microseconds RTTs of a data centre (Linux's 200 ms would stall
@@ -16,6 +20,7 @@ them, for both backends and both engines, and says in the summary what the trans
   losses in an RTT or two), short against an iteration. On a slow link it is raised to 40
   frame times (`RttEstimator.for_link`).
 """
+import math
 from dataclasses import dataclass
 
 from dlcp_emu.transport.congestion import (
@@ -31,15 +36,23 @@ DEFAULT_MIN_RTO_US = MIN_RTO_NS / 1000
 class TransportSettings:
     congestion: str = DEFAULT_CONGESTION
     min_rto_ns: int = MIN_RTO_NS
+    initial_ssthresh: float = math.inf
+    dctcp_alpha: float = 1.0
 
     def __post_init__(self):
+        if not 2 <= self.initial_ssthresh:
+            raise ValueError(f"initial_ssthresh must be at least 2 packets, got {self.initial_ssthresh!r}")
+        if not 0 <= self.dctcp_alpha <= 1:
+            raise ValueError(f"dctcp_alpha must be in 0..1, got {self.dctcp_alpha!r}")
         if self.congestion not in CONGESTION:
             raise ValueError(f"congestion must be one of {', '.join(CONGESTION)}, got {self.congestion!r}")
         if not 0 < self.min_rto_ns <= MAX_RTO_NS:
             raise ValueError(f"min_rto_ns must be in 1..{MAX_RTO_NS}, got {self.min_rto_ns!r}")
 
     def cc(self) -> CongestionControl:
-        return CongestionControl(ecn=CONGESTION[self.congestion])
+        cc = CongestionControl(ecn=CONGESTION[self.congestion])
+        cc.ssthresh, cc.alpha = float(self.initial_ssthresh), float(self.dctcp_alpha)  # the native twin reads both
+        return cc
 
     def rtt(self, link_rate_bps=None, mtu=1500) -> RttEstimator:
         if link_rate_bps is None:
@@ -48,9 +61,11 @@ class TransportSettings:
 
     def describe(self, dilation=1.0) -> dict:
         """What the summary says of the transport (times in real-world units)."""
-        return {"congestion": self.congestion, "initial_window": INITIAL_WINDOW, "initial_ssthresh": "infinite",
+        ssthresh = "infinite" if math.isinf(self.initial_ssthresh) else self.initial_ssthresh
+        return {"congestion": self.congestion, "initial_window": INITIAL_WINDOW, "initial_ssthresh": ssthresh,
                 "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT "
                                   "+ 40 frame times of the host link",
                 "loss_reaction": "halve once per window",
-                "ecn_reaction": f"alpha/2, g = {DCTCP_G}" if self.congestion == "dctcp" else "halve once per window",
+                "ecn_reaction": (f"alpha/2, g = {DCTCP_G}, alpha from {self.dctcp_alpha:g}"
+                                 if self.congestion == "dctcp" else "halve once per window"),
                 "min_rto_us": self.min_rto_ns / dilation / 1000, "max_rto_s": MAX_RTO_NS / dilation / 1e9}
