@@ -122,7 +122,7 @@ def test_transport_congestion_and_rto_floor_are_checked():
     with pytest.raises(SpecError, match="transport.min_rto_us: 0 is not allowed; must be a number of microseconds"):
         parse_spec({**GOOD, "transport": {"min_rto_us": 0}})
     assert parse_spec({**GOOD, "transport": {"initial_ssthresh": 10}}).transport["initial_ssthresh"] == 10
-    with pytest.raises(SpecError, match='transport.initial_ssthresh: 1 is not allowed; must be "infinite" or a number'):
+    with pytest.raises(SpecError, match='transport.initial_ssthresh: 1 is not allowed; must be "infinite" or 2..1048576 packets'):
         parse_spec({**GOOD, "transport": {"initial_ssthresh": 1}})
     with pytest.raises(SpecError, match="transport.dctcp_alpha: 2 is not allowed; must be a fraction in 0..1"):
         parse_spec({**GOOD, "transport": {"dctcp_alpha": 2}})

@@ -41,8 +41,7 @@
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
     drop_order = "magnitude"    # dlcp: magnitude (smallest first) | random (the magnitude-blind
                                 # ablation: as many bytes droppable, chunks and classes at random)
-    congestion = "newreno"      # newreno | dctcp (needs an ECN-marking switch: queue_manager
-                                # = "ecn"); dlcp_emu/transport/settings.py says what each does
+    congestion = "newreno"      # newreno | dctcp (needs queue_manager "ecn"): transport/settings.py
     min_rto_us = 1000           # the retransmission timeout's floor (real-world microseconds)
     initial_ssthresh = "infinite"  # slow start's threshold before the first loss (packets >= 2)
     dctcp_alpha = 1.0           # DCTCP's alpha before its first measured window (0..1)
@@ -240,8 +239,7 @@ TRANSPORT_FIELDS = {
     "congestion": (DEFAULT_CONGESTION, one_of(CONGESTION),
                    f"one of {', '.join(CONGESTION)} (dctcp needs a switch queue_manager \"ecn\")"),
     "min_rto_us": (DEFAULT_MIN_RTO_US, number(1, 1_000_000), "a number of microseconds in 1..1000000"),
-    "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v),
-                         "\"infinite\" or a number of packets in 2..1048576"),
+    "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v), "\"infinite\" or 2..1048576 packets"),
     "dctcp_alpha": (1.0, number(0, 1), "a fraction in 0..1"),
 }
 
