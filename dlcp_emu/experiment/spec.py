@@ -41,10 +41,7 @@
     droppable_fraction = 0.5    # dlcp: fraction of chunks (smallest magnitude) marked droppable
     drop_order = "magnitude"    # dlcp: magnitude (smallest first) | random (the magnitude-blind
                                 # ablation: as many bytes droppable, chunks and classes at random)
-    congestion = "newreno"      # newreno | dctcp (needs queue_manager "ecn"): transport/settings.py
-    min_rto_us = 1000           # the retransmission timeout's floor (real-world microseconds)
-    initial_ssthresh = "infinite"  # slow start's threshold before the first loss (packets >= 2)
-    dctcp_alpha = 1.0           # DCTCP's alpha before its first measured window (0..1)
+    congestion = "newreno"      # newreno | dctcp; min_rto_us, initial_ssthresh, dctcp_alpha: docs/spec.md
 
     [switch]                    # a preset and/or stages (see switch_models.pipeline)
     preset = "dlcp"
@@ -103,9 +100,9 @@ from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND, DROP_ORDERS
 from dlcp_emu.experiment.checks import REQUIRED, Checker, SpecError, integer, number, one_of
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
-from dlcp_emu.transport.settings import CONGESTION, DEFAULT_CONGESTION, DEFAULT_MIN_RTO_US
+from dlcp_emu.experiment.spec_transport import TRANSPORT_SETTINGS_FIELDS, check_congestion
 from dlcp_emu.experiment.spec_checks import (
-    _check_background, _check_congestion, _check_scaled_rates, _check_topology, _check_workload_memory,
+    _check_background, _check_scaled_rates, _check_topology, _check_workload_memory,
 )
 from topologies import build as build_topology
 from workloads import PATTERNS
@@ -236,11 +233,7 @@ TRANSPORT_FIELDS = {
     "loss_bound": (DEFAULT_LOSS_BOUND, number(0, 0.5), "a fraction in 0..0.5"),
     "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, number(0, 1), "a fraction in 0..1"),
     "drop_order": ("magnitude", one_of(DROP_ORDERS), f"one of {', '.join(DROP_ORDERS)}"),
-    "congestion": (DEFAULT_CONGESTION, one_of(CONGESTION),
-                   f"one of {', '.join(CONGESTION)} (dctcp needs a switch queue_manager \"ecn\")"),
-    "min_rto_us": (DEFAULT_MIN_RTO_US, number(1, 1_000_000), "a number of microseconds in 1..1000000"),
-    "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v), "\"infinite\" or 2..1048576 packets"),
-    "dctcp_alpha": (1.0, number(0, 1), "a fraction in 0..1"),
+    **TRANSPORT_SETTINGS_FIELDS,
 }
 
 _C = CompressionSpec()   # the defaults live there, once
@@ -323,11 +316,10 @@ def parse_spec(raw, source="spec"):
         _check_workload_memory(c, workload, top)
     switch = top.get("switch") or {}
     try:
-        pipeline = PipelineSpec.parse(switch)
+        PipelineSpec.parse(switch)
     except SwitchSpecError as e:
         c.problems.append(f"switch: {e}")
-    else:
-        _check_congestion(c, transport, pipeline)
+    check_congestion(c, transport, switch)
 
     if not c.problems:
         _check_variants(c, top["variants"], raw, source)

@@ -148,11 +148,3 @@ def _check_background(c, background, topo, top):
             f"hosts and host_rate_bps), above the {MAX_BACKGROUND_FLOWS:,} a run holds; lower "
             f"background.load, time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.3g} s here) or the "
             f"topology's hosts or host_rate_bps")
-
-
-def _check_congestion(c, transport, pipeline):
-    """DCTCP answers ECN marks: a switch that marks none leaves it NewReno under another name."""
-    if transport.get("congestion") == "dctcp" and pipeline.queue_manager.name != "ecn":
-        c.problems.append(f"transport.congestion: dctcp reacts to ECN marks, and the switch's queue manager "
-                          f"{pipeline.queue_manager.name!r} marks none; use switch.queue_manager = \"ecn\" "
-                          f"(e.g. {{ name = \"ecn\", mark_fraction = 0.1 }}) or congestion = \"newreno\"")
