@@ -63,13 +63,18 @@ def _frames(rng):
     return out
 
 
-def test_tshark_reads_every_field_as_the_codec_does(tmp_path):
-    frames = _frames(random.Random(7))
-    pcap = tmp_path / "valid.pcap"
-    w = PcapWriter(str(pcap))
+def _pcap(frames, path):
+    """The frames in a capture file, a nanosecond apart."""
+    w = PcapWriter(str(path))
     for k, f in enumerate(frames):
         w.write(f, 1_000_000_000 + k)
     w.close()
+    return path
+
+
+def test_tshark_reads_every_field_as_the_codec_does(tmp_path):
+    frames = _frames(random.Random(7))
+    pcap = _pcap(frames, tmp_path / "valid.pcap")
     rows = dissect(pcap, tmp_path)
     assert len(rows) == len(frames)
     for frame, row in zip(frames, rows):
@@ -171,11 +176,7 @@ def test_the_readmes_filters_select_what_they_say(tmp_path):
     """A flag or the phase is a field of every DLCP frame: `== 1` selects the frames that have
     it set; the bare name only tests that the field is there (every frame)."""
     frames = _frames(random.Random(11))
-    pcap = tmp_path / "f.pcap"
-    w = PcapWriter(str(pcap))
-    for k, f in enumerate(frames):
-        w.write(f, 1_000_000_000 + k)
-    w.close()
+    pcap = _pcap(frames, tmp_path / "f.pcap")
     headers = [decode_frame(f).header for f in frames]
 
     def count(expr):

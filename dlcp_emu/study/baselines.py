@@ -144,14 +144,20 @@ def run(scenario, transport, buffer_frames, reference_dir=REFERENCE_DIR, engine=
                timeouts=sum(s.timeouts for ep in eps.values() for s in ep.senders.values()), delivered=delivered)
 
 
+def reference_rows(path, what):
+    """The rows of a reference CSV in the source tree; ValueError naming `what` and where."""
+    path, root = Path(path), REFERENCE_DIR.parents[2]
+    if not path.is_file():
+        where = path.parent.relative_to(root) if path.parent.is_relative_to(root) else path.parent
+        raise ValueError(f"{what} are not at {path}: they live in the source tree ({where}), "
+                         "which an installed copy lacks")
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def reference(reference_dir=REFERENCE_DIR):
     """htsim's rows (results.csv), keyed by (scenario, transport, buffer_frames)."""
-    path = Path(reference_dir) / "results.csv"
-    if not path.is_file():
-        raise ValueError(f"htsim's reference runs are not at {path}: they live in the source tree "
-                         "(tests/reference/htsim), which an installed copy lacks")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = reference_rows(Path(reference_dir) / "results.csv", "htsim's reference runs")
     out = {}
     for r in rows:
         row = {k: (v if k in ("scenario", "transport") else float(v) if "." in v or "e" in v else int(v))

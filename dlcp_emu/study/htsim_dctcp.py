@@ -12,7 +12,6 @@ A flow is 101 data packets here: htsim finishes it at the ACK of byte 909,000 (`
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB, BackgroundEndpoin
 from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import SimHosts
+from dlcp_emu.study.baselines import reference_rows
 from dlcp_emu.transport.message import transport_payload_size
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "tests" / "reference" / "htsim" / "dctcp"
@@ -110,12 +110,8 @@ def run(transport, n, buffer_frames, engine="native"):
 
 def reference(reference_dir=REFERENCE_DIR):
     """htsim's rows (results.csv), keyed by (transport, senders, buffer_frames)."""
-    path = Path(reference_dir) / "results.csv"
-    if not path.is_file():
-        raise ValueError(f"htsim's DCTCP incast runs are not at {path}: they live in the source tree "
-                         "(tests/reference/htsim/dctcp), which an installed copy lacks")
-    with open(path, newline="") as f:
-        return {(r["transport"], int(r["senders"]), int(r["buffer_frames"])): r for r in csv.DictReader(f)}
+    rows = reference_rows(Path(reference_dir) / "results.csv", "htsim's DCTCP incast runs")
+    return {(r["transport"], int(r["senders"]), int(r["buffer_frames"])): r for r in rows}
 
 
 def line_rate_bound_s(n):
