@@ -144,7 +144,7 @@ def _iteration_plot(plt, its, names, colors, title, run_dir):
         ax.vlines(i, row["min_ms"], row["max_ms"], color="black", lw=1)
         ax.plot(i, row["p99_ms"], marker="D", color="black", ms=5, label="p99" if i == 0 else None)
         ax.hlines(row["compute_ms"], i - 0.4, i + 0.4, color="black", ls="--", lw=1)
-        ax.text(i, row["max_ms"], f"{row['mean_ms']:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.text(i + 0.06, row["mean_ms"], f"{row['mean_ms']:.1f}", ha="left", va="bottom", fontsize=8)   # beside the min..max line, off the p99 mark
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("iteration time (ms, real-world)")
     ax.set_title(f"Iteration time: {title}\n(bar: mean; diamond: p99; line: min..max; dashed: compute;\n"
