@@ -10,13 +10,9 @@ import pytest
 import dlcp_emu
 from dlcp_emu.cli import main
 
-TINY = {
-    "name": "tiny", "seed": 2, "time_dilation": 2.0, "byte_scale": 0.002, "time_limit_s": 30,
-    "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
-                 "host_rate_bps": 10e9, "oversubscription": 2.0},
-    "workload": {"model": "resnet50", "pattern": "ring", "workers": 4, "iterations": 3},
-    "transport": {"kind": "auto"},
-}
+from test_experiments_sim import TINY as SIM_TINY
+
+TINY = {k: v for k, v in SIM_TINY.items() if k != "background"}
 
 
 def test_importing_the_package_loads_the_api_only_when_used():

@@ -13,36 +13,10 @@ from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
 from dlcp_emu.study import compare
 from dlcp_emu.study.cluster import check_cluster
 
-TINY = {
-    "name": "tiny", "seed": 2, "time_dilation": 2.0, "byte_scale": 0.002, "time_limit_s": 30,
-    "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
-                 "host_rate_bps": 10e9, "oversubscription": 2.0},
-    "workload": {"model": "resnet50", "pattern": "ring", "workers": 4, "iterations": 3},
-    "transport": {"kind": "auto"},
-    "background": {"load": 0.1},
-}
-TINY_TOML = """name = "tiny"
-seed = 2
-time_dilation = 2.0
-byte_scale = 0.002
-time_limit_s = 30
-[topology]
-kind = "leaf-spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_rate_bps = 10e9
-oversubscription = 2.0
-[workload]
-model = "resnet50"
-pattern = "ring"
-workers = 4
-iterations = 3
-[transport]
-kind = "auto"
-[background]
-load = 0.1
-"""
+from test_experiments_sim import TINY, _toml
+
+TINY_TOML = _toml(TINY)
+
 # What a run's machine and the moment decide, not the runs: the engine's speed figures, when
 # the comparison started and how long it took.
 WALL_CLOCK = WALL_CLOCK_KEYS | {"started", "elapsed_s"}

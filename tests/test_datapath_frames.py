@@ -16,6 +16,7 @@ from dlcp_emu.wire import (
 from switch_models import REWRITE_CE, REWRITE_TRIM
 from dlcp_emu.emu.datapath.config import ConfigError, build_switch, flood_table, load_config, mac_bytes
 from dlcp_emu.emu.datapath.lateness import Lateness
+from dlcp_emu.wire.flow import flow_hash
 from dlcp_emu.emu.datapath.pcap import PcapWriter
 from dlcp_emu.emu.datapath.process import Datapath
 from dlcp_emu.emu.datapath.frames import (
@@ -112,6 +113,8 @@ def test_ipv4_priority_and_ecn_from_tos():
 
 def test_flow_hash_is_the_five_tuple():
     a = parse(ipv4(6, sport=1000)).flow
+    # The rule's one home, which the simulator's hosts call: the same paths in both worlds.
+    assert a == flow_hash(0x0A000001, 0x0A000002, 6, 1000, 80)
     assert a == parse(ipv4(6, sport=1000, tos=0x20)).flow  # DSCP is not part of the flow
     assert a != parse(ipv4(6, sport=1001)).flow
     assert a != parse(ipv4(17, sport=1000)).flow

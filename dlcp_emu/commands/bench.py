@@ -62,13 +62,7 @@ def _bench_htsim(args):
         return _bench_htsim_dctcp(args)
     chosen = dict(scenarios=args.scenarios or tuple(baselines.SCENARIOS),
                   transports=args.transports or baselines.TRANSPORTS, buffers=args.buffers or baselines.BUFFER_FRAMES)
-    try:
-        rows = baselines.compare(**chosen)
-    except ValueError as e:
-        print(f"dlcp-emu bench htsim: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(rows) if args.json else baselines.markdown(rows))
-    return 0
+    return _htsim_rows(args, baselines, **chosen)
 
 
 def _bench_htsim_dctcp(args):
@@ -77,12 +71,17 @@ def _bench_htsim_dctcp(args):
         print("dlcp-emu bench htsim: --dctcp-incast runs htsim's runs as they are: no --scenarios, "
               "--transports or --buffers", file=sys.stderr)
         return 2
+    return _htsim_rows(args, htsim_dctcp)
+
+
+def _htsim_rows(args, study, **chosen):
+    """Run a study's side-by-side with htsim and print its rows (JSON or a table)."""
     try:
-        rows = htsim_dctcp.compare()
+        rows = study.compare(**chosen)
     except ValueError as e:
         print(f"dlcp-emu bench htsim: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(rows) if args.json else htsim_dctcp.markdown(rows))
+    print(json.dumps(rows) if args.json else study.markdown(rows))
     return 0
 
 
