@@ -1,0 +1,67 @@
+"""Every example spec simulated under its own presets (its [variants], else the default
+presets), each run's summary without its wall-clock keys, as one JSON: what a restructuring
+must leave identical.
+
+    .venv/bin/python scripts/example_summaries.py OUT.json [--skip NAME ...]
+    .venv/bin/python scripts/example_summaries.py --diff BEFORE.json AFTER.json
+"""
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def collect(skip):
+    import dlcp_emu
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    out = {}
+    for path in sorted((ROOT / "examples").glob("*.toml")):
+        if path.stem in skip:
+            continue
+        print(f"{path.name} ...", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory() as root:
+            dlcp_emu.compare(dlcp_emu.load_spec(path), root=root)
+            for f in sorted(Path(root).rglob("summary.json")):
+                s = json.loads(f.read_text())
+                key = f"{path.stem}/{f.parent.relative_to(next(Path(root).iterdir()))}"
+                out[key] = _strip(s, WALL_CLOCK_KEYS)
+    return out
+
+
+def _strip(value, keys):
+    if isinstance(value, dict):
+        return {k: _strip(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_strip(v, keys) for v in value]
+    return value
+
+
+def diff(before, after):
+    bad = 0
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            bad += 1
+            b, a = before.get(key) or {}, after.get(key) or {}
+            fields = sorted(k for k in set(b) | set(a) if b.get(k) != a.get(k))
+            print(f"{key}: differs in {', '.join(fields) or 'presence'}")
+    print(f"{len(before)} runs before, {len(after)} after, {bad} differ")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--skip", nargs="*", default=[])
+    ap.add_argument("--diff", nargs=2)
+    a = ap.parse_args()
+    if a.diff:
+        return diff(*(json.loads(Path(p).read_text()) for p in a.diff))
+    Path(a.out).write_text(json.dumps(collect(set(a.skip)), indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
