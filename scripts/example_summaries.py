@@ -26,7 +26,7 @@ def collect(skip):
             dlcp_emu.compare(dlcp_emu.load_spec(path), root=root)
             for f in sorted(Path(root).rglob("summary.json")):
                 s = json.loads(f.read_text())
-                key = f"{path.stem}/{f.parent.relative_to(next(Path(root).iterdir()))}"
+                key = "/".join((path.stem, *f.parent.relative_to(root).parts[1:]))
                 out[key] = _strip(s, WALL_CLOCK_KEYS)
     return out
 
