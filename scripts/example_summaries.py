@@ -27,7 +27,7 @@ def collect(skip):
             for f in sorted(Path(root).rglob("summary.json")):
                 s = json.loads(f.read_text())
                 key = "/".join((path.stem, *f.parent.relative_to(root).parts[1:]))
-                out[key] = _strip(s, WALL_CLOCK_KEYS)
+                out[key] = _strip(s, WALL_CLOCK_KEYS | {"elapsed_s", "started"})
     return out
 
 
