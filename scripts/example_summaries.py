@@ -14,9 +14,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _wall_clock_keys():
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    return WALL_CLOCK_KEYS | {"elapsed_s", "started"}
+
+
 def collect(skip):
     import dlcp_emu
-    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
     out = {}
     for path in sorted((ROOT / "examples").glob("*.toml")):
         if path.stem in skip:
@@ -27,7 +31,7 @@ def collect(skip):
             for f in sorted(Path(root).rglob("summary.json")):
                 s = json.loads(f.read_text())
                 key = "/".join((path.stem, *f.parent.relative_to(root).parts[1:]))
-                out[key] = _strip(s, WALL_CLOCK_KEYS | {"elapsed_s", "started"})
+                out[key] = _strip(s, _wall_clock_keys())
     return out
 
 
@@ -40,6 +44,7 @@ def _strip(value, keys):
 
 
 def diff(before, after):
+    before, after = _strip(before, _wall_clock_keys()), _strip(after, _wall_clock_keys())
     bad = 0
     for key in sorted(set(before) | set(after)):
         if before.get(key) != after.get(key):
