@@ -36,7 +36,8 @@ if ((${#missing[@]})); then
 fi
 
 # The stamp covers the native core's sources too: a changed .cpp rebuilds it (pip install -e .).
-stamp_want=$(cat requirements.txt pyproject.toml setup.py dlcp_native/src/* | sha256sum | cut -c1-16)
+native_sources=$(find dlcp_native/src -type f | LC_ALL=C sort)
+stamp_want=$( { echo "$native_sources"; cat requirements.txt pyproject.toml setup.py $native_sources; } | sha256sum | cut -c1-16)
 stamp_file=$VENV/.dlcp-emu-installed
 if [[ -x $VENV/bin/python && -f $stamp_file && $(cat "$stamp_file") == "$stamp_want" ]]; then
     exit 0

@@ -1,0 +1,42 @@
+// What the bindings share (bindings.cpp: the switch; bindings_network.cpp: the network;
+// bindings_transport.cpp: the transport endpoints; bindings_host.cpp: a host's data plane):
+// conversions from Python's values, and nothing of the model.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <vector>
+
+#include "host/host_stack.hpp"
+#include "switch/port.hpp"
+#include "switch/registry.hpp"
+#include "switch/switch.hpp"
+
+namespace dlcp_bindings {
+
+namespace py = pybind11;
+
+// (rate_bps, delay_ns, buffer_bytes, buffer_packets, overhead_bytes) per port.
+std::vector<dlcp::PortConfig> port_configs(const std::vector<py::tuple>& ports);
+// {stage: (name, {parameter: value})} for the four stages.
+dlcp::PipelineSpec pipeline(const py::dict& stages);
+// A switch's counters by port index, reasons by code (dlcp_native/switch.py names them).
+py::dict counters(const dlcp::Switch& sw);
+// Live bytes queued at each port of a switch, by index (a queue sample's occupancy).
+std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
+
+// A host stack's completed sends since the last call (SendResult tuples), and its packet
+// records (PacketLog.records(): {"sent", "received": {column: array}, "overflow"}; ValueError if
+// none taken).
+py::list stack_completions(dlcp::HostStack& st);
+py::dict stack_packet_records(const dlcp::HostStack& st);
+
+// The model inside a dlcp_native._core.Switch object (the datapath loop drives it).
+dlcp::Switch& core_switch(py::handle core);
+
+void bind_datapath(py::module_& m);
+void bind_network(py::module_& m);
+void bind_transport(py::module_& m);
+void bind_host(py::module_& m);
+
+}  // namespace dlcp_bindings

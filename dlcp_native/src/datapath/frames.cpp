@@ -1,0 +1,179 @@
+// See frames.hpp. Offsets and rules are those of dlcp_emu/wire/layout.py and
+// dlcp_emu/emu/datapath/frames.py, in the same order.
+#include "datapath/frames.hpp"
+
+#include <netinet/in.h>  // IPPROTO_TCP, IPPROTO_UDP
+
+#include "wire/header_codec.hpp"
+#include "host/host_stack.hpp"  // python_tuple_hash
+#include "switch/nic.hpp"         // ETH_MIN
+#include "wire/transport_packet.hpp"
+
+namespace dlcp {
+
+namespace {
+
+using transport::ETH_LEN, transport::IPV4_LEN, transport::UDP_LEN, transport::HEADER_LEN,
+    transport::FRAME_OVERHEAD, transport::FLAG_DROPPABLE, transport::FLAG_TRIMMED, transport::TENSOR_LAYER_SHIFT;
+
+constexpr size_t IP_MIN = ETH_LEN + IPV4_LEN, DLCP_OFF = ETH_LEN + IPV4_LEN + UDP_LEN, PAYLOAD_OFF = FRAME_OVERHEAD;
+constexpr size_t OFF_ETHERTYPE = 12, OFF_VER_IHL = 14, OFF_TOS = 15, OFF_TOTAL_LEN = 16,
+                 OFF_FRAG = 20, OFF_PROTO = 23, OFF_IP_CHECKSUM = 24, OFF_SRC = 26, OFF_DST = 30,
+                 OFF_SPORT = 34, OFF_DPORT = 36, OFF_UDP_LEN = 38, OFF_UDP_CHECKSUM = 40;
+// The DLCP header's offsets and rules are the codec's (header_codec.hpp), from DLCP_OFF.
+using transport::HDR_FLAGS, transport::HDR_MAGIC, transport::HDR_PAYLOAD_LEN, transport::HDR_PRIORITY,
+    transport::HDR_VERSION, transport::HEADER_MAGIC, transport::HEADER_VERSION;
+constexpr uint8_t TCP = IPPROTO_TCP, UDP = IPPROTO_UDP;
+constexpr uint16_t FRAG = 0x3FFF;  // MF flag + fragment offset: not a whole datagram
+
+uint16_t u16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
+uint32_t u32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+void put16(uint8_t* p, uint32_t v) {
+  p[0] = uint8_t(v >> 8);
+  p[1] = uint8_t(v);
+}
+
+// hash(int.from_bytes(frame[:12], "big")): CPython hashes a non-negative int as its value
+// modulo 2**61 - 1.
+int64_t mac_pair_hash(const uint8_t* f) {
+  unsigned __int128 v = 0;
+  for (int i = 0; i < 12; ++i) v = v << 8 | f[i];
+  const unsigned __int128 modulus = ((unsigned __int128)1 << 61) - 1;
+  return int64_t(v % modulus);
+}
+
+void plain(Packet& pkt, size_t n, int64_t flow, uint8_t prio = NOT_DLCP_PRIORITY, bool ect = false, bool ce = false) {
+  pkt.size = int64_t(n) > ETH_MIN ? int64_t(n) : ETH_MIN;
+  pkt.flow = flow;
+  pkt.prio = prio;
+  pkt.mag = 0;
+  pkt.layer = 0;
+  pkt.droppable = false;
+  pkt.dlcp = false;
+  pkt.ect = ect;
+  pkt.ce = ce;
+  pkt.header_size = FRAME_OVERHEAD;
+}
+
+// RFC 1071/1624, as dlcp_emu/wire/checksum.py: a ones' complement sum folded to 0..0xFFFF,
+// 0xFFFF for a non-zero total.
+uint32_t fold(uint64_t total) {
+  if (total == 0) return 0;
+  const uint32_t r = uint32_t(total % 0xFFFF);
+  return r ? r : 0xFFFF;
+}
+uint32_t update(uint32_t checksum, uint64_t old_sum, uint64_t new_sum) {
+  return 0xFFFF - fold((0xFFFF - checksum) + (0xFFFF - fold(old_sum)) + new_sum);
+}
+// The bytes as big-endian 16-bit words, summed (odd length zero-padded): congruent mod 0xFFFF
+// to _words() of checksum.py.
+uint64_t word_sum(const uint8_t* p, size_t n) {
+  uint64_t s = 0;
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) s += uint32_t(p[i]) << 8 | p[i + 1];
+  if (i < n) s += uint32_t(p[i]) << 8;
+  return s;
+}
+
+}  // namespace
+
+Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) {
+  if (n < 38) {
+    if (n < ETH_LEN) return Parsed::MALFORMED;
+    if (n < IP_MIN && f[12] == 8 && f[13] == 0) return Parsed::MALFORMED;  // IPv4 without room for its header
+    plain(pkt, n, mac_pair_hash(f));
+    return Parsed::PACKET;
+  }
+  const uint8_t vihl = f[OFF_VER_IHL];
+  if (u16(f + OFF_ETHERTYPE) != 0x0800 || vihl >> 4 != 4) {
+    plain(pkt, n, mac_pair_hash(f));
+    return Parsed::PACKET;
+  }
+  const size_t ihl = size_t(vihl & 15) * 4, total = u16(f + OFF_TOTAL_LEN);
+  if (ihl < 20 || total < ihl || ETH_LEN + total > n) return Parsed::MALFORMED;
+  const uint8_t tos = f[OFF_TOS];
+  const uint8_t prio = uint8_t(7 - (tos >> 5));
+  const bool ect = (tos & 3) != 0, ce = (tos & 3) == 3;
+  const uint8_t proto = f[OFF_PROTO];
+  const int64_t src = u32(f + OFF_SRC), dst = u32(f + OFF_DST);
+  if ((u16(f + OFF_FRAG) & FRAG) == 0 && (proto == UDP || proto == TCP)) {
+    int64_t sport = u16(f + OFF_SPORT), dport = u16(f + OFF_DPORT);
+    if (vihl != 0x45) {  // IP options move the ports
+      const size_t off = ETH_LEN + ihl;
+      if (off + 4 > n) return Parsed::MALFORMED;
+      sport = u16(f + off);
+      dport = u16(f + off + 2);
+    } else if (dport == dlcp_port && proto == UDP) {
+      const uint8_t* h = f + DLCP_OFF;
+      if (n < PAYLOAD_OFF) {
+        if (n >= DLCP_OFF + 2 && u16(h + HDR_MAGIC) == HEADER_MAGIC) return Parsed::INVALID_DLCP;  // cut short
+      } else if (u16(h + HDR_MAGIC) == HEADER_MAGIC) {
+        transport::Header hdr;
+        if (transport::unpack_header(h, n - DLCP_OFF, hdr) != transport::HeaderError::NONE)
+          return Parsed::INVALID_DLCP;
+        plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), hdr.priority, ect, ce);
+        pkt.mag = hdr.mag_class;
+        pkt.layer = int64_t(hdr.tensor_id) >> TENSOR_LAYER_SHIFT;
+        pkt.droppable = hdr.flags & FLAG_DROPPABLE;
+        pkt.dlcp = true;
+        return Parsed::PACKET;
+      }
+    }
+    plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), prio, ect, ce);
+    return Parsed::PACKET;
+  }
+  plain(pkt, n, python_tuple_hash({src, dst, proto}), prio, ect, ce);
+  return Parsed::PACKET;
+}
+
+bool trim_frame(std::vector<uint8_t>& f) {
+  const size_t size = f.size();
+  if (size < size_t(FRAME_OVERHEAD)) return false;
+  if (u16(&f[OFF_ETHERTYPE]) != 0x0800 || f[OFF_VER_IHL] != 0x45 || f[OFF_PROTO] != UDP) return false;
+  const uint8_t* h = &f[DLCP_OFF];
+  if (u16(h + HDR_MAGIC) != HEADER_MAGIC || h[HDR_VERSION] != HEADER_VERSION) return false;
+  const uint32_t total_len = u16(&f[OFF_TOTAL_LEN]), udp_len = u16(&f[OFF_UDP_LEN]);
+  const uint32_t payload_len = u16(h + HDR_PAYLOAD_LEN);
+  if (ETH_LEN + total_len > size || udp_len + IPV4_LEN != total_len || udp_len < UDP_LEN + HEADER_LEN) return false;
+  const uint32_t carried = udp_len - UDP_LEN - HEADER_LEN;
+  const uint8_t flags = h[HDR_FLAGS];
+  if (flags & FLAG_TRIMMED) {
+    if (carried) return false;
+    f.resize(PAYLOAD_OFF);
+    return true;
+  }
+  if (payload_len != carried) return false;
+  const uint32_t new_total = IPV4_LEN + UDP_LEN + HEADER_LEN, new_udp = UDP_LEN + HEADER_LEN;
+  const uint64_t payload_words = word_sum(&f[PAYLOAD_OFF], ETH_LEN + total_len - PAYLOAD_OFF);
+  put16(&f[OFF_TOTAL_LEN], new_total);
+  put16(&f[OFF_UDP_LEN], new_udp);
+  f[DLCP_OFF + HDR_FLAGS] = flags | FLAG_TRIMMED;
+  put16(&f[OFF_IP_CHECKSUM], update(u16(&f[OFF_IP_CHECKSUM]), total_len, new_total));
+  const uint32_t udp_sum = u16(&f[OFF_UDP_CHECKSUM]);
+  if (udp_sum) {  // 0: the sender sent none; keep it that way
+    const uint32_t prio = f[DLCP_OFF + HDR_PRIORITY];
+    // UDP length counts twice (pseudo-header and header); flags share a word with priority;
+    // the payload's words leave the sum.
+    const uint64_t old_sum = 2 * uint64_t(udp_len) + (uint32_t(flags) << 8 | prio) + fold(payload_words);
+    const uint64_t new_sum = 2 * uint64_t(new_udp) + (uint32_t(flags | FLAG_TRIMMED) << 8 | prio);
+    const uint32_t sum = update(udp_sum, old_sum, new_sum);
+    put16(&f[OFF_UDP_CHECKSUM], sum ? sum : 0xFFFF);
+  }
+  f.resize(PAYLOAD_OFF);
+  return true;
+}
+
+bool mark_ce(std::vector<uint8_t>& f) {
+  if (f.size() < 34 || f[OFF_ETHERTYPE] != 0x08 || f[OFF_ETHERTYPE + 1] != 0x00) return false;
+  const uint8_t vihl = f[OFF_VER_IHL];
+  if (vihl >> 4 != 4) return false;
+  const uint8_t tos = f[OFF_TOS];
+  const uint8_t ecn = tos & 3;
+  if (ecn == 0) return false;
+  if (ecn == 3) return true;
+  f[OFF_TOS] = tos | 3;
+  put16(&f[OFF_IP_CHECKSUM], update(u16(&f[OFF_IP_CHECKSUM]), uint32_t(vihl) << 8 | tos, uint32_t(vihl) << 8 | tos | 3));
+  return true;
+}
+
+}  // namespace dlcp

@@ -1,0 +1,159 @@
+#include "host/host_stack.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "switch/nic.hpp"  // ETH_MIN
+
+namespace dlcp {
+
+namespace {
+
+using namespace transport;
+
+constexpr int64_t TCP = 6, UDP = 17, TCP_PORT = 5001;
+
+bool is_feedback(uint8_t type) { return type == ACK || type == BITMAP; }
+bool ecn_capable(uint8_t type) { return type == DATA || type == PROBE; }  // transport/ecn.py
+
+}  // namespace
+
+PacketRow packet_row(const Header& h, int64_t payload_len) {
+  PacketRow r;
+  r.src = h.src_rank;
+  r.dst = h.dst_rank;
+  r.type = h.type;
+  r.iteration = h.iteration;
+  r.tensor_id = h.tensor_id;
+  r.chunk = h.chunk_index;
+  r.send_ts_ns = h.send_ts_ns;
+  r.flags = h.flags;
+  r.priority = h.priority;
+  r.mag_class = h.mag_class;
+  r.size = FRAME_OVERHEAD + payload_len;
+  return r;
+}
+
+int64_t python_tuple_hash(const int64_t* items, size_t n) {
+  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P5 = 2870177450012600261ULL;
+  constexpr int64_t MODULUS = (int64_t{1} << 61) - 1;
+  uint64_t acc = P5;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t v = items[i];
+    if (v < 0 || v >= MODULUS) throw std::invalid_argument("python_tuple_hash: an item out of 0 .. 2**61 - 2");
+    acc += uint64_t(v) * P2;
+    acc = (acc << 31) | (acc >> 33);
+    acc *= P1;
+  }
+  acc += uint64_t(n) ^ (P5 ^ 3527539ULL);
+  if (acc == ~uint64_t{0}) return 1546275796;
+  return static_cast<int64_t>(acc);
+}
+
+HostStack::HostStack(int32_t host_, uint16_t job_, Receiver* receiver, StackWire wire, bool agent_reads)
+    : host(host_), job(job_), receiver_(receiver), wire_(std::move(wire)), agent_reads_(agent_reads) {
+  if (wire_.ip_of_rank.size() != wire_.host_of_rank.size())
+    throw std::invalid_argument("a stack's wire: one address per rank");
+  pair_flow_.assign(wire_.host_of_rank.size(), -1);
+}
+
+void HostStack::add_sender(Sender* sender) {
+  for (const auto& [rank, s] : senders_)
+    if (rank == sender->dst_rank) throw std::invalid_argument("a sender to rank " + std::to_string(rank) + " exists");
+  if (sender->dst_rank >= wire_.host_of_rank.size() || wire_.host_of_rank[sender->dst_rank] < 0)
+    throw std::invalid_argument("a sender to rank " + std::to_string(sender->dst_rank) + ", which no host has");
+  senders_.emplace_back(sender->dst_rank, sender);
+}
+
+void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
+  if (records) {  // packet_log.py `receive`
+    if (int64_t(records->received.size()) < records->max_records) {
+      PacketRow r = packet_row(h, int64_t(payload.size));
+      r.recv_ns = now;
+      r.ce = ce;
+      records->received.push_back(r);
+    } else {
+      records->overflow += 1;
+    }
+  }
+  if (!is_feedback(h.type)) {
+    receiver_->receive(h, payload, now, ce);
+    if (!agent_reads_) receiver_->take_delivered();
+    return;
+  }
+  for (auto& [rank, sender] : senders_)
+    if (rank == h.src_rank) {
+      sender->receive(h, payload, now, ce);
+      for (SendResult& r : sender->take_completed()) completions.push_back(r);
+      return;
+    }
+}
+
+void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
+  const size_t first = out.size();
+  receiver_->poll(now, out);
+  for (auto& [rank, sender] : senders_) {
+    sender->poll(now, out);
+    for (SendResult& r : sender->take_completed()) completions.push_back(r);
+  }
+  if (records) {  // packet_log.py `poll`
+    for (size_t i = first; i < out.size(); ++i) {
+      if (int64_t(records->sent.size()) >= records->max_records) {
+        records->overflow += int64_t(out.size() - i);
+        break;
+      }
+      const OutPacket& p = out[i];
+      records->sent.push_back(packet_row(p.h, int64_t(p.in_payload().size)));
+    }
+  }
+}
+
+std::optional<int64_t> HostStack::next_timeout() {
+  std::optional<int64_t> t = agent_timer;
+  for (auto& [rank, sender] : senders_) {
+    const std::optional<int64_t> s = sender->next_timeout();
+    if (s && (!t || *s < *t)) t = s;
+  }
+  return t;
+}
+
+bool HostStack::needs_agent(int64_t now) const {
+  return (agent_reads_ && receiver_->has_delivered()) || (agent_timer && *agent_timer <= now);
+}
+
+// hosts.py: the emulator's data path hashes the 5-tuple (frames.py); the same hash here makes
+// ECMP choose the same paths in both worlds.
+int64_t HostStack::flow(const Header& h) {
+  const int64_t dst_ip = wire_.ip_of_rank.at(h.dst_rank);
+  if (wire_.udp_port < 0) return python_tuple_hash({wire_.ip, dst_ip, TCP, h.tensor_id & 0xFFFF, TCP_PORT});
+  int64_t& f = pair_flow_.at(h.dst_rank);
+  if (f == -1) f = python_tuple_hash({wire_.ip, dst_ip, UDP, wire_.udp_port, wire_.udp_port});
+  return f;
+}
+
+Packet HostStack::packet(const OutPacket& out) {
+  const Header& h = out.h;
+  const int64_t payload = int64_t(out.in_payload().size);
+  Packet p;
+  p.size = FRAME_OVERHEAD + payload > ETH_MIN ? FRAME_OVERHEAD + payload : ETH_MIN;
+  p.dst = wire_.host_of_rank.at(h.dst_rank);
+  p.flow = flow(h);
+  p.ect = wire_.ect && ecn_capable(h.type);
+  p.ce = false;
+  p.header_size = FRAME_OVERHEAD;
+  p.dlcp = wire_.dlcp;
+  if (wire_.dlcp) {  // wire/packet.py dlcp_packet
+    p.prio = h.priority;
+    p.mag = h.mag_class;
+    p.layer = h.tensor_id >> TENSOR_LAYER_SHIFT;
+    p.droppable = (h.flags & FLAG_DROPPABLE) != 0;
+  } else {  // plain_packet
+    p.prio = NOT_DLCP_PRIORITY;
+    p.mag = 0;
+    p.layer = 0;
+    p.droppable = false;
+  }
+  return p;
+}
+
+}  // namespace dlcp

@@ -1,0 +1,105 @@
+// One host's transport endpoints of one job inside the core: the packet half of
+// dlcp_emu/host/stack.py (a receiver, a sender per destination) with the glue of
+// dlcp_emu/sim/hosts.py (`_flush`: what the endpoints put out goes to the NIC as switch
+// packets; one timer armed at their next timeout). The agent stays in Python and is called
+// per message: the network hands the stack to the driver when its receiver has completed a
+// tensor the agent reads, or the agent's own timer is due, and runs everything else (every
+// packet, every transport timer) without it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "switch/packet.hpp"
+#include "transport/transport_receiver.hpp"
+#include "transport/transport_sender.hpp"
+
+namespace dlcp {
+
+// CPython's hash of a tuple of non-negative ints below 2**61 - 1 (tuplehash, 64-bit): the
+// flow hash SimHosts gives a packet is `hash(5-tuple)`, and the core must give the same.
+int64_t python_tuple_hash(const int64_t* items, size_t n);
+// The same for a tuple written out: a per-packet hash allocates nothing.
+inline int64_t python_tuple_hash(std::initializer_list<int64_t> items) {
+  return python_tuple_hash(items.begin(), items.size());
+}
+
+// How a job's packets look on the wire (hosts.py `wire`): DLCP, or plain traffic (priority 7,
+// no magnitude); ECN-capable data and probes, or never (the stand-in for kernel TCP); one
+// flow per host pair on `udp_port`, or (udp_port < 0) one per message, as TCP connections.
+struct StackWire {
+  bool dlcp = true;
+  bool ect = true;
+  int64_t udp_port = 9796;
+  int64_t ip = 0;                       // this host's IPv4 address, as an int
+  std::vector<int32_t> host_of_rank;    // rank -> host index (-1: no such rank)
+  std::vector<int64_t> ip_of_rank;      // rank -> its host's address
+};
+
+// host/packet_log.py's rows: every packet a stack sends and receives, up to `max_records`
+// each (then counted in `overflow`). A row: src, dst, type, iteration, tensor_id, chunk,
+// send_ts_ns, flags, priority, mag_class, size; received ones also recv_ns and ce.
+struct PacketRow {
+  uint16_t src, dst;
+  uint8_t type;
+  uint32_t iteration, tensor_id, chunk;
+  int64_t send_ts_ns;
+  uint8_t flags, priority, mag_class;
+  int64_t size;
+  int64_t recv_ns = 0;
+  bool ce = false;
+};
+PacketRow packet_row(const transport::Header& h, int64_t payload_len);
+
+struct PacketRecords {
+  explicit PacketRecords(int64_t max) : max_records(max) {}
+  const int64_t max_records;
+  std::vector<PacketRow> sent, received;
+  int64_t overflow = 0;
+};
+
+class HostStack {
+ public:
+  // agent_reads: the agent reads the receiver's tensors (training); else they are let go as
+  // they complete (background flows).
+  HostStack(int32_t host, uint16_t job, transport::Receiver* receiver, StackWire wire, bool agent_reads);
+
+  // A sender the agent made (Python's HostStack: on its first message to that rank).
+  void add_sender(transport::Sender* sender);
+
+  // stack.py `receive` up to its pump: feedback to the sender it answers, the rest to the
+  // receiver.
+  void receive(const transport::Header& h, const transport::InPayload& payload, int64_t now, bool ce);
+  // stack.py `poll` after its agent part: the receiver's packets, then each sender's in the
+  // order they were made.
+  void poll(int64_t now, std::vector<transport::OutPacket>& out);
+  // stack.py `next_timeout`: the agent's timer and the senders' (the receiver has none).
+  std::optional<int64_t> next_timeout();
+  // The agent has to run before the endpoints are polled: a tensor for it, or its timer due.
+  bool needs_agent(int64_t now) const;
+  // The switch packet that carries `out` (hosts.py `_flush`: dlcp_packet or plain_packet).
+  Packet packet(const transport::OutPacket& out);
+
+  const int32_t host;
+  const uint16_t job;
+  std::optional<int64_t> agent_timer;  // set by the driver after every call of the agent
+  std::optional<int64_t> armed;        // hosts.py `armed`: the timeout last armed
+  std::optional<int64_t> queued;       // hosts.py `queued`: its earliest event in the loop
+  std::vector<transport::SendResult> completions;  // since the driver last took them
+  std::unique_ptr<PacketRecords> records;           // null: none taken
+
+ private:
+  int64_t flow(const transport::Header& h);
+
+  transport::Receiver* receiver_;
+  std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
+  StackWire wire_;
+  bool agent_reads_;
+  std::vector<int64_t> pair_flow_;  // by rank, once computed (-1: not yet)
+};
+
+}  // namespace dlcp

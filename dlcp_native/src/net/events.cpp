@@ -1,0 +1,73 @@
+#include "net/events.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace dlcp {
+
+namespace {
+
+// The heap puts the smallest (time, key) on top. No two events share a key, so the order is
+// total and any correct heap pops the same sequence as Python's heapq.
+inline bool earlier(const Event& a, const Event& b) {
+  return a.time != b.time ? a.time < b.time : a.key < b.key;
+}
+
+// Four children a node: half the levels of a binary heap, and a node's children share a
+// cache line or two; std::push_heap/pop_heap (binary) were a quarter of the core's time.
+constexpr size_t ARITY = 4;
+
+}  // namespace
+
+void EventLoop::push(const Event& e) {
+  size_t i = heap_.size();
+  heap_.push_back(e);
+  while (i > 0) {
+    const size_t parent = (i - 1) / ARITY;
+    if (!earlier(e, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = e;
+}
+
+Event EventLoop::pop() {
+  const Event top = heap_.front();
+  const Event last = heap_.back();
+  heap_.pop_back();
+  const size_t n = heap_.size();
+  if (n == 0) return top;
+  // Sift `last` down from the root: at each level the earliest child moves up.
+  size_t i = 0;
+  for (;;) {
+    const size_t first = ARITY * i + 1;
+    if (first >= n) break;
+    const size_t end = first + ARITY < n ? first + ARITY : n;
+    size_t best = first;
+    for (size_t c = first + 1; c < end; ++c)
+      if (earlier(heap_[c], heap_[best])) best = c;
+    if (!earlier(heap_[best], last)) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = last;
+  return top;
+}
+
+uint64_t EventLoop::outside_key(int64_t major) {
+  if (major < 0) major = major_;
+  if (major > major_ || major < outside_major_)
+    throw std::invalid_argument("an event scheduled from outside names major " + std::to_string(major) +
+                                ": it must be between the last one named (" +
+                                std::to_string(outside_major_) + ") and the core's (" +
+                                std::to_string(major_) + ")");
+  if (major != outside_major_) {
+    outside_major_ = major;
+    minor_ = 0;
+  }
+  if (++minor_ >= (uint64_t{1} << MINOR_BITS))
+    throw std::overflow_error("more than 2^24 events scheduled from outside between two of the core's");
+  return (static_cast<uint64_t>(major) << MINOR_BITS) | minor_;
+}
+
+}  // namespace dlcp

@@ -1,0 +1,272 @@
+#include "transport/transport_receiver.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "transport/transport_feedback.hpp"
+#include "transport/transport_message.hpp"
+
+namespace dlcp::transport {
+
+namespace fb = feedback;
+
+namespace {
+
+constexpr uint8_t CONTROL_PRIORITY = 0;  // feedback is small and drives every sender's clock
+constexpr uint8_t CONTROL_MAG = 7;
+
+// Chunk size from any one packet: offset = chunk_index * chunk_size.
+int64_t chunk_size_of(const Header& h) {
+  if (h.chunk_index == 0) return h.payload_len;
+  return int64_t(h.offset) / int64_t(h.chunk_index);
+}
+
+}  // namespace
+
+Receiver::Receiver(bool bounded, int64_t rank_, int64_t mtu, int64_t remember_, bool store_)
+    : bounded_loss(bounded),
+      rank(uint16_t(rank_)),
+      payload_size(transport_payload_size(mtu)),
+      remember(remember_),
+      store(store_) {
+  if (rank_ < 0 || rank_ > 0xFFFF) throw std::invalid_argument("rank must be in 0..65535, got " + std::to_string(rank_));
+  if (remember_ < 0) throw std::invalid_argument("remember must be >= 0, got " + std::to_string(remember_));
+}
+
+void Receiver::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
+  if (h.dst_rank != rank)
+    malformed += 1;
+  else if (h.type == DATA)
+    on_data(h, payload, now, ce);
+  else if (h.type == PROBE && bounded_loss)
+    on_probe(h, payload, now);
+}
+
+// ---- data ------------------------------------------------------------------------------------
+Inbound* Receiver::state(const Header& h, int64_t now, int64_t cs, bool& found) {
+  const InKey key{h.job, h.src_rank, h.iteration, h.tensor_id};
+  found = true;
+  const auto it = msgs_.find(key);
+  if (it != msgs_.end()) return it->second.get();
+  if (done_.count(key)) return nullptr;
+  const int64_t count = h.chunk_count;
+  if (cs < 0) cs = chunk_size_of(h);
+  if (count <= 0 || cs <= 0 || cs % 4 || cs > MAX_PAYLOAD) {
+    malformed += 1;
+    found = false;
+    return nullptr;
+  }
+  auto st = std::make_unique<Inbound>();
+  st->key = key;
+  st->count = uint32_t(count);
+  st->cs = cs;
+  if (store) st->buf = ZeroBuffer(size_t(count * cs));
+  st->got.assign(size_t(count), 0);
+  st->first_ns = now;
+  Inbound* raw = st.get();
+  msgs_.emplace(key, std::move(st));
+  return raw;
+}
+
+void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, bool ce) {
+  bool found;
+  Inbound* st = state(h, now, -1, found);
+  if (!found) return;
+  const uint32_t c = h.chunk_index;
+  if (st == nullptr) {  // completed earlier: tell the sender again
+    feedback(h, now, fb::encode_ack(uint64_t(h.send_ts_ns), 0, fb::FB_COMPLETE, nullptr, 0), ACK);
+    return;
+  }
+  const int64_t n = h.payload_len, cs = st->cs;
+  const int64_t last = int64_t(st->count) - 1;
+  if (h.chunk_count != st->count || c > last || int64_t(h.offset) != c * cs ||
+      (c < last ? n != cs : !(0 < n && n <= cs))) {
+    malformed += 1;
+    return;
+  }
+  st->packets += 1;
+  if (h.flags & FLAG_TRIMMED) {
+    st->trimmed += 1;
+    st->classes[c] = h.mag_class;
+    if (c == last) st->total = c * cs + n;
+    if (!st->got[c]) {
+      feedback(h, now, fb::encode_nack(uint64_t(h.send_ts_ns), st->cum, c), BITMAP);
+      return;
+    }
+  } else if (!st->got[c]) {
+    if (store && (payload.absent ? 0 : int64_t(payload.size)) != n) {
+      malformed += 1;
+      return;
+    }
+    const int64_t off = c * cs;
+    if (store && n) std::memcpy(st->buf.data() + off, payload.data, size_t(n));
+    st->got[c] = 1;
+    st->received += 1;
+    st->received_bytes += n;
+    if (h.flags & FLAG_DROPPABLE) st->received_droppable += 1;
+    if (c == last) st->total = off + n;
+    if (c == st->cum) {
+      uint32_t cum = c + 1;
+      while (cum < st->count && st->got[cum]) ++cum;
+      st->cum = cum;
+    }
+  } else {
+    st->dups += 1;
+  }
+  uint8_t fl = ce ? fb::FB_CE : 0;
+  uint32_t extra[fb::ACK_EXTRA];
+  const size_t n_extra = st->recent.size();
+  for (size_t i = 0; i < n_extra; ++i) extra[i] = st->recent[i];
+  bool seen = false;
+  for (uint32_t r : st->recent) seen |= r == c;
+  if (!seen) {
+    st->recent.push_front(c);
+    if (st->recent.size() > fb::ACK_EXTRA) st->recent.pop_back();
+  }
+  const uint32_t cum = st->cum;
+  if (complete_ready(*st)) {
+    fl |= fb::FB_COMPLETE;
+    complete(*st, now);  // st is gone after this
+  }
+  feedback(h, now, fb::encode_ack(uint64_t(h.send_ts_ns), cum, fl, extra, n_extra), ACK);
+}
+
+bool Receiver::complete_ready(const Inbound& st) const {
+  if (st.received == st.count) return true;
+  return bounded_loss && st.nseg && int64_t(st.segs.size()) == st.nseg &&
+         st.received - st.received_droppable == st.count - st.n_droppable &&
+         *st.total - st.received_bytes <= st.bound;
+}
+
+void Receiver::complete(Inbound& st, int64_t now) {
+  const int64_t total = *st.total, cs = st.cs;
+  Delivery d;
+  d.job = st.key.job;
+  d.src_rank = st.key.src_rank;
+  d.dst_rank = rank;
+  d.iteration = st.key.iteration;
+  d.tensor_id = st.key.tensor_id;
+  d.total = total;
+  d.first_ns = st.first_ns;
+  d.done_ns = now;
+  d.lost_bytes = 0;
+  auto add = [](std::vector<std::pair<int, int64_t>>& by, int cls, int64_t v) {
+    for (auto& [k, sum] : by)
+      if (k == cls) {
+        sum += v;
+        return;
+      }
+    by.emplace_back(cls, v);
+  };
+  for (uint32_t c = 0; c < st.count; ++c) {
+    if (st.got[c]) continue;
+    const int64_t start = c * cs, stop = std::min<int64_t>((c + 1) * cs, total);
+    d.lost_chunks.push_back(c);
+    d.lost_bytes += stop - start;
+    int cls = -1;
+    if (auto it = st.drop_class.find(c); it != st.drop_class.end())
+      cls = it->second;
+    else if (auto jt = st.classes.find(c); jt != st.classes.end())
+      cls = jt->second;
+    add(d.lost_bytes_by_class, cls, stop - start);
+    add(d.lost_chunks_by_class, cls, 1);
+    if (!d.lost_ranges.empty() && d.lost_ranges.back().second == start)
+      d.lost_ranges.back().second = stop;
+    else
+      d.lost_ranges.emplace_back(start, stop);
+  }
+  // The buffer started zeroed and missing chunks were never written: zero-filled.
+  d.data = std::move(st.buf);
+  d.bound_bytes = bounded_loss ? st.bound : 0;
+  d.packets = st.packets;
+  d.duplicates = st.dups;
+  d.trimmed = st.trimmed;
+  delivered_.push_back(std::move(d));
+  const InKey key = st.key;
+  msgs_.erase(key);
+  done_.insert(key);
+  done_order_.push_back(key);
+  if (int64_t(done_order_.size()) > remember) {
+    done_.erase(done_order_.front());
+    done_order_.pop_front();
+  }
+}
+
+void Receiver::feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk) {
+  OutPacket& p = out_.emplace_back();
+  p.h = {type, 0, CONTROL_PRIORITY, CONTROL_MAG, h.job, rank, h.src_rank, uint16_t(payload.size()), h.iteration,
+         h.tensor_id, chunk < 0 ? h.chunk_index : uint32_t(chunk), h.chunk_count, 0, now};
+  p.control = std::move(payload);
+}
+
+// ---- probes (dlcp) ---------------------------------------------------------------------------
+void Receiver::on_probe(const Header& h, const InPayload& p, int64_t now) {
+  if ((h.flags & FLAG_TRIMMED) || p.size < fb::PROBE_HEAD_SIZE) {
+    on_trimmed_probe(h, now);
+    return;
+  }
+  const fb::Probe pr = fb::decode_probe(p.data, p.size);
+  const __int128 count = h.chunk_count, cs = pr.chunk_size, total = pr.total;
+  if (!(0 < cs && (count - 1) * cs < total && total <= count * cs && pr.seg < pr.nseg && pr.n_droppable <= count)) {
+    malformed += 1;
+    return;
+  }
+  bool found;
+  Inbound* st = state(h, now, int64_t(pr.chunk_size), found);
+  if (!found) return;
+  if (st == nullptr) {
+    bitmap_complete(h, now);
+    return;
+  }
+  if (int64_t(pr.chunk_size) != st->cs || (st->total && *st->total != int64_t(pr.total))) {
+    malformed += 1;
+    return;
+  }
+  st->total = pr.total;
+  if (!st->nseg) {
+    st->nseg = pr.nseg;
+    st->bound = pr.bound_bytes;
+    st->n_droppable = pr.n_droppable;
+  }
+  if (st->segs.insert(pr.seg).second)
+    for (size_t i = 0; i < pr.n_entries; ++i) {
+      const uint32_t e = pr.entry(i);
+      st->drop_class[e & fb::PROBE_CHUNK_MASK] = uint8_t(e >> fb::PROBE_ENTRY_SHIFT);
+    }
+  if (st->probe_ts == h.send_ts_ns) return;  // one answer per probe round, however many packets it has
+  st->probe_ts = h.send_ts_ns;
+  if (int64_t(st->segs.size()) < st->nseg) {
+    bitmaps(h, *st, now, fb::FB_NEED_PROBE);
+  } else if (complete_ready(*st)) {
+    complete(*st, now);
+    bitmap_complete(h, now);
+  } else {
+    bitmaps(h, *st, now, 0);
+  }
+}
+
+// The probe's list was cut off: show what arrived and ask for the probe again.
+void Receiver::on_trimmed_probe(const Header& h, int64_t now) {
+  const InKey key{h.job, h.src_rank, h.iteration, h.tensor_id};
+  const auto it = msgs_.find(key);
+  if (done_.count(key)) {
+    bitmap_complete(h, now);
+  } else if (it == msgs_.end()) {
+    feedback(h, now, fb::bitmap_head(uint64_t(h.send_ts_ns), 0, fb::FB_NEED_PROBE, 0, 0), BITMAP, 0);
+  } else if (it->second->probe_ts != h.send_ts_ns) {
+    it->second->probe_ts = h.send_ts_ns;
+    bitmaps(h, *it->second, now, fb::FB_NEED_PROBE);
+  }
+}
+
+void Receiver::bitmaps(const Header& h, const Inbound& st, int64_t now, uint8_t fl) {
+  for (auto& [base, p] : fb::encode_bitmaps(st.got, st.cum, uint64_t(h.send_ts_ns), fl, payload_size))
+    feedback(h, now, std::move(p), BITMAP, base);
+}
+
+void Receiver::bitmap_complete(const Header& h, int64_t now) {
+  feedback(h, now, fb::bitmap_head(uint64_t(h.send_ts_ns), 0, fb::FB_COMPLETE, 0, 0), BITMAP, 0);
+}
+
+}  // namespace dlcp::transport

@@ -1,0 +1,158 @@
+// The receiving endpoint, sans-I/O (dlcp_emu/transport/receiver.py): `receive` takes DATA
+// and PROBE packets, `poll` hands out what to send, `take_delivered` the completed tensors.
+//
+// Every packet lands at its offset, so reordering and duplicates are harmless. Each data
+// packet is answered by one ACK, a trimmed one by a NACK. `bounded_loss` false is
+// ReliableReceiver (below) (complete when every chunk has arrived), true DlcpReceiver (also complete
+// once a PROBE has listed the droppable chunks, every other chunk has arrived and the missing
+// bytes are within the bound; they stay zero and are accounted exactly in the Delivery).
+//
+// `store` false is the payload-free receiver: it keeps which chunks arrived, not their bytes,
+// and delivers sizes and losses only.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <new>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "wire/transport_packet.hpp"
+
+namespace dlcp::transport {
+
+// A zeroed byte buffer from calloc: fresh pages come zero from the kernel, so a large
+// tensor's buffer is written once (by the chunks that arrive), not zeroed first. Python's
+// bytearray(n) is calloc'd the same way.
+class ZeroBuffer {
+ public:
+  explicit ZeroBuffer(size_t n = 0) {
+    if (n) {
+      p_.reset(static_cast<uint8_t*>(std::calloc(n, 1)));
+      if (!p_) throw std::bad_alloc();
+    }
+  }
+  uint8_t* data() { return p_.get(); }
+  bool empty() const { return !p_; }
+  uint8_t* release() { return p_.release(); }  // the caller frees it with std::free
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p_;
+};
+
+struct InKey {
+  uint16_t job, src_rank;
+  uint32_t iteration, tensor_id;
+  bool operator==(const InKey& o) const {
+    return job == o.job && src_rank == o.src_rank && iteration == o.iteration && tensor_id == o.tensor_id;
+  }
+};
+struct InKeyHash {
+  size_t operator()(const InKey& k) const {
+    const uint64_t a = uint64_t(k.iteration) << 32 | k.tensor_id;
+    const uint64_t b = uint64_t(k.job) << 16 | k.src_rank;
+    return std::hash<uint64_t>{}(a * 0x9E3779B97F4A7C15ull ^ b);
+  }
+};
+
+// One completed tensor: `data` (total bytes of it) equals what was sent except lost_ranges.
+struct Delivery {
+  uint16_t job, src_rank, dst_rank;
+  uint32_t iteration, tensor_id;
+  ZeroBuffer data;  // count * chunk_size bytes, of which the first `total` count (empty: payload-free)
+  int64_t total;
+  int64_t first_ns, done_ns;
+  std::vector<int64_t> lost_chunks;
+  int64_t lost_bytes;
+  std::vector<std::pair<int64_t, int64_t>> lost_ranges;
+  // by class (-1: unknown), in the order Python's dicts fill: first lost chunk of each first
+  std::vector<std::pair<int, int64_t>> lost_bytes_by_class, lost_chunks_by_class;
+  int64_t bound_bytes;
+  int64_t packets, duplicates, trimmed;
+};
+
+struct Inbound {
+  InKey key;
+  uint32_t count;
+  int64_t cs;
+  ZeroBuffer buf;  // zero: what a missing chunk delivers (empty when payload-free)
+  std::vector<uint8_t> got;
+  int64_t received = 0, received_bytes = 0, received_droppable = 0;
+  uint32_t cum = 0;
+  std::deque<uint32_t> recent;  // newest first, at most ACK_EXTRA
+  int64_t first_ns;
+  int64_t packets = 0, dups = 0, trimmed = 0;
+  std::unordered_map<uint32_t, uint8_t> classes;  // chunk -> class, learnt from trimmed headers
+  std::optional<int64_t> total;                   // from the last chunk or a probe
+  int64_t bound = 0, n_droppable = 0;
+  int64_t nseg = 0;  // 0: no probe yet
+  std::unordered_set<uint32_t> segs;
+  std::unordered_map<uint32_t, uint8_t> drop_class;  // droppable chunk -> class, from probes
+  std::optional<int64_t> probe_ts;                   // send time of the last probe answered
+};
+
+class Receiver {
+ public:
+  Receiver(bool bounded_loss, int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true);
+
+  void receive(const Header& h, const InPayload& payload, int64_t now, bool ce = false);
+  void poll(int64_t /*now*/, std::vector<OutPacket>& out) {
+    for (auto& p : out_) out.push_back(std::move(p));
+    out_.clear();
+  }
+  std::optional<int64_t> next_timeout() const { return std::nullopt; }  // senders drive recovery
+  std::vector<Delivery> take_delivered() { return std::exchange(delivered_, {}); }
+  bool has_delivered() const { return !delivered_.empty(); }
+  size_t pending() const { return msgs_.size(); }
+
+  const bool bounded_loss;
+  const uint16_t rank;
+  const int64_t payload_size;
+  const int64_t remember;
+  const bool store;
+  int64_t malformed = 0;
+
+ private:
+  // The tensor's state; `found` false: malformed (counted). A null state with `found`: the
+  // tensor completed earlier.
+  Inbound* state(const Header& h, int64_t now, int64_t cs, bool& found);
+  void on_data(const Header& h, const InPayload& p, int64_t now, bool ce);
+  bool complete_ready(const Inbound& st) const;
+  void complete(Inbound& st, int64_t now);
+  void feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk = -1);
+  void on_probe(const Header& h, const InPayload& p, int64_t now);
+  void on_trimmed_probe(const Header& h, int64_t now);
+  void bitmaps(const Header& h, const Inbound& st, int64_t now, uint8_t fl);
+  void bitmap_complete(const Header& h, int64_t now);
+
+  std::unordered_map<InKey, std::unique_ptr<Inbound>, InKeyHash> msgs_;
+  std::unordered_set<InKey, InKeyHash> done_;  // completed keys: answer late packets
+  std::deque<InKey> done_order_;               // oldest first, as the OrderedDict
+  std::vector<OutPacket> out_;
+  std::vector<Delivery> delivered_;
+};
+
+// Completes a tensor when every byte has arrived.
+class ReliableReceiver : public Receiver {
+ public:
+  ReliableReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true)
+      : Receiver(false, rank, mtu, remember, store) {}
+};
+
+// Bounded loss: completes when every non-droppable chunk has arrived and the missing
+// (droppable) bytes are within the bound the sender's PROBE announced.
+class DlcpReceiver : public Receiver {
+ public:
+  DlcpReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true)
+      : Receiver(true, rank, mtu, remember, store) {}
+};
+
+}  // namespace dlcp::transport

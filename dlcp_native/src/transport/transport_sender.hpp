@@ -1,0 +1,164 @@
+// The sending endpoint, sans-I/O (dlcp_emu/transport/sender.py): `send` queues a tensor,
+// `poll` answers what to put on the wire, `receive` takes ACKs and BITMAPs, `next_timeout`
+// says when to poll again without input, `take_completed` lists finished tensors. One sender
+// serves one (job, src_rank, dst_rank) pair and shares one congestion window among its
+// tensors; the tensor with the highest layer priority (lowest number, then the oldest) sends
+// first, its retransmissions before its new chunks.
+//
+// `bounded_loss` false is ReliableSender, true DlcpSender (below). Loss detection (RACK-like, per
+// lane, and the RTO) is in transport_loss_detection.cpp, as loss_detection.py in Python.
+//
+// Where Python iterates a dict, this iterates in the same (insertion) order; heaps order by
+// the same keys, which are unique, so every pop is the one Python makes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "transport/transport_congestion.hpp"
+#include "transport/transport_message.hpp"
+#include "transport/transport_outbound.hpp"
+#include "wire/transport_packet.hpp"
+
+namespace dlcp::transport {
+
+struct LaneEntry {
+  int64_t seq;
+  int64_t ts;
+  OutboundPtr m;
+  uint32_t c;
+};
+
+// One lane (layer priority, magnitude class): loss is evidenced only within a lane.
+struct Lane {
+  int idx = 0;              // priority << 3 | magnitude class
+  std::deque<LaneEntry> q;  // in send order; stale entries skipped
+  int64_t rack_ts = -1;     // send time of the latest-sent delivered packet
+  int64_t rack_seq = -1;
+  int64_t rack_rtt = 0;
+  std::optional<int64_t> deadline;  // pending reordering timer
+};
+
+class Sender {
+ public:
+  Sender(bool bounded_loss, int64_t src_rank, int64_t dst_rank, int64_t job, int64_t mtu,
+         CongestionControl cc, RttEstimator rtt, double reorder_fraction = 0.25);
+
+  // A tensor of `buf->size` bytes (buf->data null: payload-free) with its plan (one class and
+  // one droppable flag per chunk; droppable is ignored unless bounded_loss).
+  void send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std::shared_ptr<const Buffer> buf,
+            const ChunkPlan& plan, int64_t now);
+  void poll(int64_t now, std::vector<OutPacket>& out);
+  void receive(const Header& h, const InPayload& payload, int64_t now, bool ce = false);
+  std::optional<int64_t> next_timeout();
+  std::vector<SendResult> take_completed() { return std::exchange(completed_, {}); }
+
+  size_t pending() const { return msgs_.size(); }
+  int64_t inflight() const { return inflight_; }
+  bool sending(uint32_t iteration, uint32_t tensor_id) const { return by_key_.count(key(iteration, tensor_id)) > 0; }
+  int64_t chunks(int64_t nbytes) const { return (nbytes + payload_size - 1) / payload_size; }
+
+  const bool bounded_loss;
+  const uint16_t src_rank, dst_rank, job;
+  const int64_t payload_size;
+  const double reorder_fraction;
+  CongestionControl cc;
+  RttEstimator rtt;
+  int64_t timeouts = 0, losses = 0, malformed = 0, spurious = 0, tail_probes = 0;
+  double reo_mult() const { return reo_mult_; }
+
+ private:
+  static uint64_t key(uint32_t iteration, uint32_t tensor_id) { return uint64_t(iteration) << 32 | tensor_id; }
+
+  // sending
+  void make_ready(const OutboundPtr& m);
+  std::pair<int64_t, bool> next_chunk(Outbound& m);
+  void emit(const OutboundPtr& m, uint32_t c, bool retx, int64_t now, std::vector<OutPacket>& out);
+  void probe_packets(Outbound& m, int64_t now, std::vector<OutPacket>& out);
+  void queue_probe(const OutboundPtr& m);
+
+  // feedback
+  void on_ack(const OutboundPtr& m, const Header& h, const InPayload& p, int64_t now);
+  void on_bitmap(const OutboundPtr& m, const Header& h, const InPayload& p, int64_t now);
+  void progress(const OutboundPtr& m, int64_t newly, int64_t seq, bool ce, int64_t now);
+  int64_t advance_cum(Outbound& m, uint32_t cum);
+  int64_t deliver(Outbound& m, uint32_t c);
+  void lost(const OutboundPtr& m, uint32_t c, int64_t seq);
+  void finish(const OutboundPtr& m, int64_t now);
+
+  // loss detection (transport_loss_detection.cpp)
+  int64_t reorder_window() const;
+  void on_spurious();
+  void detect(Lane& lane, int64_t now);
+  void run_timers(int64_t now);
+  void arm_pto(int64_t now);
+  void on_pto();
+  void send_tlp(int64_t now, std::vector<OutPacket>& out);
+  void on_rto(int64_t now);
+
+  struct Tlp {  // the outstanding tail-loss probe
+    OutboundPtr m;
+    uint32_t c;
+    int64_t seq;         // the probe's transmission
+    int64_t probed_seq;  // the transmission it repeats
+  };
+  struct TlpDue {  // the packet the probe timer chose, sent by this poll
+    int64_t seq;
+    OutboundPtr m;
+    uint32_t c;
+  };
+
+  struct Ready {
+    uint8_t priority;
+    int64_t order;
+    OutboundPtr m;
+  };
+  struct ReadyAfter {  // std heaps are max-heaps: "after" puts the least key on top
+    bool operator()(const Ready& a, const Ready& b) const {
+      return a.priority != b.priority ? a.priority > b.priority : a.order > b.order;
+    }
+  };
+  using Timer = std::pair<int64_t, int>;  // (deadline, lane index)
+
+  std::map<int64_t, OutboundPtr> msgs_;               // by send order: Python's dict order
+  std::unordered_map<uint64_t, OutboundPtr> by_key_;  // (iteration, tensor_id)
+  std::vector<Ready> ready_;                          // heap of tensors with work to send
+  int64_t order_ = 0;
+  int64_t inflight_ = 0;
+  std::vector<Lane> lanes_;
+  std::vector<Timer> timers_;  // min-heap
+  std::optional<int64_t> rto_deadline_;
+  std::optional<int64_t> pto_deadline_;  // tail-loss probe timer
+  std::optional<Tlp> tlp_;
+  std::optional<TlpDue> tlp_due_;
+  bool after_rto_ = false;  // an RTO came and nothing new was acknowledged since
+  int64_t next_release_ = 0;  // pacing
+  std::vector<OutboundPtr> probe_queue_;
+  std::vector<SendResult> completed_;
+  double reo_mult_ = 1;
+  int64_t reo_decay_ = 16;
+};
+
+// Every byte delivered: every lost chunk is retransmitted.
+class ReliableSender : public Sender {
+ public:
+  ReliableSender(int64_t src_rank, int64_t dst_rank, int64_t job, int64_t mtu, CongestionControl cc,
+                 RttEstimator rtt, double reorder_fraction = 0.25)
+      : Sender(false, src_rank, dst_rank, job, mtu, cc, rtt, reorder_fraction) {}
+};
+
+// Bounded loss: droppable chunks may be lost within the bound; PROBE + BITMAP drive selective
+// retransmission of the rest.
+class DlcpSender : public Sender {
+ public:
+  DlcpSender(int64_t src_rank, int64_t dst_rank, int64_t job, int64_t mtu, CongestionControl cc, RttEstimator rtt,
+             double reorder_fraction = 0.25)
+      : Sender(true, src_rank, dst_rank, job, mtu, cc, rtt, reorder_fraction) {}
+};
+
+}  // namespace dlcp::transport
