@@ -4,7 +4,8 @@ import pytest
 
 from dlcp_emu.experiment.spec import load_spec
 from dlcp_emu.host.background import BackgroundEndpoint
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 
 FLOWS = [(0, 1, 10_001, 7), (0, 2, 3, 8), (0, 1, 1_447, 9)]   # odd sizes: a partial last value
 
@@ -43,7 +44,7 @@ def test_the_simulator_runs_background_flows_payload_free_in_the_core(tmp_path):
     spec = load_spec("examples/default.toml").with_field("byte_scale", 0.002) \
         .with_field("workload.iterations", 1).with_field("engine", "native")
     assert spec.background
-    runs = {hosts: run_simulation(spec, "fifo", tmp_path / hosts, log=lambda *_: None, hosts=hosts)
+    runs = {hosts: run(spec, SimBackend(hosts=hosts), "fifo", tmp_path / hosts, log=lambda *_: None)
             for hosts in ("core", "python")}
     for hosts, sized in (("core", True), ("python", False)):
         endpoints = runs[hosts][1]["hosts"].background.values()

@@ -13,7 +13,8 @@ import math
 import pandas as pd
 import pytest
 
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run as run_experiment
+from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.experiment.spec import parse_spec
 from dlcp_emu.wire import FRAME_OVERHEAD, PacketType
 from workloads import Trace
@@ -50,7 +51,7 @@ def run(request, tmp_path_factory):
                      "workers": 4, "iterations": 2, "fusion_bytes": 0},
         "transport": {"kind": "dlcp", "loss_bound": cfg["loss_bound"]},
         "switch": {"preset": "dlcp"}})
-    summary, frames = run_simulation(spec, "dlcp", tmp / "run", log=lambda m: None)
+    summary, frames = run_experiment(spec, SimBackend(), "dlcp", tmp / "run", log=lambda m: None)
     return cfg["loss_bound"], summary, frames
 
 

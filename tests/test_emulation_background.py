@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.emu.run import EmuBackend
+from dlcp_emu.experiment.run import run
 from dlcp_emu.emu.run_records import host_paths
 from dlcp_emu.emu.streams import read_process_row
 from dlcp_emu.experiment.spec import parse_spec
@@ -39,7 +40,7 @@ def assert_placed(cpus, run_dir):
 @pytest.mark.parametrize("transport", ["reliable", "tcp"])
 def test_background_flows_complete_beside_training(tmp_path, transport):
     spec = parse_spec({**SPEC, "background": {"load": 0.3, "transport": transport}})
-    s, frames = run_emulation(spec, "fifo", tmp_path, log=lambda m: None)
+    s, frames = run(spec, EmuBackend(), "fifo", tmp_path, log=lambda m: None)
     assert s["completed"] and s["switch_conservation_ok"]
     assert s["links_ok"] and s["network_drained"], (s["network_drained"], s["links_unbalanced"])
     # Every background process said how much CPU it used.

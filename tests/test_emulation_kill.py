@@ -13,7 +13,7 @@ import pytest
 from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.net import root_interfaces
 from dlcp_emu.experiment.spec import load_spec
-from dlcp_emu.experiment.runner import scaled_topology
+from dlcp_emu.experiment.topology import scaled_topology
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

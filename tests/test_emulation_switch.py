@@ -15,7 +15,7 @@ import time
 import pytest
 
 from dlcp_emu.emu import cleanup, links
-from dlcp_emu.emu.run import cpu_steal_s
+from dlcp_emu.emu.cpu import cpu_steal_s
 from dlcp_emu.emu.net import EmulationRun, root_interfaces
 from topologies import build
 

@@ -5,7 +5,8 @@ zero-filled, zero-filled bytes are accounted, and every iteration's timing is re
 import numpy as np
 import pytest
 
-from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.emu.run import EmuBackend
+from dlcp_emu.experiment.run import run
 from dlcp_emu.emu.run_records import host_paths, read_host_records
 from workloads import trace_of
 from dlcp_emu.host.plan import gradient, make_plan
@@ -33,7 +34,7 @@ def spec_for(pattern, transport, mtu, engine="auto"):
     ("ring", "dlcp", 9000, "auto"), ("ring", "dlcp", 1500, "python")])
 def test_training_sums_are_exact_where_delivered(tmp_path, pattern, transport, mtu, engine):
     spec = spec_for(pattern, transport, mtu, engine)
-    summary, tables = run_emulation(spec, "dlcp", tmp_path, log=lambda m: None, keep_results=True)
+    summary, tables = run(spec, EmuBackend(), "dlcp", tmp_path, log=lambda m: None, keep_results=True)
     assert summary["completed"], (summary.get("stopped_because"), summary.get("host_exits"))
     # The hosts' and switches' data planes: compiled unless the Python ones are asked for.
     compiled = engine != "python"

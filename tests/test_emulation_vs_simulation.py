@@ -19,8 +19,9 @@ from collections import Counter
 
 import pytest
 
-from dlcp_emu.emu.run import run_emulation
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.emu.run import EmuBackend
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.experiment.spec import parse_spec
 from dlcp_emu.wire import Flags, PacketType
 
@@ -81,12 +82,12 @@ def network_time_agrees(emu, sim, compute_s):
 def emulated_and_simulated(spec, pipeline, path):
     """(emulated summary, its tables, simulated summary, its tables), the emulation checked
     against the simulation on every try (see the module's docstring)."""
-    sim, sim_frames = run_simulation(spec, pipeline, path / "sim", log=lambda m: None)
+    sim, sim_frames = run(spec, SimBackend(), pipeline, path / "sim", log=lambda m: None)
     compute_s = float(sim_frames["iterations"]["compute_s"].mean())
     # The network costs something here, so the bound is not just agreeing on compute.
     assert sim["iteration_time_mean_s"] > 1.3 * compute_s, sim["iteration_time_mean_s"]
     for k in range(ATTEMPTS):
-        emu, emu_frames = run_emulation(spec, pipeline, path / f"emu-{k}", log=lambda m: None)
+        emu, emu_frames = run(spec, EmuBackend(), pipeline, path / f"emu-{k}", log=lambda m: None)
         assert_same_work(emu, emu_frames, sim, sim_frames)
         agrees = network_time_agrees(emu, sim, compute_s)
         fid = emu["fidelity"]

@@ -258,7 +258,8 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
     an interrupted run, and gives Ctrl-C back to whoever had it."""
     import os
     import signal
-    from dlcp_emu.sim.run import SLICE_EVENTS, run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SLICE_EVENTS, SimBackend
     spec = parse_spec({**TINY, "byte_scale": 0.1})
     went_on = []
 
@@ -271,7 +272,7 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
     # SIGINT ignored, and the run then rightly leaves it so).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        s, frames = run_simulation(spec, "fifo", tmp_path, log=log)
+        s, frames = run(spec, SimBackend(), "fifo", tmp_path, log=log)
         given_back = signal.getsignal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -285,13 +286,15 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
 def test_progress_shows_the_first_and_last_slice_and_between_them_as_often_as_asked(tmp_path, monkeypatch):
     """A progress line a slice when asked every 0 s; asked never, the first slice's and the
     last's only (a long run printed a line every 0.4 s)."""
+    from dlcp_emu.experiment.run import run
     from dlcp_emu.sim import run as sim_run
+    from dlcp_emu.sim.run import SimBackend
     spec = parse_spec({**TINY, "byte_scale": 0.1})
     lines = {}
     for every in (0.0, 1e9):
         monkeypatch.setattr(sim_run, "PROGRESS_EVERY_S", every)
         got = []
-        s, _ = sim_run.run_simulation(spec, "fifo", tmp_path / str(every), log=got.append)
+        s, _ = run(spec, SimBackend(), "fifo", tmp_path / str(every), log=got.append)
         lines[every] = [line.split("wall")[0] for line in got if "virtual" in line]
     slices = -(-s["events"] // sim_run.SLICE_EVENTS)
     assert slices >= 3 and len(lines[0.0]) == slices
@@ -304,11 +307,12 @@ def test_no_spurious_retransmissions_at_scaled_rates(tmp_path):
     retransmission would be a spurious timeout. With the retransmission floors set from the
     scaled host link (a frame takes milliseconds) there are none; with the microsecond-scale
     defaults a whole message burst after the compute phase used to time out every iteration."""
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     spec = parse_spec({**{k: v for k, v in TINY.items() if k != "background"}, "seed": 1,
                        "time_dilation": 4.0,
                        "topology": {**TINY["topology"], "hosts_per_leaf": 3, "delay_ns": 1000}})
-    s, frames = run_simulation(spec, "fifo", tmp_path, log=lambda m: None)
+    s, frames = run(spec, SimBackend(), "fifo", tmp_path, log=lambda m: None)
     assert s["completed"]
     packets, ports = frames["packets"], frames["ports"]
     assert ports["dropped"].sum() == 0

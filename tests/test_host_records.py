@@ -8,7 +8,7 @@ import pytest
 
 from dlcp_emu.emu.run_records import host_paths, read_host_records
 from dlcp_emu.emu.streams import JsonLinesWriter
-from dlcp_emu.experiment.runner import tables
+from dlcp_emu.experiment.tables import tables
 from dlcp_emu.experiment.spec import load_spec
 from dlcp_emu.host.agent import Worker
 from dlcp_emu.host.records import take_closed

@@ -4,7 +4,8 @@ bytes as the run with values, and what needs values is refused by name."""
 import pytest
 
 from dlcp_emu.experiment.spec import SpecError, load_spec
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 
 
 def _spec(**fields):
@@ -21,7 +22,7 @@ def test_sizes_move_the_bytes_of_values_and_time_them_alike(tmp_path):
     # Six iterations: drawn classes are not the computed ones, so losses and recoveries differ
     # (with the tail-loss probe, the two measured iterations of three were 7% apart); five
     # measured average that to 3%.
-    runs = {p: run_simulation(_spec(byte_scale=0.01, payload=p, workload__iterations=6), "dlcp", tmp_path / p,
+    runs = {p: run(_spec(byte_scale=0.01, payload=p, workload__iterations=6), SimBackend(), "dlcp", tmp_path / p,
                               log=lambda *_: None)
             for p in ("values", "sizes")}
     (values, vf), (sizes, sf) = runs["values"], runs["sizes"]
@@ -51,10 +52,10 @@ def test_an_unknown_payload_names_the_allowed(tmp_path):
 
 def test_sizes_need_the_endpoints_in_the_core(tmp_path):
     with pytest.raises(ValueError, match="payload: 'sizes' .*runs with the hosts' endpoints in the native core"):
-        run_simulation(_spec(payload="sizes", engine="python"), "dlcp", tmp_path, log=lambda *_: None)
+        run(_spec(payload="sizes", engine="python"), SimBackend(), "dlcp", tmp_path, log=lambda *_: None)
 
 
 def test_the_emulator_refuses_sizes(tmp_path):
-    from dlcp_emu.emu.run import run_emulation
+    from dlcp_emu.emu.run import EmuBackend
     with pytest.raises(ValueError, match="payload: 'sizes' .*runs in the simulator only"):
-        run_emulation(_spec(payload="sizes"), "dlcp", tmp_path, log=lambda *_: None)
+        run(_spec(payload="sizes"), EmuBackend(), "dlcp", tmp_path, log=lambda *_: None)

@@ -6,6 +6,8 @@ import threading
 import pytest
 
 import dlcp_emu.sim.run as sim_run
+from dlcp_emu.experiment.run import prepare, run
+from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.experiment.spec import load_spec
 from dlcp_emu.host.prefetch import Prefetch
 from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
@@ -42,7 +44,7 @@ class Never(Prefetch):
 
 def _run(monkeypatch, tmp_path, cls, spec, name):
     monkeypatch.setattr(sim_run, "Prefetch", cls)
-    s, _ = sim_run.run_simulation(spec, spec.switch, tmp_path / name, log=lambda *_: None)
+    s, _ = run(spec, SimBackend(), spec.switch, tmp_path / name, log=lambda *_: None)
     return {k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS}
 
 
@@ -54,9 +56,7 @@ def test_every_bucket_is_drawn_ahead_once_and_the_run_is_the_same(monkeypatch, t
     Counted.made.clear()
     ahead = _run(monkeypatch, tmp_path, Counted, spec, "ahead")
     (p,) = Counted.made
-    plan_buckets = len(sim_run.make_plan(sim_run.trace_for(spec), spec.scale,
-                                         fusion_bytes=spec.workload["fusion_bytes"],
-                                         fusion_cycle_ms=spec.workload["fusion_cycle_ms"]).buckets)
+    plan_buckets = len(prepare(spec, SimBackend(), spec.switch).plan.buckets)
     want = {(rank, it, b) for rank in range(4) for it in range(2) for b in range(plan_buckets)}
     assert plan_buckets > 1
     assert set(p.found) == want          # every bucket of every iteration and rank was taken

@@ -13,7 +13,8 @@ import pytest
 
 from dlcp_emu.experiment.spec import SpecError, load_spec
 from dlcp_emu.sim.engines import WALL_CLOCK_KEYS as WALL
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 from switch_models import QUEUE_MANAGERS
 from switch_models.queue_managers import DropTail
 
@@ -39,8 +40,8 @@ PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow)
 
 
 def simulate(spec, preset, engine, tmp_path, hosts="auto"):
-    return run_simulation(spec.with_field("engine", engine), preset, tmp_path / f"{engine}-{hosts}",
-                          log=lambda *_: None, hosts=hosts)
+    return run(spec.with_field("engine", engine), SimBackend(hosts=hosts), preset, tmp_path / f"{engine}-{hosts}",
+                          log=lambda *_: None)
 
 
 def spec_of(path, fields, iterations=2):
@@ -100,7 +101,7 @@ def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
 def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_stage, tmp_path):
     mine = python_only_stage(QUEUE_MANAGERS, DropTail)
     spec = spec_of("examples/default.toml", SMALL).with_field("switch", {"preset": "fifo", "queue_manager": mine})
-    s, _ = run_simulation(spec, spec.switch, tmp_path / "auto", log=lambda *_: None)
+    s, _ = run(spec, SimBackend(), spec.switch, tmp_path / "auto", log=lambda *_: None)
     assert s["engine"] == "python"
     assert "queue manager 'mine' is a Python-only stage" in s["engine_note"]
     with pytest.raises(ValueError, match="engine: 'native' cannot run this pipeline .*'mine'"):

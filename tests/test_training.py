@@ -10,7 +10,8 @@ import pytest
 from dlcp_emu.experiment.spec import SpecError, parse_spec
 from dlcp_emu.host.learning import Mlp, load_dataset
 from dlcp_emu.host.training import Training, TrainingSpec, reference
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 
 SMALL = {"hidden": [64], "batch_size": 16, "eval_every": 2}
 
@@ -32,7 +33,7 @@ def replicas(frames):
 @pytest.mark.parametrize("pattern", ["ring", "ps"])
 def test_lossless_distributed_training_is_one_process_on_the_whole_batch(tmp_path, pattern):
     spec = spec_of(pattern)
-    s, frames = run_simulation(spec, "fifo", tmp_path, log=lambda m: None)
+    s, frames = run(spec, SimBackend(), "fifo", tmp_path, log=lambda m: None)
     assert s["completed"] and s["loss_fraction"] == 0.0
     w_ref, evals = reference(TrainingSpec(**spec.training), 4, spec.seed, 3)
     reps = replicas(frames)
@@ -120,7 +121,7 @@ def test_a_heavy_loss_bound_costs_accuracy(tmp_path):
     runs = {}
     for label, bound, order in (("none", 0.0, "magnitude"), ("magnitude", 0.5, "magnitude"),
                                 ("random", 0.5, "random")):
-        s, _ = run_simulation(incast(bound, order), {"preset": "dlcp", "queue_manager":
+        s, _ = run(incast(bound, order), SimBackend(), {"preset": "dlcp", "queue_manager":
                               {"name": "dlcp", "threshold": 0.01}}, tmp_path / label, log=lambda m: None)
         runs[label] = s
     a = {k: s["accuracy"] for k, s in runs.items()}
@@ -156,7 +157,9 @@ def test_emulated_hosts_build_the_same_training_worker():
     """The emulator's host process gets [training] in its config and trains like the simulator."""
     import json
     from dlcp_emu.emu.hostd import build_agent
-    from dlcp_emu.experiment.runner import hostd_config, place, scaled_topology
+    from dlcp_emu.experiment.placement import place
+    from dlcp_emu.experiment.runner import hostd_config
+    from dlcp_emu.experiment.topology import scaled_topology
     spec = spec_of("ps")
     topo = scaled_topology(spec)
     placement = place(spec, topo)

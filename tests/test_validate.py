@@ -35,11 +35,15 @@ def fidelity(pct):
     return {"fell_behind": False, "estimate": est, "tolerance": 0.05, "estimate_flagged": pct > 5}
 
 
+KIND = {"emulation": "emu", "simulation": "sim"}   # a Backend's name -> compare's backend
+
+
 @pytest.fixture
 def known_runs(monkeypatch):
     """compare.run_one (one preset, one seed, one backend) gives FIGURES' numbers; compare
     itself, which combines seeds and writes summaries, runs for real."""
-    def run_one(spec, preset, run_dir, backend, log, emu_options=None):
+    def run_one(spec, preset, run_dir, backend, log):
+        backend = KIND[backend.name]
         it, fct, pct = FIGURES[backend, preset][spec.seed - SPEC.seed]
         return {"iteration_time_mean_s": it, "tensor_fct_p99_s": fct, "completed": True,
                 "loss_within_bound": True, "compression": {}, "fidelity": fidelity(pct),
@@ -87,9 +91,9 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
 def test_a_preset_without_figures_has_no_difference(known_runs, tmp_path, monkeypatch):
     real = compare.run_one
 
-    def no_sim_figure(spec, preset, run_dir, backend, log, emu_options=None):
-        s = real(spec, preset, run_dir, backend, log, emu_options)
-        if backend == "sim":
+    def no_sim_figure(spec, preset, run_dir, backend, log):
+        s = real(spec, preset, run_dir, backend, log)
+        if backend.name == "simulation":
             s["iteration_time_mean_s"] = None    # e.g. the run stopped before an iteration ended
         return s
     monkeypatch.setattr(compare, "run_one", no_sim_figure)
@@ -119,7 +123,8 @@ def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
     table = {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": 0.1}}
     given = []
 
-    def run_one(spec, preset, run_dir, backend, log, emu_options=None):
+    def run_one(spec, preset, run_dir, backend, log):
+        backend = KIND[backend.name]
         given.append((backend, preset))
         return {"iteration_time_mean_s": 0.4 if backend == "emu" else 0.5, "tensor_fct_p99_s": 0.1,
                 "completed": True, "loss_within_bound": True, "compression": {},

@@ -40,7 +40,8 @@ def _net(args):
     from dlcp_emu.emu.net import EmulationRun, RunTerminated
     from dlcp_emu.emu.run import SWITCH_RT_PRIORITY
     from dlcp_emu.experiment import results
-    from dlcp_emu.experiment.runner import preset_name, scaled_topology
+    from dlcp_emu.experiment.topology import scaled_topology
+    from switch_models import PipelineSpec
     pipeline = args.preset or (spec.switch["preset"] if set(spec.switch) == {"preset"} else spec.switch)
     topo = scaled_topology(spec)
     try:
@@ -50,7 +51,7 @@ def _net(args):
         return 2
     run = EmulationRun(topo, pipeline, seed=spec.seed, static_arp=True, run_dir=str(run_dir / "emu"),
                        switch_opts={"rt_priority": SWITCH_RT_PRIORITY}, mtu=spec.mtu, pace_hosts=True)
-    print(f"dlcp-emu net: {topo.summary()}, switches run preset {preset_name(pipeline)}; links at "
+    print(f"dlcp-emu net: {topo.summary()}, switches run preset {PipelineSpec.parse(pipeline).name}; links at "
           f"{_rates(topo)} (the spec's rates x byte_scale {spec.byte_scale:g} / time_dilation "
           f"{spec.time_dilation:g}), MTU {spec.mtu}", flush=True)
     why = None

@@ -147,11 +147,11 @@ def _run(args):
 
 
 def _emu_options(args, spec):
-    """run_emulation's options from the flags, checked against the spec (None: refused)."""
+    """EmuBackend's options from the flags, checked against the spec (None: refused)."""
     options = {"live": getattr(args, "live", None)}
     if getattr(args, "pcap", None) is not None:
         from dlcp_emu.emu.capture import CaptureError, bytes_per_file, select_ports
-        from dlcp_emu.experiment.runner import scaled_topology
+        from dlcp_emu.experiment.topology import scaled_topology
         try:
             ports = select_ports(scaled_topology(spec), args.pcap)
             options["capture"] = {"ports": ports, "max_bytes": bytes_per_file(args.pcap_max_mb, ports)}

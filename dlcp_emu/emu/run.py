@@ -1,15 +1,20 @@
-"""Run one experiment on Mininet: our switches, one agent process per host, real packets.
+"""The emulator as a backend of `experiment.run`: Mininet, our switches, one agent process per
+host, real packets.
+
+    experiment.run.run(spec, EmuBackend(), "dlcp", run_dir)
 
 Every exit path (completion, time limit, Ctrl-C, SIGTERM, a crash) stops the agents and
 switches, keeps what they measured so far, and cleans up what the run created.
 """
 import json
-import os
 import subprocess
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
+
+from switch_models import PipelineSpec
 
 from dlcp_emu.emu import PROJECT_ROOT
 from dlcp_emu.emu.capture import listing
@@ -17,31 +22,18 @@ from dlcp_emu.emu.host_process import write_start
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.emu.placement import split_cpus
-from dlcp_emu.emu.streams import read_process_row, tail_text
+from dlcp_emu.emu.cpu import cpu_use, machine_cpu_s
+from dlcp_emu.emu.streams import tail_text
 from dlcp_emu.emu.run_records import (
     Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
 )
-from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.fidelity_estimate import critical_steps
-from dlcp_emu.experiment.runner import (
-    active_seconds,
-    background_flows,
-    finish,
-    host_frame_ns,
-    host_link_rate,
-    hostd_config,
-    place,
-    port_table,
-    preset_name,
-    queue_table,
-    scaled_topology,
-    summary,
-    tables,
-    transport_settings,
-)
+from dlcp_emu.experiment.backend import Outcome
+from dlcp_emu.experiment.runner import hostd_config
+from dlcp_emu.experiment.settings import transport_settings
+from dlcp_emu.experiment.topology import host_frame_ns, host_link_rate
 from dlcp_emu.host.background import BACKGROUND_TCP_PORT, BACKGROUND_UDP_PORT
-from dlcp_emu.host.plan import make_plan
 from dlcp_emu.transport import TRANSPORTS
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
@@ -61,27 +53,43 @@ SWITCH_WAKE_FRAMES = 1.0
 SWITCH_WAKE_MAX_NS = 200_000
 
 
-def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, capture=None,
-                  live=None):
-    """Returns (summary dict, tables dict). Writes the run's tables under run_dir.
+class EmuBackend:
+    """The emulator, for `experiment.run` (root; one emulation at a time on a machine).
     capture: {"ports": [switch port interfaces], "max_bytes": per file, or None}: pcaps of
     those ports (`emu.capture`), listed in the summary's `captures`. live: the switches'
     ports in the terminal while the run goes on (`liveview`; None: on a terminal, not in CI)."""
-    if spec.payload != "values":
-        raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
-                         "emulator's hosts send real bytes (payload = \"values\")")
+
+    name = "emulation"
+
+    def __init__(self, capture=None, live=None):
+        self.capture, self.live = capture, live
+
+    def transport(self, spec, pipeline):
+        if spec.payload != "values":
+            raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
+                             "emulator's hosts send real bytes (payload = \"values\")")
+        if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
+            raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
+        return spec.transport_for(PipelineSpec.parse(pipeline).name)
+
+    def execute(self, setup, log):
+        return _emulate(setup, log, self.capture, self.live)
+
+    def summarize(self, setup, out, s):
+        _summarize(setup, out, s, self.capture)
+
+    def close(self, setup, out, s):
+        run = out.state.run
+        (setup.run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
+        (setup.run_dir / "links.json").write_text(json.dumps(run.links, indent=1))
+
+
+def _emulate(setup, log, capture, live):
+    spec, pipeline, transport, keep_results = setup.spec, setup.pipeline, setup.transport, setup.keep_results
+    topo, placement, plan = setup.topology, setup.placement, setup.plan
+    run_dir = setup.run_dir   # absolute: the run's processes start elsewhere (PROJECT_ROOT)
     view = LiveView(sys.stdout, live)
     log = view.wrap(log)
-    run_dir = Path(run_dir).resolve()   # the run's processes start elsewhere (PROJECT_ROOT)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    topo = scaled_topology(spec)
-    placement = place(spec, topo)
-    if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
-        raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
-    plan = make_plan(trace_for(spec), spec.scale, fusion_bytes=spec.workload["fusion_bytes"],
-                     fusion_cycle_ms=spec.workload["fusion_cycle_ms"])
-    preset = preset_name(pipeline)
-    transport = spec.transport_for(preset)
     procs, outs = {}, {}
     t_start = time.monotonic()
     cpu_start = machine_cpu_s()
@@ -123,7 +131,7 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
             outs[rank] = paths
             procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
                                     output=paths["log"], cwd=PROJECT_ROOT)
-        bg_outs, bg_ready, bg_procs = _start_background(spec, topo, run, run_dir, start_file, log, host_cpus)
+        bg_outs, bg_ready, bg_procs = _start_background(setup, run, start_file, log, host_cpus)
         try:
             start_at, interrupted = _start_together(
                 ready + bg_ready, start_file,
@@ -156,11 +164,8 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     records, torn = read_host_records(outs)
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
     t0 = min(starts) if starts else 0
-    its, tens, dels = tables(records, spec.scale, t0_ns=t0)
     samples, queue_note = queue_samples(run.stats)
-    queues = queue_table(samples, t0, spec.scale)
     counters = {name: st["model"] for name, st in run.stats.items() if st and "model" in st}
-    ports = port_table(counters, active_seconds(tens), spec.scale)
     fidelity = switch_fidelity(run.stats)
     # CPU time the hypervisor gave to others while the run went on, as a share of the
     # machine's: no process of the run can keep its schedule through it (6.9 s went within
@@ -171,14 +176,23 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
     # How long after the common start the last host began (its wake-up from a sleep).
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
-    s = summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration, plan)
-    fidelity.update(judge(fidelity, frame_ns=frame_ns, compute_share=s["scaling_factor"],
+    frames = {"background": background_table(bg_outs, spec.scale), "packets": _packets(run_dir, outs, spec.scale, t0)}
+    state = SimpleNamespace(run=run, log=log, frame_ns=frame_ns, records=records, torn=torn,
+                            queue_note=queue_note, host_exits=host_exits)
+    return Outcome(records, counters, samples, fidelity, duration, interrupted, frames, t0_ns=t0, state=state)
+
+
+def _summarize(setup, out, s, capture):
+    """The emulator's own figures: the fidelity verdict, the data planes, every link's balance."""
+    spec, placement, plan = setup.spec, setup.placement, setup.plan
+    kept = out.state
+    run, records, fidelity, log = kept.run, kept.records, out.fidelity, kept.log
+    fidelity.update(judge(fidelity, frame_ns=kept.frame_ns, compute_share=s["scaling_factor"],
                           iteration_s=s["iteration_time_mean_s"], dilation=spec.time_dilation,
                           tolerance=spec.fidelity_tolerance,
                           steps=critical_steps(spec.workload["pattern"], len(plan.buckets),
                                                workers=placement.workers, ps_ranks=placement.ps_ranks,
                                                group_size=spec.workload["group_size"])))
-    s["backend"] = "emulation"
     s["engine"] = spec.engine
     s["data_planes"] = data_planes(records, run.stats)
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
@@ -195,27 +209,19 @@ def run_emulation(spec, pipeline, run_dir, log=print, keep_results=False, captur
     # retransmissions): dropped at its muted egress, counted, outside the links' balance.
     s["host_frames_after_stop"] = run.host_muted
     if capture:
-        s["captures"] = listing(run.stats, run_dir)
+        s["captures"] = listing(run.stats, setup.run_dir)
     # What was not as written: a host's records stream with a torn last line (a crash) or
     # lines that are not records; queue samples kept as the largest of every few (a long
     # run), or a torn last row.
-    if torn:
-        s["records_torn"] = torn
-        for rank, p in torn.items():
+    if kept.torn:
+        s["records_torn"] = kept.torn
+        for rank, p in kept.torn.items():
             log(f"  records of rank {rank}: ignored a torn last line of {p['torn_bytes']} bytes "
                 f"and {p['bad_lines']} lines that are not records")
-    if queue_note:
-        s["queue_samples"] = queue_note
-    if host_exits:
-        s["host_exits"] = host_exits
-    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-              "queues": queues, "background": background_table(bg_outs, spec.scale),
-              "packets": _packets(run_dir, outs, spec.scale, t0)}
-    add_accuracy(spec, records, spec.scale, s, frames, t0)
-    finish(run_dir, s, frames, interrupted)
-    (run_dir / "switches.json").write_text(json.dumps(run.stats, indent=1, default=str))
-    (run_dir / "links.json").write_text(json.dumps(run.links, indent=1))
-    return s, frames
+    if kept.queue_note:
+        s["queue_samples"] = kept.queue_note
+    if kept.host_exits:
+        s["host_exits"] = kept.host_exits
 
 
 def data_planes(records, stats):
@@ -294,55 +300,15 @@ def switch_wake_period_ns(frame_ns):
     return int(min(SWITCH_WAKE_FRAMES * frame_ns, SWITCH_WAKE_MAX_NS))
 
 
-def machine_cpu_s():
-    """{"busy", "steal"}: seconds of CPU time, over every core since boot, spent on anything
-    but idling (the hypervisor's steal included) and stolen by the hypervisor (/proc/stat),
-    or None."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    if len(fields) < 8:
-        return None
-    tick = os.sysconf("SC_CLK_TCK")
-    user, nice, system, idle, iowait, irq, softirq, steal = fields
-    return {"busy": (user + nice + system + irq + softirq + steal) / tick, "steal": steal / tick}
-
-
-def cpu_steal_s():
-    """Seconds of CPU time stolen by the hypervisor since boot, or None."""
-    cpu = machine_cpu_s()
-    return None if cpu is None else cpu["steal"]
-
-
-def cpu_use(records, stats, background, busy_s, steal_s, duration):
-    """Where the machine's cores went during the run: each kind of process's CPU seconds
-    (what it reported at its end; None when none did), and the shares of the machine's
-    capacity that was busy and that the hypervisor stole. A busy share near 1 means every
-    process of the run waited for a core, whatever its own figures say."""
-    def total(values):
-        values = [v for v in values if v is not None]
-        return round(sum(values), 3) if values else None
-    capacity = duration * (os.cpu_count() or 1)
-    return {"cpu_s": {"switches": total((st or {}).get("cpu_s") for st in stats.values()),
-                      "hosts": total(r.get("cpu_s") for r in records),
-                      "background": total((read_process_row(p) or {}).get("cpu_s") for p in background)},
-            "cpu_busy_share": busy_s / capacity if busy_s is not None and capacity > 0 else None,
-            "cpu_steal_share": steal_s / capacity if steal_s is not None and capacity > 0 else None}
-
-
-
-
-def _start_background(spec, topo, run, run_dir, start_file, log, cpus):
-    """The spec's background flows (`runner.background_flows`), one process per host, over
+def _start_background(setup, run, start_file, log, cpus):
+    """The run's background flows (`Setup.background`), one process per host, over
     the `reliable` packet transport (`background`, what the simulator runs too) or kernel
     TCP (`background_tcp`, sink and sources), on `cpus`. Returns ({host: records path},
     [ready files], {host: process})."""
+    spec, topo, run_dir, by_src = setup.spec, setup.topology, setup.run_dir, setup.background
     if not spec.background:
         return {}, [], {}
     hosts = topo.hosts()
-    by_src = background_flows(spec, topo)
     bg = spec.background
     log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
         f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")

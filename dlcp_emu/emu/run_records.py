@@ -54,7 +54,7 @@ class Progress:
 
 def read_host_records(paths_by_rank):
     """(records, problems): each host's status, samples and streamed records in one dict,
-    the format the tables read (`experiment.runner.tables`), and {rank: what was wrong with
+    the format the tables read (`experiment.tables.tables`), and {rank: what was wrong with
     its stream} (a last line torn by a crash, lines that are not records) if anything was."""
     records, problems = [], {}
     for rank, paths in paths_by_rank.items():
@@ -84,7 +84,7 @@ def read_host_records(paths_by_rank):
 
 def queue_samples(stats, max_rows=QUEUE_TABLE_MAX_ROWS):
     """({switch: {"ports", "samples": int64 rows (t_ns, bytes per port)}} for
-    `experiment.runner.queue_table`, note): note says, per switch, how many samples were
+    `experiment.tables.queue_table`, note): note says, per switch, how many samples were
     taken, how many rows the table keeps (and the aggregate: each row the largest of
     `every` consecutive samples) and bytes of a torn last row, when any of that happened."""
     out, note = {}, {}

@@ -1,5 +1,5 @@
 """The simulator's network on the native engine: `dlcp_native.NativeNetwork` behind the surface
-of `SimNetwork`, so `SimHosts` and `run_simulation` drive either without knowing which.
+of `SimNetwork`, so `SimHosts` and `SimBackend` drive either without knowing which.
 
 Switches, NICs, wires and the event loop run in the core; the hosts' endpoints stay in
 Python and are called per delivery and per timer, in batches. What a host schedules while it

@@ -1,35 +1,26 @@
-"""Run one experiment in virtual time: the same switch models, transports and agents as the
-emulator, on the discrete-event network. Writes the same tables and summary as `run`."""
+"""The simulator as a backend of `experiment.run`: the same switch models, transports and
+agents as the emulator, on the discrete-event network in virtual time.
+
+    experiment.run.run(spec, SimBackend(), "dlcp", run_dir)
+"""
 import contextlib
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pandas as pd
+from switch_models import PipelineSpec
 
-from dlcp_emu.experiment.accuracy import add_accuracy, trace_for, training_of
-from dlcp_emu.experiment.runner import (
-    active_seconds,
-    background_flows,
-    compression_for,
-    finish,
-    host_link_rate,
-    place,
-    port_table,
-    preset_name,
-    queue_table,
-    scaled_topology,
-    summary,
-    tables,
-    transport_settings,
-)
+from dlcp_emu.experiment.accuracy import training_of
+from dlcp_emu.experiment.backend import Outcome, Setup
+from dlcp_emu.experiment.run import prepare
+from dlcp_emu.experiment.settings import compression_for, transport_settings
+from dlcp_emu.experiment.topology import host_link_rate
 from dlcp_emu.host.agent import Worker, make_worker
 from dlcp_emu.host.prefetch import Prefetch
 from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.host.packet_log import PacketLog, packet_table
-from dlcp_emu.host.plan import make_plan
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.engines import make_network
@@ -42,7 +33,7 @@ PROGRESS_EVERY_S = 2.0   # wall seconds between progress lines; the first and th
 
 def sim_transport(spec, pipeline):
     """The transport a simulated run of this pipeline uses (ValueError for kernel TCP)."""
-    transport = spec.transport_for(preset_name(pipeline))
+    transport = spec.transport_for(PipelineSpec.parse(pipeline).name)
     backends = TRANSPORTS[transport].backends
     if SIMULATION not in backends:
         raise ValueError(f"transport.kind: {transport!r} runs in {' and '.join(backends)} only; the "
@@ -53,20 +44,61 @@ def sim_transport(spec, pipeline):
 HOSTS = ("auto", "core", "python")
 
 
+class SimBackend:
+    """The simulator, for `experiment.run`. hosts: where the hosts' endpoints run: "core"
+    (compiled, inside the native network: Python per message), "python" (Python per packet;
+    the oracle), or "auto" (the core when the network is native). The workers draw their
+    synthetic gradients a bucket ahead on threads of their own while the core moves packets
+    (host/prefetch.py)."""
+
+    name = "simulation"
+
+    def __init__(self, hosts="auto"):
+        if hosts not in HOSTS:
+            raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
+        self.hosts = hosts
+
+    def transport(self, spec, pipeline):
+        return sim_transport(spec, pipeline)
+
+    def execute(self, setup, log):
+        with Prefetch() as prefetch:
+            return _simulate(setup, log, self.hosts, prefetch)
+
+    def summarize(self, setup, out, s):
+        net, wall, cpu = out.state
+        s["engine"], s["engine_note"] = net.engine, net.engine_note
+        s["events"] = net.loop.events
+        s["wall_s"] = time.monotonic() - wall
+        s["process_cpu_s"] = time.process_time() - cpu   # every thread's: the prefetch's draws too
+        # Of wall_s, the time inside the compiled core (None: the Python engine has none).
+        s["core_wall_s"] = net.loop.core_s if net.engine == "native" else None
+        conservation = net.conservation()
+        s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
+        # The simulator's own speed on this run (NICs included, as `bench sim` counts).
+        s["packet_hops"] = sum(taken for taken, _ in conservation.values())
+        s["packet_hops_per_s"] = round(s["packet_hops"] / s["wall_s"]) if s["wall_s"] > 0 else None
+
+    def close(self, setup, out, s):
+        if "background" in s and TRANSPORTS[setup.spec.background["transport"]].kernel:
+            s["background"]["model"] = "reliable transport standing in for kernel TCP"
+
+
 def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
-    """hosts: where the hosts' endpoints run: "core" (compiled, inside the native network:
-    Python per message), "python" (Python per packet; the oracle), or "auto" (the core when
-    the network is native). prefetch: a host.prefetch.Prefetch the workers draw their next
-    bucket's synthetic gradients on, ahead of need (None: when they begin it)."""
-    if hosts not in HOSTS:
-        raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
-    transport = sim_transport(spec, pipeline)
-    topo = scaled_topology(spec)
-    placement = place(spec, topo)
-    trace = trace_for(spec)
+    """(scaled topology, plan, network, hosts) of a run, nothing started: `experiment.run`'s
+    set-up and this backend's network on it. hosts: as SimBackend's; prefetch: a
+    host.prefetch.Prefetch the workers draw their next bucket's synthetic gradients on, ahead
+    of need (None: when they begin it)."""
+    setup = prepare(spec, SimBackend(hosts), pipeline, keep_results=keep_results)
+    net, sim_hosts = build_network(setup, hosts, prefetch)
+    return setup.topology, setup.plan, net, sim_hosts
+
+
+def build_network(setup: Setup, hosts="auto", prefetch=None):
+    """(network, hosts) of a prepared run: the switches and the hosts' stacks on them."""
+    spec, pipeline, transport = setup.spec, setup.pipeline, setup.transport
+    topo, placement, trace, plan = setup.topology, setup.placement, setup.trace, setup.plan
     w, t = spec.workload, spec.transport
-    plan = make_plan(trace, spec.scale,
-                     fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
     # Drops are recorded with the packets, to say where each lost one went.
     net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
     in_core, why = _hosts_in_core(net, spec, hosts)
@@ -88,7 +120,7 @@ def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
         else:
             agent = make_worker(rank, placement.workers, plan, trace, w, spec.seed,
                                 placement.ps_ranks, compression, rate(rank), spec.mtu,
-                                keep_results=keep_results, training=training_of(spec), payload=spec.payload)
+                                keep_results=setup.keep_results, training=training_of(spec), payload=spec.payload)
             if prefetch is not None:
                 agent.draw_ahead_on(prefetch)
         stack = HostStack(rank, agent, transport, mtu=spec.mtu, loss_bound=t["loss_bound"],
@@ -98,11 +130,12 @@ def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
                           settings=settings)
         stacks[rank] = PacketLog(stack) if spec.packet_records and not in_core else stack
     if in_core:
-        hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)
+        sim_hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)
     else:
-        hosts = SimHosts(net, stacks, placement.host_of_rank)
-    hosts.background = _background(spec, topo, hosts, "native" if in_core else "python") if spec.background else {}
-    return topo, plan, net, hosts
+        sim_hosts = SimHosts(net, stacks, placement.host_of_rank)
+    sim_hosts.background = _background(setup, sim_hosts, "native" if in_core else "python") \
+        if spec.background else {}
+    return net, sim_hosts
 
 
 def _hosts_in_core(net, spec, hosts):
@@ -117,13 +150,13 @@ def _hosts_in_core(net, spec, hosts):
     return False, why
 
 
-def _background(spec, topo, hosts, endpoints):
-    """The emulator's background flows (`runner.background_flows`: same arrivals and sizes)
+def _background(setup, hosts, endpoints):
+    """The run's background flows (`Setup.background`: the emulator's arrivals and sizes)
     on the `reliable` transport's endpoints. Over `reliable` they are what the emulator runs;
     for `tcp` they stand in for kernel TCP, marked as the switches see TCP (not DLCP, one
     flow hash per connection)."""
+    spec, topo, by_src = setup.spec, setup.topology, setup.background
     names = topo.hosts()
-    by_src = background_flows(spec, topo)
     # Their bytes are zeros nobody reads: in the core, payload-free (the same packets).
     payload = "sizes" if endpoints == "native" else "values"
     endpoints = {i: BackgroundEndpoint(i, by_src[h], spec.mtu, host_link_rate(topo, h), endpoints=endpoints,
@@ -152,18 +185,10 @@ def _ctrl_c_between_slices():
         signal.signal(signal.SIGINT, previous)
 
 
-def run_simulation(spec, pipeline, run_dir, log=print, keep_results=False, hosts="auto"):
-    """hosts: where the training endpoints run (`build`). The workers draw their synthetic
-    gradients a bucket ahead on threads of their own while the core moves packets
-    (host/prefetch.py)."""
-    with Prefetch() as prefetch:
-        return _simulate(spec, pipeline, Path(run_dir), log, keep_results, hosts, prefetch)
-
-
-def _simulate(spec, pipeline, run_dir, log, keep_results, hosts, prefetch):
-    run_dir.mkdir(parents=True, exist_ok=True)
-    topo, plan, net, hosts = build(spec, pipeline, keep_results, hosts, prefetch)
-    preset = preset_name(pipeline)
+def _simulate(setup, log, hosts, prefetch):
+    spec = setup.spec
+    net, hosts = build_network(setup, hosts, prefetch)
+    topo = setup.topology
     log(f"  engine: {net.engine} ({net.engine_note})")
     wall, cpu = time.monotonic(), time.process_time()
     samples = {name: {"ports": net.port_numbers(name), "samples": []} for name in topo.switches()}
@@ -213,33 +238,13 @@ def _simulate(spec, pipeline, run_dir, log, keep_results, hosts, prefetch):
         interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
                        else "no events left before the agents were done (stalled)")
     records = [_records(rank, s) for rank, s in hosts.stacks.items()]
-    its, tens, dels = tables(records, spec.scale)
-    ports = port_table(net.counters(), active_seconds(tens), spec.scale)
-    s = summary(spec, pipeline, spec.transport_for(preset), its, tens, dels, ports,
-                {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
-                spec.scale.seconds(net.loop.now), plan)
-    s["backend"] = "simulation"
-    s["engine"], s["engine_note"] = net.engine, net.engine_note
-    s["events"] = net.loop.events
-    s["wall_s"] = time.monotonic() - wall
-    s["process_cpu_s"] = time.process_time() - cpu   # every thread's: the prefetch's draws too
-    # Of wall_s, the time inside the compiled core (None: the Python engine has none).
-    s["core_wall_s"] = net.loop.core_s if net.engine == "native" else None
-    conservation = net.conservation()
-    s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
-    # The simulator's own speed on this run (NICs included, as `bench sim` counts).
-    s["packet_hops"] = sum(taken for taken, _ in conservation.values())
-    s["packet_hops_per_s"] = round(s["packet_hops"] / s["wall_s"]) if s["wall_s"] > 0 else None
-    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
-              "queues": queue_table(samples, 0, spec.scale),
-              "background": _background_table(topo, hosts, spec.scale),
+    frames = {"background": _background_table(topo, hosts, spec.scale),
               "packets": packet_table(hosts.packet_logs(), spec.scale, in_flight=hosts.in_flight_keys(),
                                       dropped=hosts.training_drops())}
-    add_accuracy(spec, records, spec.scale, s, frames)
-    finish(run_dir, s, frames, interrupted)
-    if "background" in s and TRANSPORTS[spec.background["transport"]].kernel:
-        s["background"]["model"] = "reliable transport standing in for kernel TCP"
-    return s, {**frames, "hosts": hosts}
+    return Outcome(records, net.counters(), samples,
+                   {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
+                   spec.scale.seconds(net.loop.now), interrupted, frames, state=(net, wall, cpu),
+                   handles={"hosts": hosts})
 
 
 def _background_table(topo, hosts, scale):

@@ -20,7 +20,7 @@ QUIET_BELOW = 0.03  # ... and one measured closer must not
 
 def inputs(record):
     """The estimate's arguments for a grid record (what emu/run.py gives it for the run)."""
-    from dlcp_emu.experiment.runner import host_frame_ns, scaled_topology
+    from dlcp_emu.experiment.topology import host_frame_ns, scaled_topology
     from dlcp_emu.experiment.spec import load_spec
     from dlcp_emu.host.plan import make_plan
     from workloads import trace_of

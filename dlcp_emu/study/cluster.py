@@ -130,11 +130,12 @@ def on_cluster(tasks, cluster, jobs, run_dir, record, fail, log):
 def simulate_remote(spec, preset):
     """On a worker: one run in a temporary folder -> (summary, {relative path: bytes}, where)."""
     from distributed import get_worker
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     with tempfile.TemporaryDirectory(prefix="dlcp-emu-run-") as tmp:
         folder = Path(tmp)
         with open(folder / SIMULATE_LOG, "w") as f:
-            summary, _ = run_simulation(spec, preset, folder, log=lambda m: print(m, file=f, flush=True))
+            summary, _ = run(spec, SimBackend(), preset, folder, log=lambda m: print(m, file=f, flush=True))
         files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     return summary, files, get_worker().address
 

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from switch_models import PipelineSpec
+
 from dlcp_emu.experiment import results
 from dlcp_emu.experiment.fidelity_estimate import combine_estimates
-from dlcp_emu.experiment.runner import preset_name
 from dlcp_emu.study.pools import check_memory as _check_memory_side_by_side
 from dlcp_emu.study.pools import side_by_side as _side_by_side
 from dlcp_emu.study.compare_table import print_json, table  # noqa: F401 (compare.table)
@@ -37,15 +38,26 @@ FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", 
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
 
 
-def run_one(spec, preset, run_dir, backend, log, emu_options=None):
-    """emu_options: more arguments of run_emulation (capture=, live=)."""
-    if backend == "sim":
-        from dlcp_emu.sim.run import run_simulation
-        s, _ = run_simulation(spec, preset, run_dir, log=log)
-    else:
-        from dlcp_emu.emu.run import run_emulation
-        s, _ = run_emulation(spec, preset, run_dir, log=log, **(emu_options or {}))
+def backend_for(name, emu_options=None):
+    """The backend a run is handed (`experiment.run`): "sim" (virtual time) or "emu"
+    (Mininet); emu_options: more arguments of EmuBackend (capture=, live=)."""
+    if name == "sim":
+        from dlcp_emu.sim.run import SimBackend
+        return SimBackend()
+    from dlcp_emu.emu.run import EmuBackend
+    return EmuBackend(**(emu_options or {}))
+
+
+def run_one(spec, preset, run_dir, backend, log):
+    """One run on `backend` (a Backend: backend_for) -> its summary."""
+    from dlcp_emu.experiment.run import run
+    s, _ = run(spec, backend, preset, run_dir, log=log)
     return s
+
+
+def preset_name(pipeline):
+    """What a run under this pipeline (a preset name or a [switch] table) is called."""
+    return PipelineSpec.parse(pipeline).name
 
 
 def variants(spec, presets, vary=()):
@@ -79,7 +91,7 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
     """What `compare` would run, every variant checked as far as a run's set-up goes (the
     scaled topology, the plan from the trace, the transport the backend has), without
     running: lines to print. Raises what the set-up would (ValueError, RuntimeError)."""
-    from dlcp_emu.experiment.runner import scaled_topology
+    from dlcp_emu.experiment.topology import scaled_topology
     from dlcp_emu.host.plan import make_plan
     from dlcp_emu.sim.run import sim_transport
     from workloads import trace_of
@@ -180,9 +192,10 @@ def compare(spec, presets, seeds=1, backend="emu", root="results", log=print, va
             from dlcp_emu.study.cluster import on_cluster
             on_cluster(tasks, cluster, jobs, run_dir, record, fail, log)
         elif jobs == 1:
+            on = backend_for(backend, emu_options)
             for task in tasks:
                 log(f"{task.label} (seed {task.spec.seed}, {task.transport} transport, {backend}):")
-                record(task, run_one(task.spec, task.preset, run_dir / task.folder, backend, log, emu_options))
+                record(task, run_one(task.spec, task.preset, run_dir / task.folder, on, log))
         else:
             _side_by_side(tasks, jobs, run_dir, record, log)
         summary["complete"] = all(s.get("completed") for s in summary["presets"].values()) \

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from dlcp_emu.experiment.fidelity import HOST_LAG_LIMIT
-from dlcp_emu.experiment.runner import host_frame_ns, scaled_topology
+from dlcp_emu.experiment.topology import host_frame_ns, scaled_topology
 from dlcp_emu.experiment.spec import SpecError
 
 LADDER = tuple(2 ** k for k in range(11))   # 1 .. 1024
@@ -91,14 +91,15 @@ def measure_machine():
 def spec_demand(spec, preset):
     """Packet hops per real-world second the spec (time_dilation "auto") moves under
     `preset`, simulated (the simulator counts a hop at every switch and NIC a packet passes)."""
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     # Still "auto", so dilation 1 (the simulator's results do not depend on it) and the
     # background drawn for DEMAND_SECONDS, not for the emulation's wall-clock limit.
     short = spec.with_field("packet_records", False).with_field(
         "time_limit_s", min(spec.time_limit_s, DEMAND_SECONDS))
     short = short.with_field("workload.iterations", min(spec.workload["iterations"], DEMAND_ITERATIONS))
     with tempfile.TemporaryDirectory(prefix="dlcp-demand-") as d:
-        s, _ = run_simulation(short, preset, d, log=lambda m: None)
+        s, _ = run(short, SimBackend(), preset, d, log=lambda m: None)
     if not s.get("duration_s"):
         raise RuntimeError("time_dilation auto: the simulated run that measures the demand moved nothing")
     return s["packet_hops"] / s["duration_s"]

@@ -71,14 +71,15 @@ def _simulate_quietly(spec, preset, run_dir):
     one line a run), or None if a run was interrupted before it started: Ctrl-C stops it
     where it is, and then the runs still queued (taken by a process as soon as it is free,
     before the runner knows of the interrupt) do not start."""
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     if _STOP.is_set():
         return None
     run_dir.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with open(run_dir / SIMULATE_LOG, "w") as f:
-            s, _ = run_simulation(spec, preset, run_dir, log=lambda m: print(m, file=f, flush=True))
+            s, _ = run(spec, SimBackend(), preset, run_dir, log=lambda m: print(m, file=f, flush=True))
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if s.get("interrupted"):

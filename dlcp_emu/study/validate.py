@@ -14,7 +14,6 @@ import numpy as np
 
 from dlcp_emu.study import compare, compare_table, dilation
 from dlcp_emu.experiment import results
-from dlcp_emu.experiment.runner import preset_name
 from dlcp_emu.jsonio import write_json_atomic
 
 FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99"))
@@ -31,7 +30,7 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
         runs[backend] = {"dir": str(run_dir), "summary": summary}
     rows = []
     for pipeline in presets:
-        preset = preset_name(pipeline)   # a [switch] table runs under its pipeline's name
+        preset = compare.preset_name(pipeline)   # a [switch] table runs under its pipeline's name
         row = {"preset": preset}
         for key, _ in FIGURES:
             vals = {b: _per_seed(runs[b]["summary"]["presets"].get(preset), key) for b in runs}

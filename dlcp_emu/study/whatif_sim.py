@@ -7,7 +7,8 @@ closed form only counts the tail after backward), adds no GPU vector-add time, a
 Horovod fusion on the trace's ready times. Gradient bytes and link rates are scaled by the
 same factor, which keeps every time in real-world seconds.
 """
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.experiment.spec import parse_spec
 from dlcp_emu.study.whatif import whatif
 
@@ -22,7 +23,7 @@ def whatif_sim(model, workers, bandwidth_gbps, run_dir, byte_scale=0.01, iterati
         "workload": {"model": model, "pattern": "ring", "workers": workers, "iterations": iterations},
         "transport": {"kind": transport}, "switch": {"preset": preset},
     })
-    s, _ = run_simulation(spec, preset, run_dir, log=log)
+    s, _ = run(spec, SimBackend(), preset, run_dir, log=log)
     closed = whatif(model, workers, bandwidth_gbps)
     return {"model": model, "workers": workers, "bandwidth_gbps": bandwidth_gbps,
             "closed_form_scaling_factor": closed.scaling_factor,

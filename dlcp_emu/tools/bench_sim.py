@@ -138,7 +138,8 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
 
     from dlcp_emu.experiment.spec import load_spec
     from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     spec = load_spec(spec_path).with_field("byte_scale", byte_scale).with_field("workload.iterations", iterations)
     spec = spec.with_field("packet_records", False)
     runs = {}
@@ -149,8 +150,8 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
                 log(f"end to end: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), "
                     f"{engine} engine, hosts' endpoints in {hosts}")
             gc.collect()
-            s, _ = run_simulation(spec.with_field("engine", engine), preset, f"{tmp}/{way}", log=lambda *_: None,
-                                  hosts=hosts)
+            s, _ = run(spec.with_field("engine", engine), SimBackend(hosts), preset, f"{tmp}/{way}",
+                       log=lambda *_: None)
             runs[way] = s
     # CPU seconds too: the gradients' draws run on threads beside the event loop (host/prefetch.py).
     out = {w: {"packet_hops": s["packet_hops"], "events": s["events"], "wall_s": round(s["wall_s"], 3),
@@ -176,12 +177,13 @@ def _fit(runs):
 def _simulated(spec, label, log):
     import tempfile
 
-    from dlcp_emu.sim.run import run_simulation
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     if log:
         log(f"growth: {label}")
     gc.collect()
     with tempfile.TemporaryDirectory() as tmp:
-        s, _ = run_simulation(spec, spec.switch, tmp, log=lambda *_: None)
+        s, _ = run(spec, SimBackend(), spec.switch, tmp, log=lambda *_: None)
     return {"packet_hops": s["packet_hops"], "wall_s": round(s["wall_s"], 3),
             "packet_hops_per_s": s["packet_hops_per_s"], "events": s["events"]}
 

@@ -199,10 +199,11 @@ def growth(samples, warmup_s):
 
 def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, out_dir=None,
         log=print):
-    from dlcp_emu.emu.run import run_emulation
+    from dlcp_emu.emu.run import EmuBackend
+    from dlcp_emu.experiment.run import run as run_experiment
     from dlcp_emu.experiment.results import new_run_dir
     from dlcp_emu.experiment.spec import load_spec
-    from dlcp_emu.experiment.runner import preset_name
+    from switch_models import PipelineSpec
     spec = load_spec(spec_path or DEFAULT_SPEC).with_field("time_limit_s", minutes * 60.0)
     pipeline = preset or spec.switch
     warmup_s = 60.0 * (warmup_min if warmup_min is not None else min(max(5.0, minutes / 3), minutes / 2))
@@ -210,7 +211,7 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
     sampler = Sampler(run_dir / "emu", sample_s)
     sampler.start()
     t0 = time.monotonic()
-    summary, _ = run_emulation(spec, pipeline, run_dir, log=log)
+    summary, _ = run_experiment(spec, EmuBackend(), pipeline, run_dir, log=log)
     sampler.stopped.set()
     sampler.join()
     samples = sampler.samples
@@ -226,7 +227,7 @@ def run(minutes, spec_path=None, preset=None, sample_s=10.0, warmup_min=None, ou
     fid = summary.get("fidelity") or {}
     result = {
         "minutes": round((time.monotonic() - t0) / 60, 2), "warmup_min": round(warmup_s / 60, 2),
-        "preset": preset_name(pipeline), "samples": len(samples), "memory": mem,
+        "preset": PipelineSpec.parse(pipeline).name, "samples": len(samples), "memory": mem,
         "memory_ok": bool(mem and max(r["growth"] for r in mem["by_kind"].values()) <= GROWTH_TARGET),
         "lateness_after_warmup": lateness,
         "fidelity": {k: fid.get(k) for k in ("fell_behind", "estimate", "estimate_flagged", "p99_lateness_us",

@@ -1,0 +1,55 @@
+"""One way to run an experiment, in either backend:
+
+    s, frames = run(spec, SimBackend(), "dlcp", run_dir)      # or EmuBackend()
+
+The steps and their order are the same for both and live here: the backend names its
+transport (or refuses), the topology is scaled, the ranks placed, the plan made, the
+background flows drawn; the backend runs it (`Backend.execute`); its records become the
+tables and the summary, the backend adds its own figures, and every table is written.
+"""
+from pathlib import Path
+
+from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
+from dlcp_emu.experiment.background import background_flows
+from dlcp_emu.experiment.backend import Backend, Setup
+from dlcp_emu.experiment.placement import place
+from dlcp_emu.experiment.summary import finish, summary
+from dlcp_emu.experiment.tables import active_seconds, port_table, queue_table, tables
+from dlcp_emu.experiment.topology import scaled_topology
+from dlcp_emu.host.plan import make_plan
+
+
+def prepare(spec, backend: Backend, pipeline, run_dir=None, keep_results=False) -> Setup:
+    """The run as the backend is given it (nothing started, nothing written)."""
+    transport = backend.transport(spec, pipeline)
+    topology = scaled_topology(spec)
+    trace = trace_for(spec)
+    w = spec.workload
+    return Setup(spec, pipeline, transport, topology, place(spec, topology), trace,
+                 make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"]),
+                 background_flows(spec, topology) if spec.background else {},
+                 None if run_dir is None else Path(run_dir).resolve(), keep_results)
+
+
+def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=False):
+    """Runs `pipeline` (a preset name or a [switch] table) of `spec` on `backend`; writes the
+    run's tables and summary under run_dir. Returns (summary dict, {table name: DataFrame},
+    with the backend's handles, e.g. the simulator's `hosts`). keep_results: the workers keep
+    the gradients they synchronised (tests compare them)."""
+    setup = prepare(spec, backend, pipeline, run_dir, keep_results)
+    setup.run_dir.mkdir(parents=True, exist_ok=True)
+    out = backend.execute(setup, log)
+    scale, t0 = spec.scale, out.t0_ns
+    its, tens, dels = tables(out.records, scale, t0_ns=t0)
+    ports = port_table(out.counters, active_seconds(tens), scale)
+    s = summary(spec, pipeline, setup.transport, its, tens, dels, ports, out.fidelity, out.duration_s,
+                setup.plan)
+    s["backend"] = backend.name
+    backend.summarize(setup, out, s)
+    frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
+              "queues": queue_table(out.queue_samples, t0, scale), **out.frames}
+    add_accuracy(spec, out.records, scale, s, frames, t0)
+    finish(setup.run_dir, s, frames, out.interrupted)
+    backend.close(setup, out, s)
+    return s, {**frames, **out.handles}
+
