@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 from dlcp_emu.wire import HEADER_LEN, DlcpHeader, Ecn, WireError
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
+from dlcp_emu.transport.endpoint import Endpoint
 
 RECV_BUFFER = 1 << 16
 MAX_WAIT_S = 0.05  # wake up at least this often, so `until` and the deadline are checked
@@ -33,9 +34,9 @@ _ECT0 = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", Ecn.ECT0))]   # sen
 
 
 class UdpDriver:
-    """One endpoint (sender or receiver) on one UDP socket."""
+    """One endpoint (sender or receiver) on one UDP socket: an `emu.driver.HostDriver`."""
 
-    def __init__(self, endpoint, sock: socket.socket, peers: dict[int, tuple[str, int]] | None = None,
+    def __init__(self, endpoint: Endpoint, sock: socket.socket, peers: dict[int, tuple[str, int]] | None = None,
                  *, ecn: bool = False, clock: Callable[[], int] = time.monotonic_ns,
                  measure_lag: bool = False):
         self.endpoint = endpoint

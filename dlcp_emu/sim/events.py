@@ -4,6 +4,7 @@ Each event calls callback(arg): one argument keeps the per-packet events (a pack
 at the far end of a link) as cheap as CPython allows; `at` takes any arguments."""
 import heapq
 import itertools
+from typing import Callable, Protocol, runtime_checkable
 
 FOREVER = 1 << 62
 
@@ -19,6 +20,27 @@ def _stop(_):
 def _call(packed):
     callback, args = packed
     callback(*args)
+
+
+@runtime_checkable
+class Loop(Protocol):
+    """The event loop's surface, as the network and the hosts drive it: `EventLoop` here,
+    `sim.native.NativeLoop` over the core's loop."""
+
+    now: int       # virtual time, ns
+    events: int    # events run so far
+
+    def at(self, t: int, callback: Callable, *args) -> None:
+        """Run callback(*args) at virtual time t (never before now)."""
+
+    def stop(self) -> None:
+        """End `run` once the events already due now have run."""
+
+    def run(self, until: int | None = None, max_events: int | None = None) -> int:
+        """Run events until none is left, `until` or `max_events`; the time reached."""
+
+    def pending(self) -> int:
+        """Events still waiting (0: nothing more will happen)."""
 
 
 class EventLoop:

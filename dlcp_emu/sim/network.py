@@ -10,11 +10,47 @@ which keeps it small at scale. A port with a backlog gets a wake-up at the time 
 the next packet.
 """
 from collections import deque
+from typing import Callable, Iterable, Protocol, runtime_checkable
 
-from switch_models import HostNic, PortConfig, Switch
+from switch_models import HostNic, Packet, PortConfig, Switch
 from switch_models.nic import BUFFER_FULL
 
-from dlcp_emu.sim.events import EventLoop
+from dlcp_emu.sim.events import EventLoop, Loop
+
+
+@runtime_checkable
+class Network(Protocol):
+    """What the simulator's hosts (`sim.hosts.SimHosts`) and run (`sim.run`) need of a
+    network: `SimNetwork` (Python, the oracle) and `sim.native.NativeSimNetwork` (the
+    core) both are one. (`sim.core_hosts.CoreHosts`, the endpoints in the core, needs the
+    native one itself.)"""
+
+    topology: object   # topologies.Topology, scaled
+    loop: Loop
+
+    def on_receive(self, host: str, handler: Callable[[Packet, int], None]) -> None:
+        """handler(pkt, now) is called for every packet delivered to `host`."""
+
+    def send(self, host: str, pkt: Packet, now: int | None = None) -> None:
+        """A host's NIC takes `pkt` (routed by `pkt.dst`, a host name) at `now`."""
+
+    def in_flight(self) -> Iterable[Packet]:
+        """The packets still in the network."""
+
+    def drops(self) -> Iterable[tuple]:
+        """(node, time, port, reason, Packet) of every packet dropped, with record_drops."""
+
+    def conservation(self) -> dict:
+        """{node: (packets taken in, packets accounted for)}: equal where none went unsaid."""
+
+    def counters(self) -> dict:
+        """{switch: counters}, as the emulator's switches report them."""
+
+    def port_numbers(self, switch: str) -> list:
+        """The switch's port numbers, in the order queued_bytes answers."""
+
+    def queued_bytes(self, switch: str) -> dict:
+        """{port: bytes queued now}."""
 
 
 class Wire:
