@@ -1,1 +1,3 @@
-"""An experiment: the spec, its scaling, placement and flows, and result tables."""
+"""An experiment: the spec, the one way to run it (`run`, on a `backend.Backend`), and what a
+run is made of: its scaled topology, placement, background flows, settings, tables and
+summary."""
