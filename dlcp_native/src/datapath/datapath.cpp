@@ -1,4 +1,4 @@
-// See datapath.hpp. Each step names the Python it mirrors.
+// See datapath.hpp. Each step names the Python it mirrors; the way in is datapath_ingress.cpp.
 #include "datapath/datapath.hpp"
 
 #include <poll.h>
@@ -100,85 +100,6 @@ Datapath::Return Datapath::run(int64_t until, int64_t clock_offset) {
     floor_ = now + send_ahead;
     send_due(floor_);
   }
-}
-
-// sockets.py drain functions: the ring's frames with the kernel's delivery times, or recv's
-// with none (the time they were read is all there is).
-void Datapath::read_port(size_t port, int64_t clock_offset) {
-  DatapathPortCounters& c = counters[port];
-  auto keep = [&](const uint8_t* data, size_t n, bool stamped, int64_t t) {
-    std::vector<uint8_t> frame;
-    if (!spare_.empty()) {
-      frame.swap(spare_.back());
-      spare_.pop_back();
-    }
-    frame.assign(data, data + n);
-    got_.push_back({t, stamped, int(port), std::move(frame)});
-    ++c.rx_frames;
-  };
-  if (rings_[port]) {
-    rings_[port]->drain(batch_, [&](const uint8_t* data, size_t n, int64_t stamp) {
-      keep(data, n, true, stamp - clock_offset);
-    });
-    return;
-  }
-  std::vector<uint8_t>& buf = recv_buf_;
-  buf.resize(ports_[port].recv_size);
-  for (size_t k = 0; k < batch_; ++k) {
-    const ssize_t n = recv(ports_[port].fd, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++c.rx_errors;
-      break;
-    }
-    keep(buf.data(), size_t(n), false, 0);
-  }
-}
-
-// ingress.py `Ingress.arrivals`: when each frame read arrived (the kernel's time, never
-// later than now; a paced host's link replayed first), and those still on a link due by now.
-void Datapath::settle(int64_t now, size_t sources) {
-  for (Got& g : got_) {
-    int64_t t = g.stamped ? g.t : now;
-    if (t > now) t = now;
-    if (g.stamped) rx_wait.add(now - t);
-    if (nics_[g.port]) {
-      const std::optional<int64_t> end = nics_[g.port]->transmit(int64_t(g.frame.size()), t);
-      if (!end) {  // counted by the NIC
-        spare_.push_back(std::move(g.frame));
-        continue;
-      }
-      t = *end;
-      if (t > now) {
-        arriving_.push({t, seq_++, g.port, std::move(g.frame)});
-        continue;
-      }
-    }
-    due_.push_back({t > floor_ ? t : floor_, 0, g.port, std::move(g.frame)});
-  }
-  got_.clear();
-  if (!arriving_.empty() && arriving_.top().t <= now) {
-    ++sources;
-    due_from_links(now);
-  }
-  if (sources > 1)
-    std::stable_sort(due_.begin(), due_.end(), [](const Arrival& a, const Arrival& b) { return a.t < b.t; });
-}
-
-void Datapath::due_from_links(int64_t now) {
-  while (!arriving_.empty() && arriving_.top().t <= now) {
-    // top() is const; the frame is moved out just before the pop discards the entry.
-    Arrival& a = const_cast<Arrival&>(arriving_.top());
-    due_.push_back({a.t > floor_ ? a.t : floor_, 0, a.port, std::move(a.frame)});
-    arriving_.pop();
-  }
-}
-
-void Datapath::take_due() {
-  for (Arrival& a : due_) {
-    take(a.t, a.port, a.frame);
-    spare_.push_back(std::move(a.frame));  // what the switch no longer holds, for the next read
-  }
-  due_.clear();
 }
 
 // python_loop.py `take`. The frame read is copied once, from the ring; the packet the switch

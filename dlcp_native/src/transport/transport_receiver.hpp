@@ -8,7 +8,7 @@
 // bytes are within the bound; they stay zero and are accounted exactly in the Delivery).
 //
 // `store` false is the payload-free receiver: it keeps which chunks arrived, not their bytes,
-// and delivers sizes and losses only.
+// and delivers sizes and losses only. What a PROBE does is in transport_receiver_probes.cpp.
 #pragma once
 
 #include <cstdint>

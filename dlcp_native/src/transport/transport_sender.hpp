@@ -6,7 +6,8 @@
 // first, its retransmissions before its new chunks.
 //
 // `bounded_loss` false is ReliableSender, true DlcpSender (below). Loss detection (RACK-like, per
-// lane, and the RTO) is in transport_loss_detection.cpp, as loss_detection.py in Python.
+// lane, and the RTO) is in transport_loss_detection.cpp, as loss_detection.py in Python; what
+// ACKs and BITMAPs do to a message, in transport_sender_acks.cpp.
 //
 // Where Python iterates a dict, this iterates in the same (insertion) order; heaps order by
 // the same keys, which are unique, so every pop is the one Python makes.

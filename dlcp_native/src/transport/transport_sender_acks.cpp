@@ -1,0 +1,180 @@
+// What a sender does with what comes back (dlcp_emu/transport/sender.py `_on_ack`,
+// `_on_bitmap` and what they call): ACKs and BITMAPs move a message's chunks on (delivered,
+// lost), feed the congestion window and the loss detection's lanes, and finish a message.
+#include "transport/transport_sender.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "transport/transport_feedback.hpp"
+
+namespace dlcp::transport {
+
+namespace fb = feedback;
+
+namespace {
+
+// A u64 echoed time as the int64 clock: our endpoints echo what they sent (never past int64).
+int64_t as_time(uint64_t echo) {
+  return echo > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                : int64_t(echo);
+}
+
+}  // namespace
+
+// ---- feedback ------------------------------------------------------------------------------
+void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
+  Outbound& m = *mp;
+  const uint32_t c = h.chunk_index;
+  if (c >= m.count) {
+    malformed += 1;
+    return;
+  }
+  if ((h.flags & FLAG_TRIMMED) || p.size < fb::FEEDBACK_SIZE) {
+    const int64_t newly = deliver(m, c);  // a trimmed ACK still names the chunk that arrived
+    progress(mp, newly, -1, false, now);
+    return;
+  }
+  const fb::Ack a = fb::decode_ack(p.data, p.size);
+  const int64_t echo = as_time(a.echo);
+  if (echo <= now) rtt.sample(now - echo);
+  const bool probed = tlp_ && tlp_->m == mp && tlp_->c == c;
+  if (probed && m.tx_seq[c] == tlp_->seq && echo == m.xmit_ts[c] && m.state[c] == IN_FLIGHT) {
+    // The tail-loss probe arrived and the packet it repeated had not: that was a loss.
+    losses += 1;
+    cc.on_loss(tlp_->probed_seq);
+  }
+  if (a.flags & fb::FB_COMPLETE) {
+    finish(mp, now);
+    return;
+  }
+  int64_t seq;
+  if (m.xmit_ts[c] == echo) {
+    seq = m.tx_seq[c];
+  } else {
+    seq = -1;
+    if (echo < m.xmit_ts[c] && m.state[c] != ACKED && !probed)
+      on_spurious();  // an earlier copy arrived after all: widen the reordering window
+  }
+  int64_t newly = deliver(m, c);
+  for (size_t i = 0; i < a.n_extra; ++i)
+    if (a.extra[i] < m.count) newly += deliver(m, a.extra[i]);
+  if (a.cum > m.cum) newly += advance_cum(m, std::min(a.cum, m.count));
+  Lane& lane = lanes_[size_t(m.lane_base | m.mag[c])];
+  if (echo > lane.rack_ts || seq > lane.rack_seq) {
+    lane.rack_ts = std::max(lane.rack_ts, echo);
+    lane.rack_seq = std::max(lane.rack_seq, seq);
+    lane.rack_rtt = now - echo;
+  }
+  progress(mp, newly, seq, a.flags & fb::FB_CE, now);
+  detect(lane, now);
+}
+
+void Sender::on_bitmap(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
+  Outbound& m = *mp;
+  if ((h.flags & FLAG_TRIMMED) || p.size < fb::BITMAP_HEAD_SIZE) return;
+  const fb::Bitmap b = fb::decode_bitmap(p.data, p.size);
+  const int64_t echo = as_time(b.echo);
+  if (echo <= now) rtt.sample(now - echo);
+  if (b.flags & fb::FB_COMPLETE) {
+    finish(mp, now);
+    return;
+  }
+  const uint64_t count = m.count;
+  int64_t newly = b.cum > m.cum ? advance_cum(m, std::min(b.cum, m.count)) : 0;
+  if (b.flags & fb::FB_NACK) {
+    // The transmission sent at echo was trimmed: lost for certain, no need to wait.
+    const uint32_t c = b.base;
+    if (c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] == echo) lost(mp, c, m.tx_seq[c]);
+  } else {
+    for (uint32_t i = 0; i < b.nbits; ++i) {
+      const uint64_t c = uint64_t(b.base) + i;
+      if (b.bit(i) && c < count) newly += deliver(m, uint32_t(c));
+    }
+    // Missing at the probe's arrival although sent a reordering window before it.
+    const int64_t latest = echo - reorder_window();
+    for (uint32_t i = 0; i < b.nbits; ++i) {
+      const uint64_t c = uint64_t(b.base) + i;
+      if (!b.bit(i) && c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] <= latest)
+        lost(mp, uint32_t(c), m.tx_seq[c]);
+    }
+  }
+  if ((b.flags & fb::FB_NEED_PROBE) && echo == m.probe_ts)
+    queue_probe(mp);  // once per probe round, not once per packet of its answer
+  progress(mp, newly, -1, false, now);
+}
+
+void Sender::progress(const OutboundPtr& m, int64_t newly, int64_t seq, bool ce, int64_t now) {
+  cc.on_ack(seq, ce, newly);
+  if (m->acked == m->count)
+    finish(m, now);
+  else if (newly) {
+    rto_deadline_ = now + rtt.rto_ns;
+    after_rto_ = false;
+    arm_pto(now);
+  }
+}
+
+int64_t Sender::advance_cum(Outbound& m, uint32_t cum) {
+  int64_t newly = 0;
+  for (uint32_t c = m.cum; c < cum; ++c) newly += deliver(m, c);
+  m.cum = cum;
+  return newly;
+}
+
+int64_t Sender::deliver(Outbound& m, uint32_t c) {
+  const uint8_t s = m.state[c];
+  if (s == ACKED) return 0;
+  if (s == IN_FLIGHT) {
+    m.inflight -= 1;
+    inflight_ -= 1;
+  } else if (s == ABANDONED) {
+    m.abandoned -= m.size(c);
+  }
+  m.state[c] = ACKED;
+  m.acked += 1;
+  return 1;
+}
+
+void Sender::lost(const OutboundPtr& mp, uint32_t c, int64_t seq) {
+  Outbound& m = *mp;
+  m.inflight -= 1;
+  inflight_ -= 1;
+  losses += 1;
+  if (reo_mult_ > 1) {
+    reo_decay_ -= 1;
+    if (!reo_decay_) {
+      reo_mult_ = 1;
+      reo_decay_ = 16;
+    }
+  }
+  cc.on_loss(seq);
+  if (m.flags[c] & FLAG_DROPPABLE) {
+    const int64_t size = m.size(c);
+    if (m.abandoned + size <= m.bound) {  // within the loss bound: let it go
+      m.state[c] = ABANDONED;
+      m.abandoned += size;
+      return;
+    }
+  }
+  m.state[c] = LOST;
+  m.retx.push_back(c);
+  make_ready(mp);
+}
+
+void Sender::finish(const OutboundPtr& mp, int64_t now) {
+  const OutboundPtr keep = mp;  // the maps below may hold the last other reference
+  Outbound& m = *keep;
+  m.done = true;
+  inflight_ -= m.inflight;
+  m.inflight = 0;
+  msgs_.erase(m.order);
+  by_key_.erase(key(m.iteration, m.tensor_id));
+  completed_.push_back({m.iteration, m.tensor_id, m.total, m.count, m.start_ns, now, m.packets, m.retransmits,
+                        m.probe_rounds});
+  rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
+  after_rto_ = false;  // a completion is progress
+  arm_pto(now);
+}
+
+}  // namespace dlcp::transport
