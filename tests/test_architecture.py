@@ -1,13 +1,20 @@
 """The house rules hold: `lint-imports` checks the import contracts of `.importlinter`
-(switch_models pure, emu and sim independent, the rooms layered), and no module outgrows
-what one reader holds in mind."""
+(switch_models pure, emu and sim independent, the rooms layered, the compiled core reached
+through its adapters only), and no module outgrows what one reader holds in mind: a Python
+module, or a C++ twin (its .cpp and .hpp together), at most 400 lines, each C++ file in the
+folder of the layer it mirrors."""
 import os
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+NATIVE_SRC = ROOT / "dlcp_native" / "src"
 MAX_LINES = 400
+CPP_SUFFIXES = (".cpp", ".hpp")
+# The compiled core's folders, one a layer of the Python house (docs/architecture.md).
+LAYERS = ("bindings", "datapath", "host", "net", "switch", "transport", "wire")
 
 
 def test_import_contracts_are_kept():
@@ -19,11 +26,40 @@ def test_import_contracts_are_kept():
     assert "0 broken" in r.stdout
 
 
+def _lines(path):
+    return len(path.read_text().splitlines())
+
+
 def test_no_module_is_over_400_lines():
     too_long = {}
-    for pkg in ("dlcp_emu", "switch_models", "workloads", "topologies"):
+    for pkg in ("dlcp_emu", "dlcp_native", "switch_models", "workloads", "topologies"):
         for path in (ROOT / pkg).rglob("*.py"):
-            n = len(path.read_text().splitlines())
+            n = _lines(path)
             if n > MAX_LINES:
                 too_long[str(path.relative_to(ROOT))] = n
     assert not too_long, f"modules over {MAX_LINES} lines: {too_long}"
+
+
+def test_no_cpp_twin_is_over_400_lines():
+    """A twin is a stem's .cpp and .hpp in one folder, read together."""
+    twins = defaultdict(int)
+    for path in NATIVE_SRC.rglob("*"):
+        if path.suffix in CPP_SUFFIXES:
+            twins[str(path.relative_to(ROOT).with_suffix(""))] += _lines(path)
+    assert twins, f"no C++ sources under {NATIVE_SRC}"
+    too_long = {stem: n for stem, n in twins.items() if n > MAX_LINES}
+    assert not too_long, f"C++ twins (.cpp + .hpp) over {MAX_LINES} lines: {too_long}"
+
+
+def test_every_cpp_file_lives_in_a_layer_folder():
+    misplaced = sorted(str(p.relative_to(NATIVE_SRC)) for p in NATIVE_SRC.rglob("*")
+                       if p.is_file() and p.relative_to(NATIVE_SRC).parent.as_posix() not in LAYERS)
+    assert not misplaced, f"dlcp_native/src files outside a layer folder {LAYERS}: {misplaced}"
+
+
+def test_only_the_bindings_know_python():
+    """The layers are plain C++: pybind11 converts at their edge, in bindings/ alone."""
+    knowing = sorted(str(p.relative_to(NATIVE_SRC)) for p in NATIVE_SRC.rglob("*")
+                     if p.suffix in CPP_SUFFIXES and p.parent.name != "bindings"
+                     and ("pybind11" in p.read_text() or "Python.h" in p.read_text()))
+    assert not knowing, f"C++ outside dlcp_native/src/bindings that includes Python: {knowing}"
