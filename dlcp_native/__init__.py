@@ -1,11 +1,12 @@
-"""The switch pipeline compiled (C++17, `src/`), proven identical to `switch_models`.
-
-`NativeSwitch` takes the same arguments and gives the same answers as `switch_models.Switch`,
-and adds `run_batch`, which runs a whole sequence of arrivals without Python per packet.
-`NativeNetwork` is the simulator's network (`dlcp_emu.sim.SimNetwork`): switches, host NICs,
-wires and the event loop, all in the core. The
-Python models stay the specification: `tests/test_native_switch.py` drives both with the same
-random inputs and asserts identical departures, drops and counters.
+"""The compiled twins (C++17, `src/<layer>/`), proven identical to the Python models, reached
+through one Python face a layer: `switch` (`NativeSwitch`, as `switch_models.Switch`, plus
+`run_batch`: a whole sequence of arrivals without Python per packet), `network`
+(`NativeNetwork`: the simulator's switches, host NICs, wires and event loop in the core),
+`transport` (the endpoints), `host` (an emulated host's data plane, the traffic generator)
+and `datapath` (the switch process's loop, the machine probes). The framework never imports
+`_core` or this package's root: it goes through the faces (`.importlinter`). The models stay the
+specification: `tests/test_native_switch.py` drives both with the same random inputs and
+asserts identical departures, drops and counters; the other layers have theirs.
 """
 try:
     from . import _core  # noqa: F401  (loads the core, or says why not)

@@ -27,7 +27,7 @@ from switch_models import PortConfig
 from switch_models.pipeline import PipelineSpec
 
 from . import _core
-from .switch import REASONS, _native_stages, _port_tuple, counters_of
+from .switch import REASONS, native_stages, port_tuple, counters_of
 
 FOREVER = 1 << 62
 DELIVER, CALLBACK, AGENT = 0, 1, 2
@@ -69,16 +69,25 @@ class NativeNetwork:
             for port in topology.ports(name):
                 peers[index[port.number]] = self._peer(port, switch_index)
             # As Switch: the load balancer is salted by the switch's name.
-            stages = _native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
-            core_switches.append(([_port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
+            stages = native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
+            core_switches.append(([port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
                                   routes, stages, peers))
         core_hosts = []
         for name in self.hosts:
             (port,) = topology.ports(name)
             core_hosts.append((float(port.link.rate_bps), port.link.delay_ns, self._peer(port, switch_index)))
-        self._core = _core.Network(core_switches, core_hosts, bool(record_drops))
+        self._core = core = _core.Network(core_switches, core_hosts, bool(record_drops))
         self.record_drops = bool(record_drops)
         self._drops = []
+        # The per-packet and per-message calls of the simulator's drivers (sim/native.py,
+        # sim/core_hosts.py), bound to the core: no frame of Python between them and it.
+        self.send_fields = core.send              # `send`'s arguments by position, major third
+        self.take_drop_columns = core.take_drops  # node, time, port, reason, uid (numpy)
+        # The hosts' stacks in the core (`Network::attach_stack`, src/net/network.hpp).
+        self.attach_stack, self.add_sender = core.attach_stack, core.add_sender
+        self.stack_flush, self.take_completions = core.stack_flush, core.take_completions
+        self.record_packets, self.packet_records = core.record_packets, core.packet_records
+        self.carried_in_flight = core.carried_in_flight
 
     def _peer(self, port, switch_index):
         if port.peer in switch_index:
@@ -178,14 +187,25 @@ class NativeNetwork:
         """(node, time, port number, reason, uid) of every packet a switch or NIC dropped,
         with `record_drops` (as `SimNetwork.drops`, with the uid for the packet)."""
         node, time, port, reason, uid = self._core.take_drops()
-        n_switches = len(self.switches)
         for nd, t, p, r, u in zip(node.tolist(), time.tolist(), port.tolist(), reason.tolist(), uid.tolist()):
-            if nd < n_switches:
-                name = self.switches[nd]
-                self._drops.append((name, t, self.port_numbers[name][p], REASONS[r], u))
-            else:
-                self._drops.append((self.hosts[nd - n_switches], t, 0, NIC_REASON, u))
+            name, number, why = self.where(nd, p, r)
+            self._drops.append((name, t, number, why, u))
         return list(self._drops)
+
+    def where(self, node, port, reason):
+        """(node name, port number, reason) of a drop the core recorded: node and port indices
+        (switches first, then the hosts' NICs, whose one port is 0), reason code."""
+        n_switches = len(self.switches)
+        if node < n_switches:
+            name = self.switches[node]
+            return name, self.port_numbers[name][port], REASONS[reason]
+        return self.hosts[node - n_switches], 0, NIC_REASON
+
+    def carried_drops(self):
+        """(node name, port number, reason, job, packet key) of each dropped packet of the
+        stacks in the core (with their packet records on)."""
+        for node, port, reason, job, key in self._core.carried_drops():
+            yield (*self.where(node, port, reason), job, key)
 
     def in_flight(self):
         """The uid of every packet still in the network: queued, serialising, or on a wire."""

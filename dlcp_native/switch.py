@@ -74,12 +74,12 @@ class NativeSwitch:
         self.name = name
         self.spec = PipelineSpec.parse(pipeline)
         # As Switch: the load balancer is salted by the switch's name.
-        stages = _native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
+        stages = native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
         self.drop_log = [] if record_drops else None
         self.port_numbers = tuple(number for number, _ in sorted(ports.items()))
         self._configs = [cfg for _, cfg in sorted(ports.items())]
         self._port_index = {number: i for i, number in enumerate(self.port_numbers)}
-        core_ports = [_port_tuple(number, cfg) for number, cfg in zip(self.port_numbers, self._configs)]
+        core_ports = [port_tuple(number, cfg) for number, cfg in zip(self.port_numbers, self._configs)]
         self._route_index = {}
         core_routes = []
         for dst, numbers in routes.items():
@@ -172,6 +172,11 @@ class NativeSwitch:
     def route_index(self, dst):
         """The index `run_batch` takes for destination `dst` (-1: not in the routes)."""
         return self._route_index.get(dst, -1)
+
+    @property
+    def core(self):
+        """The compiled switch itself, for a compiled loop that drives it (`dlcp_native.datapath.Datapath`)."""
+        return self._core
 
     def run_batch(self, *, uid, size, dst, in_port, arrival, flow=None, prio=None, mag=None,
                   layer=None, droppable=None, dlcp=None, ect=None, ce=None, header_size=None,
@@ -278,7 +283,7 @@ def _lookup(numbers):
     return index
 
 
-def _native_stages(spec, seed):
+def native_stages(spec, seed):
     """{stage: (name, every parameter with defaults filled in)} for the core, or
     NotNativeError naming the first stage it does not implement."""
     stages = {}
@@ -298,7 +303,7 @@ def _native_stages(spec, seed):
     return stages
 
 
-def _port_tuple(number, cfg):
+def port_tuple(number, cfg):
     """The port's settings for the core, checked as EgressPort checks them."""
     rate_bps, delay_ns, buffer_bytes = cfg.rate_bps, cfg.delay_ns, cfg.buffer_bytes
     check_link(f"port {number}", rate_bps, delay_ns, buffer_bytes)

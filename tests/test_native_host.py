@@ -1,4 +1,4 @@
-"""A host's compiled data plane (`emu.native_host`, dlcp_native/src/udp_host.cpp) over real
+"""A host's compiled data plane (`emu.native_host`, dlcp_native/src/host/udp_host.cpp) over real
 UDP sockets on 127.0.0.1, and the compiled DLCP header codec it reads and writes with
 (header_codec.cpp), held to `DlcpHeader` by hypothesis. Bounded in time."""
 

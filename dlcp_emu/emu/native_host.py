@@ -1,5 +1,5 @@
-"""A host process's data plane compiled (`dlcp_native._core.UdpHost`,
-dlcp_native/src/udp_host.cpp): what `UdpDriver` does with the Python endpoints (read each
+"""A host process's data plane compiled (`dlcp_native.host.UdpHost`,
+dlcp_native/src/host/udp_host.cpp): what `UdpDriver` does with the Python endpoints (read each
 datagram, hand it to the endpoints, send what they put out, ECT(0) on data and probes, CE
 and the kernel's arrival stamp read on arrival) with the compiled endpoints and no Python
 per packet; recvmmsg and sendmmsg move a batch a call.
@@ -18,7 +18,7 @@ import signal
 import time
 from collections import deque
 
-from dlcp_native import _core
+from dlcp_native.host import UdpHost
 
 from dlcp_emu.transport.outbound import SendResult
 
@@ -51,7 +51,7 @@ class NativeUdpHost:
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
         self._old_wakeup = signal.set_wakeup_fd(self._wake_w) if signals else None
-        self.core = _core.UdpHost(sock.fileno(), endpoint.receiver._core, job,
+        self.core = UdpHost(sock.fileno(), endpoint.receiver._core, job,
                                   {int(r): (a[0], int(a[1])) for r, a in peers.items()}, agent_reads,
                                   ecn=True, measure_lag=measure_lag, batch=BATCH, wake_fd=self._wake_r,
                                   lag_limit=LAG_SAMPLES)

@@ -226,14 +226,14 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
 
 
 def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every, probes):
-    """`send` with the loop compiled (dlcp_native/src/traffic.cpp): the same frames, stamps,
+    """`send` with the loop compiled (dlcp_native/src/host/traffic.cpp): the same frames, stamps,
     bursts and summary."""
-    from dlcp_native import _core
+    from dlcp_native.host import send_frames
     frames = [bytes(templates[c][f]) for c, f in seq]
     samples = [bytes(b) for b in sampled(probes)] if sample_every else []
     sock = _socket(intf)
     try:
-        sent, errors, elapsed_ns, per_class = _core.send_frames(
+        sent, errors, elapsed_ns, per_class = send_frames(
             sock.fileno(), frames, samples, [c for c, _ in seq], len(templates), float(rate_pps),
             int(duration_s * 1e9), count if count is not None else 1 << 62, int(burst),
             all(len(f) >= 90 for f in frames), int(sample_every))

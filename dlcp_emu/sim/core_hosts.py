@@ -1,6 +1,6 @@
 """Endpoints inside the compiled core: `SimHosts` whose HostStacks (training) and
 BackgroundEndpoints (background flows) have native endpoints (`endpoints="native"`), adopted
-by the core's network (`Network.attach_stack`, dlcp_native/src/host_stack.hpp). The core then
+by the core's network (`Network.attach_stack`, dlcp_native/src/host/host_stack.hpp). The core then
 runs every packet and every transport timer itself; Python is called per message, not per
 packet: when a host's receiver has completed a tensor for its agent, or the agent's timer is
 due (the next compute step, the next background flow), to run the agent and hand the
@@ -20,7 +20,7 @@ class CoreHosts(SimHosts):
     def __init__(self, net, stacks, host_of_rank, packet_records=False):
         """net: a `NativeSimNetwork`; stacks: {rank: HostStack with native endpoints};
         packet_records: the training packets' records (`PacketLog`'s), taken by the core."""
-        self.core = net._native._core
+        self.core = net.native   # dlcp_native.NativeNetwork: the stacks' calls, bound to the core
         self.stack_id = {}            # (job, rank) -> the core's stack
         self._rank_tables = {}        # job -> (host index, address) by rank
         self.packet_records = packet_records
@@ -45,7 +45,7 @@ class CoreHosts(SimHosts):
     def _attach(self, job, rank, receiver, agent_reads):
         hosts = self.host_of[job]
         dlcp, port = self.wire[job]
-        index = self.net._native.host_index
+        index = self.net.native.host_index
         if job not in self._rank_tables:     # the same for every stack of the job
             ranks = range(max(hosts) + 1)
             self._rank_tables[job] = ([index[hosts[r]] if r in hosts else -1 for r in ranks],

@@ -6,7 +6,7 @@
 - `auto` (the default): native, unless the pipeline has a stage only Python has (a stage a
   user wrote), which runs on the Python path; the summary says which ran and why.
 """
-from dlcp_native import NotNativeError
+from dlcp_native.switch import NotNativeError
 
 from dlcp_emu.experiment.spec import ENGINES
 from dlcp_emu.sim.native import NativeSimNetwork

@@ -14,8 +14,7 @@ from time import perf_counter
 
 from switch_models import REWRITE_CE
 
-from dlcp_native import NativeNetwork
-from dlcp_native.network import AGENT, CARRIED_UID, DELIVER, FOREVER, NIC_REASON, REASONS
+from dlcp_native.network import AGENT, CARRIED_UID, DELIVER, FOREVER, NativeNetwork
 
 # Batches between collections of the core's drops (each frees the Packet held for it): a
 # dropped packet is never delivered, so collecting late changes nothing but memory.
@@ -27,7 +26,7 @@ class NativeLoop:
 
     def __init__(self, net):
         self._net = net
-        self._core = net._native
+        self._core = net.native
         self._timers = {}
         self._stop_id = None
         self._stops = 0   # the core counts a stop as an event; EventLoop does not
@@ -95,25 +94,25 @@ class NativeSimNetwork:
     def __init__(self, topology, pipeline="fifo", seed=0, record_drops=False):
         self.topology = topology
         # Drops are always taken from the core: each one frees the Packet held for it.
-        self._native = NativeNetwork(topology, pipeline, seed=seed, record_drops=True)
+        self.native = NativeNetwork(topology, pipeline, seed=seed, record_drops=True)
         self.record_drops = record_drops
         self.loop = NativeLoop(self)
-        self.hosts = self._native.hosts
-        self.switch_names = self._native.switches
+        self.hosts = self.native.hosts
+        self.switch_names = self.native.switches
         self.handlers = {}
         self.agents = {}          # stack id -> its agent's turn (a stack in the core)
         self._packets = {}        # uid -> Packet in the network
         self._next_uid = 0
         self._drop_log = []       # (node, time, port, reason, Packet), with record_drops
         for i in range(len(self.hosts)):
-            self._native.handle(i)
+            self.native.handle(i)
 
     @property
     def delivered(self):
-        return self._native.delivered
+        return self.native.delivered
 
     def on_receive(self, host, handler):
-        self.handlers[self._native.host_index[host]] = handler
+        self.handlers[self.native.host_index[host]] = handler
 
     def on_agent(self, stack_id, turn):
         """turn(now): the agent of that stack in the core has to run."""
@@ -124,9 +123,9 @@ class NativeSimNetwork:
         uid = self._next_uid
         self._next_uid += 1
         self._packets[uid] = pkt
-        self._native._core.send(
-            self._native.host_index[host], now, self.loop.major, uid, pkt.size,
-            self._native.host_index.get(pkt.dst, -1), pkt.flow, pkt.prio, pkt.mag, pkt.layer,
+        self.native.send_fields(
+            self.native.host_index[host], now, self.loop.major, uid, pkt.size,
+            self.native.host_index.get(pkt.dst, -1), pkt.flow, pkt.prio, pkt.mag, pkt.layer,
             pkt.header_size, pkt.rewrite, pkt.droppable, pkt.dlcp, pkt.ect, pkt.ce)
 
     def _deliver(self, uid, host, t, rewrite, cls):
@@ -138,7 +137,7 @@ class NativeSimNetwork:
             handler(pkt, t)
 
     def _collect_drops(self):
-        node, time, port, reason, uid = self._native._core.take_drops()
+        node, time, port, reason, uid = self.native.take_drop_columns()
         if not len(uid):
             return
         packets = self._packets
@@ -147,23 +146,13 @@ class NativeSimNetwork:
                 del packets[u]
             return
         for nd, t, p, r, u in zip(node.tolist(), time.tolist(), port.tolist(), reason.tolist(), uid.tolist()):
-            name, number, why = self._where(nd, p, r)
+            name, number, why = self.native.where(nd, p, r)
             self._drop_log.append((name, t, number, why, packets.pop(u)))
-
-    def _where(self, node, port, reason):
-        """(node name, port number, reason) of a drop the core recorded: node and port indices
-        (switches first, then the hosts' NICs, whose one port is 0), reason code."""
-        n_switches = len(self.switch_names)
-        if node < n_switches:
-            name = self.switch_names[node]
-            return name, self._native.port_numbers[name][port], REASONS[reason]
-        return self.hosts[node - n_switches], 0, NIC_REASON
 
     def carried_drops(self):
         """(node name, port number, reason, job, packet key) of each packet of the stacks in
         the core that was dropped (with their packet records on)."""
-        for node, port, reason, job, key in self._native._core.carried_drops():
-            yield (*self._where(node, port, reason), job, key)
+        return self.native.carried_drops()
 
     # -- what came out, as SimNetwork says it ----------------------------------------------
     def drops(self):
@@ -173,16 +162,16 @@ class NativeSimNetwork:
     def in_flight(self):
         self._collect_drops()
         # The stacks' packets in the core carry no Packet of ours.
-        return (self._packets[u] for u in self._native.in_flight().tolist() if u < CARRIED_UID)
+        return (self._packets[u] for u in self.native.in_flight().tolist() if u < CARRIED_UID)
 
     def conservation(self):
-        return self._native.conservation()
+        return self.native.conservation()
 
     def counters(self):
-        return self._native.counters()
+        return self.native.counters()
 
     def port_numbers(self, switch):
-        return list(self._native.port_numbers[switch])
+        return list(self.native.port_numbers[switch])
 
     def queued_bytes(self, switch):
-        return self._native.queued_bytes(switch)
+        return self.native.queued_bytes(switch)

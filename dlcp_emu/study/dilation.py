@@ -74,11 +74,11 @@ def measure_machine():
     """This machine's costs, measured now (about a second): PROBE_REPEATS short probes, the
     least wake-up median of them (a probe lasts 0.2 s, so one other process's burst decides
     a single median: 12-27 us were seen here) and the median exchange cost."""
-    from dlcp_native import _core
+    from dlcp_native.datapath import probe_round_trips, probe_wake_lag
     wakes, exchanges = [], []
     for _ in range(PROBE_REPEATS):
-        lags = _core.probe_wake_lag(PROBE_WAKE_SAMPLES, PROBE_WAKE_GAP_NS)
-        count, cpu_ns, _ = _core.probe_round_trips(PROBE_ROUND_TRIPS)
+        lags = probe_wake_lag(PROBE_WAKE_SAMPLES, PROBE_WAKE_GAP_NS)
+        count, cpu_ns, _ = probe_round_trips(PROBE_ROUND_TRIPS)
         if len(lags) < PROBE_WAKE_SAMPLES // 2 or count < PROBE_ROUND_TRIPS // 2:
             raise RuntimeError(f"machine probe: {len(lags)} of {PROBE_WAKE_SAMPLES} datagrams and "
                                f"{count} of {PROBE_ROUND_TRIPS} round trips came back on loopback")

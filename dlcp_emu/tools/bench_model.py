@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from dlcp_native import NativeSwitch
+from dlcp_native.switch import NativeSwitch
 from switch_models import ETHERNET_OVERHEAD, Packet, PortConfig, Switch
 
 EGRESS_RATE = 10e9

@@ -21,7 +21,7 @@ import numpy as np
 from switch_models import Packet
 from topologies import build
 
-from dlcp_native import NativeNetwork
+from dlcp_native.network import NativeNetwork
 
 from dlcp_emu.sim import SimNetwork
 

@@ -10,7 +10,7 @@ Three ways for each link, on the same message:
   per packet;
 and `native_payload_free`: the same with sizes only (no bytes copied or kept).
 
-The loop and the channel are the same in both languages (`dlcp_native/src/transport_pair.cpp`
+The loop and the channel are the same in both languages (`dlcp_native/src/transport/transport_pair.cpp`
 mirrors `run_loop` and `Channel` below, and draws loss from Python's own generator), so every
 way must see the same packets and end at the same virtual time: `identical` says so.
 Planning the message (magnitude classes, droppable chunks: numpy, per message) is timed
@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from dlcp_native import _core
+from dlcp_native.transport import run_transport_pair
 
 from dlcp_emu.transport import DlcpReceiver, DlcpSender, Message, ReliableReceiver, ReliableSender
 from dlcp_emu.transport import native
@@ -65,7 +65,7 @@ class Channel:
 
 def run_loop(sender, receiver, fwd, back, max_events=MAX_EVENTS):
     """Until the sender has nothing pending: (events, end_ns, packets). The native loop
-    (`_core.run_transport_pair`) is this, step for step."""
+    (`dlcp_native.transport.run_transport_pair`) is this, step for step."""
     heap, seq, now, packets, events = [], 0, 0, 0, 0
     while True:
         for ep, ch, to_receiver in ((sender, fwd, True), (receiver, back, False)):
@@ -117,7 +117,7 @@ def run_way(way, msg, transport, loss, seed, mtu, rate_bps=None):
         events, end_ns, packets = run_loop(sender, receiver, fwd, back)
         fwd_lost, back_lost = fwd.lost, back.lost
     else:
-        st = _core.run_transport_pair(sender._core, receiver._core, fwd.settings(seed),
+        st = run_transport_pair(sender._core, receiver._core, fwd.settings(seed),
                                       back.settings(seed + 1), MAX_EVENTS)
         if st["stuck"]:
             raise RuntimeError(f"the native transfer did not finish: {st}")

@@ -25,7 +25,7 @@ Differences, on purpose:
 """
 from __future__ import annotations
 
-from dlcp_native import _core
+import dlcp_native.transport as compiled
 
 from dlcp_emu.transport.message import (
     DEFAULT_MTU,
@@ -40,8 +40,8 @@ from dlcp_emu.wire import DlcpHeader, Flags, PacketType
 
 # The core's congestion control and RTT estimator, with the Python ones' constructor
 # arguments (what a sender's `cc` and `rtt` are; senders here take either kind as settings).
-CongestionControl = _core.TransportCongestion
-RttEstimator = _core.TransportRtt
+CongestionControl = compiled.TransportCongestion
+RttEstimator = compiled.TransportRtt
 
 _TYPES = tuple(PacketType(i) for i in range(4))
 _FLAGS = tuple(Flags(i) for i in range(16))
@@ -74,14 +74,14 @@ def rtt_settings(rtt) -> dict:
 
 
 def planner(policy: MagnitudePolicy):
-    """`policy.plan` in the core (`_core.plan_chunks`, identical: tests/test_native_plan.py),
+    """`policy.plan` in the core (`compiled.plan_chunks`, identical: tests/test_native_plan.py),
     or the policy's own for drop_order "random" (numpy's generator shuffles)."""
     if policy.drop_order != "magnitude":
         return policy.plan
     fraction, bound, edges = policy.droppable_fraction, policy.loss_bound, policy.class_edges
 
     def plan(magnitudes, total_bytes, chunk_size, droppable_allowed=True, salt=()):
-        return ChunkPlan(*_core.plan_chunks(magnitudes, total_bytes, chunk_size, fraction, bound,
+        return ChunkPlan(*compiled.plan_chunks(magnitudes, total_bytes, chunk_size, fraction, bound,
                                             droppable_allowed, edges))
     return plan
 
@@ -121,7 +121,7 @@ class Sender:
         p = prepare(msg, job=self.job, src_rank=self.src_rank, dst_rank=self.dst_rank,
                     payload_size=self.payload_size, policy=self.policy,
                     bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan,
-                    magnitudes=_core.chunk_magnitudes)
+                    magnitudes=compiled.chunk_magnitudes)
         self._core.send(msg.iteration, msg.tensor_id, msg.priority, p.data, p.total, p.mag, p.drop,
                         p.bound, now)
 
@@ -152,7 +152,7 @@ class ReliableSender(Sender):
     """Every byte delivered: every lost chunk is retransmitted."""
 
     bounded_loss = False
-    _core_class = _core.ReliableSender
+    _core_class = compiled.ReliableSender
 
 
 class DlcpSender(Sender):
@@ -160,7 +160,7 @@ class DlcpSender(Sender):
     selective retransmission of the rest."""
 
     bounded_loss = True
-    _core_class = _core.DlcpSender
+    _core_class = compiled.DlcpSender
 
 
 class Receiver:
@@ -196,7 +196,7 @@ class ReliableReceiver(Receiver):
     """Completes a tensor when every byte has arrived."""
 
     bounded_loss = False
-    _core_class = _core.ReliableReceiver
+    _core_class = compiled.ReliableReceiver
 
 
 class DlcpReceiver(Receiver):
@@ -204,4 +204,4 @@ class DlcpReceiver(Receiver):
     (droppable) bytes are within the bound the sender's PROBE announced."""
 
     bounded_loss = True
-    _core_class = _core.DlcpReceiver
+    _core_class = compiled.DlcpReceiver

@@ -1,6 +1,6 @@
 """The flow a packet belongs to, for ECMP: one hash of its addresses and ports, the same in both
 worlds. The emulator's data path hashes each frame's 5-tuple (`emu/datapath/frames.py`, and
-`python_tuple_hash` in dlcp_native/src/frames.cpp, CPython's tuple hash step for step); the
+`python_tuple_hash` in dlcp_native/src/datapath/frames.cpp, CPython's tuple hash step for step); the
 simulator hashes the 5-tuple its hosts' packets would carry, so ECMP picks the same paths."""
 
 

@@ -31,7 +31,7 @@ queue_path: where queue occupancy samples go (`streams.RowWriter`: t_ns and the 
 bytes of each port, one row at most every queue_sample_ns, appended each stats interval);
 null: none are taken.
 """
-from dlcp_native import NativeSwitch, NotNativeError
+from dlcp_native.switch import NativeSwitch, NotNativeError
 
 from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES
 from switch_models import PortConfig, Switch

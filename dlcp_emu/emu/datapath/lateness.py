@@ -41,8 +41,8 @@ class Lateness:
         self.counts += np.histogram(a, bins=self.edges)[0]
 
     def merge(self, counts, n, total, largest, above):
-        """Fold in what a compiled loop binned itself (`_core.Histogram.take`: these edges
-        and threshold), as `add` of the same values would."""
+        """Fold in what a compiled loop binned itself (`dlcp_native.datapath.Histogram.take`:
+        these edges and threshold), as `add` of the same values would."""
         if not n:
             return
         self.counts += counts

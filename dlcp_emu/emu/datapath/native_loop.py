@@ -1,5 +1,5 @@
-"""The switch process's forwarding loop compiled (`dlcp_native._core.Datapath`,
-dlcp_native/src/datapath.cpp): what python_loop.py's `run_model` and `drain_model` do per frame
+"""The switch process's forwarding loop compiled (`dlcp_native.datapath.Datapath`,
+dlcp_native/src/datapath/datapath.cpp): what python_loop.py's `run_model` and `drain_model` do per frame
 (rings, kernel arrival times, a paced host's link, parsing, flooding, the model, rewrites,
 send-ahead, lateness, queue samples) with no Python per frame.
 
@@ -43,13 +43,13 @@ def choose_loop(mode, engine, pcap_dir):
 
 
 class NativeForwarder:
-    """forward.py's `run_forward` compiled (dlcp_native/src/forwarder.cpp)."""
+    """forward.py's `run_forward` compiled (dlcp_native/src/datapath/forwarder.cpp)."""
 
     def __init__(self, dp, ring_frame_size):
-        from dlcp_native import _core
+        from dlcp_native.datapath import Forwarder
         index, flood = flood_indices(dp)
         socks = [dp.socks[n] for n in dp.numbers]
-        self.core = _core.Forwarder(
+        self.core = Forwarder(
             [s.fileno() for s in socks],
             [ring_frame_size if s.family == socket.AF_PACKET else 0 for s in socks],
             {int.from_bytes(mac, "big"): index[ports[0]] for mac, ports in dp.routes.items()},
@@ -82,7 +82,7 @@ class NativeLoop:
     def __init__(self, dp, ring_frame_size):
         """dp: the attached `Datapath` (its switch a `NativeSwitch`); ring_frame_size: the
         receive ring's slot on AF_PACKET ports (0: no rings)."""
-        from dlcp_native import _core
+        from dlcp_native.datapath import Datapath
         sw = dp.switch
         ports = []
         for p in dp.ports:
@@ -92,7 +92,7 @@ class NativeLoop:
                           float(p["rate_bps"]), int(p.get("delay_ns", 0))))
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
         sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
-        self.core = _core.Datapath(sw._core, ports, routes, [sw.route_index(n) for n in dp.numbers],
+        self.core = Datapath(sw.core, ports, routes, [sw.route_index(n) for n in dp.numbers],
                                    flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
                                    PENDING_LIMIT, dp.lateness.edges.tolist(),
                                    (dp.lateness.threshold, dp.rx_wait.threshold))

@@ -2,7 +2,7 @@
 model is Python, or frames are captured; native_loop.py otherwise): `select` on the sockets
 with a timeout to the model's next event, drain the ready sockets in bounded batches, hand
 each frame to the model at its arrival time (`ingress.py`), send what the model releases
-(`sendahead.py`). dlcp_native/src/datapath.cpp is the same loop compiled, step by step."""
+(`sendahead.py`). dlcp_native/src/datapath/datapath.cpp is the same loop compiled, step by step."""
 import select
 import time
 
