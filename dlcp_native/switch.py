@@ -29,6 +29,8 @@ from . import _core
 
 # Drop reasons by the code `run_batch` returns.
 REASONS = _core.REASONS
+# The stages the core implements, by kind and name (the tests hold NATIVE_STAGES to it).
+stage_names = _core.stage_names
 
 # The Python classes the core implements, by stage and name. A stage registered at run time,
 # or a built-in name registered again to another class, is Python-only.

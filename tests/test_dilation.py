@@ -109,10 +109,10 @@ def test_auto_is_a_value_of_time_dilation_and_is_checked_again_once_chosen():
 
 @pytest.mark.slow   # a second or more: the full tier
 def test_the_probe_measures_wake_ups_and_exchanges_on_this_machine():
-    from dlcp_native import _core
-    lags = np.array(_core.probe_wake_lag(200, 100_000))
+    import dlcp_native.datapath as compiled
+    lags = np.array(compiled.probe_wake_lag(200, 100_000))
     assert len(lags) == 200 and (lags > 0).all() and np.median(lags) < 10e6
-    count, cpu_ns, wall_ns = _core.probe_round_trips(500)
+    count, cpu_ns, wall_ns = compiled.probe_round_trips(500)
     assert count == 500 and 0 < cpu_ns and 0 < wall_ns
     m = dilation.measure_machine()
     assert m.cores >= 1 and 0 < m.wake_lag_p50_ns < 10e6 and 0 < m.exchange_cpu_ns < 10e6

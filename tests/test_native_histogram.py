@@ -3,7 +3,7 @@ values give the same histogram as `Lateness.add`, bin for bin, at the edges too.
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from dlcp_native import _core
+import dlcp_native.datapath as compiled
 from dlcp_emu.emu.datapath.lateness import Lateness
 
 EDGES = Lateness().edges
@@ -13,7 +13,7 @@ VALUES = st.lists(st.one_of(NEAR_EDGES, st.integers(-10**6, 10**13), st.integers
 
 
 def both(values, threshold):
-    python, native = Lateness(), _core.Histogram(EDGES.tolist())
+    python, native = Lateness(), compiled.Histogram(EDGES.tolist())
     python.threshold = native.threshold = threshold
     python.add(np.asarray(values, dtype=np.int64))
     native.add(values)

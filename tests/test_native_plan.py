@@ -1,13 +1,14 @@
 """The chunk plan of a message (magnitude classes, droppable chunks, the loss bound) as the
-core makes it for the native senders (`_core.plan_chunks`) is `MagnitudePolicy.plan`'s, bit
-for bit: ties (a stable sort), the last short chunk, fixed class edges, no room to drop. So
-are the chunks' magnitudes it starts from (`_core.chunk_magnitudes`, numpy's float32 means)."""
+core makes it for the native senders (`dlcp_native.transport.plan_chunks`) is
+`MagnitudePolicy.plan`'s, bit for bit: ties (a stable sort), the last short chunk, fixed class
+edges, no room to drop. So are the chunks' magnitudes it starts from
+(`dlcp_native.transport.chunk_magnitudes`, numpy's float32 means)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcp_native import _core
+import dlcp_native.transport as compiled
 
 from dlcp_emu.transport.message import MagnitudePolicy, chunk_magnitudes
 from dlcp_emu.transport.native import planner
@@ -63,12 +64,12 @@ def test_the_core_measures_chunks_as_numpy_does(n, chunk, exponent, seed):
     data = (rng.standard_normal(n) * 2.0 ** exponent).astype(np.float32)
     data[rng.random(n) < 0.05] = 0
     want = chunk_magnitudes(data, chunk)
-    got = _core.chunk_magnitudes(data, chunk)
+    got = compiled.chunk_magnitudes(data, chunk)
     assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
 
 
 def test_the_core_refuses_what_it_cannot_measure():
     with pytest.raises(TypeError):
-        _core.chunk_magnitudes(np.ones(8, dtype=np.float64), 16)
+        compiled.chunk_magnitudes(np.ones(8, dtype=np.float64), 16)
     with pytest.raises(ValueError, match="chunk_size"):
-        _core.chunk_magnitudes(np.ones(8, dtype=np.float32), 2)
+        compiled.chunk_magnitudes(np.ones(8, dtype=np.float32), 2)

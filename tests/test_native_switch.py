@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dlcp_native import NATIVE_STAGES, REASONS, NativeSwitch, NotNativeError, _core
+import dlcp_native.switch as compiled
+from dlcp_native import NATIVE_STAGES, REASONS, NativeSwitch, NotNativeError
 from switch_models import (CLASSIFIERS, QUEUE_MANAGERS, Packet, PortConfig, Switch,
                            preset_names)
 from switch_models.pipeline import STAGES
@@ -352,7 +353,7 @@ def test_batch_carries_state_over_and_refuses_a_busy_switch():
 
 # -- the surface: errors, Python-only stages -----------------------------------------------
 def test_native_stages_are_the_python_built_ins():
-    names = _core.stage_names()
+    names = compiled.stage_names()
     for stage, registry in STAGES.items():
         assert sorted(names[stage]) == sorted(NATIVE_STAGES[stage])
         for name, cls in NATIVE_STAGES[stage].items():
