@@ -4,6 +4,7 @@ through its adapters only), and no module outgrows what one reader holds in mind
 module, or a C++ twin (its .cpp and .hpp together), at most 400 lines, each C++ file in the
 folder of the layer it mirrors."""
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -15,6 +16,10 @@ MAX_LINES = 400
 CPP_SUFFIXES = (".cpp", ".hpp")
 # The compiled core's folders, one a layer of the Python house (docs/architecture.md).
 LAYERS = ("bindings", "datapath", "host", "net", "switch", "transport", "wire")
+# What a layer may include besides itself, where the Python house says so: the switch is
+# switch_models' twin (pure), the wire header is the bottom, the transports sit on it, and
+# nothing includes the bindings (the Python contracts, in C++).
+MAY_INCLUDE = {"switch": set(), "wire": set(), "transport": {"wire"}}
 
 
 def test_import_contracts_are_kept():
@@ -63,3 +68,16 @@ def test_only_the_bindings_know_python():
                      if p.suffix in CPP_SUFFIXES and p.parent.name != "bindings"
                      and ("pybind11" in p.read_text() or "Python.h" in p.read_text()))
     assert not knowing, f"C++ outside dlcp_native/src/bindings that includes Python: {knowing}"
+
+
+def test_the_pure_layers_include_only_what_they_sit_on():
+    include = re.compile(r'^\s*#include "(\w+)/', re.M)
+    wrong = []
+    for path in NATIVE_SRC.rglob("*"):
+        if path.suffix not in CPP_SUFFIXES:
+            continue
+        layer = path.parent.name
+        for used in set(include.findall(path.read_text())) - {layer}:
+            if used == "bindings" or used not in MAY_INCLUDE.get(layer, set(LAYERS)):
+                wrong.append(f"{path.relative_to(NATIVE_SRC)} includes {used}/")
+    assert not wrong, f"layer includes out of place: {sorted(wrong)}"
