@@ -1,8 +1,8 @@
 """The house rules hold: `lint-imports` checks the import contracts of `.importlinter`
 (switch_models pure, emu and sim independent, the rooms layered, the compiled core reached
-through its adapters only), and no module outgrows what one reader holds in mind: a Python
-module, or a C++ twin (its .cpp and .hpp together), at most 400 lines, each C++ file in the
-folder of the layer it mirrors."""
+through its layers' Python faces only), and no module outgrows what one reader holds in mind:
+a Python module, or a C++ twin (its .cpp and .hpp together), at most 400 lines. Each C++ file
+lives in the folder of the layer it mirrors, and the pure layers include only what they sit on."""
 import os
 import re
 import subprocess
