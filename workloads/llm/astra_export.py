@@ -1,0 +1,40 @@
+"""A generated transformer workload written as an ASTRA-sim / SimAI per-layer text workload.
+
+One text layer a block (embedding, each layer's attention and MLP, the head), with the same
+compute times (integer nanoseconds) and collective sizes that ``llm_schedule`` gives one rank:
+forward all-reduce of the block's output and backward all-reduce of its input gradient on
+the tensor-parallel group, gradient all-reduce on the data-parallel group. The text format
+has neither pipelines nor micro-batches, experts nor ZeRO, so only pp = 1, one micro-batch,
+ep = 1, ZeRO 0 and one gradient bucket a block (bucket_bytes = 0) are written; anything else
+is an error. Importing the text (``workloads.importers.astra_text``) must then give the same
+ideal iteration time as the generated schedule: a test holds them together.
+"""
+
+from __future__ import annotations
+
+from workloads.llm.gpus import Roofline
+from workloads.llm.models import TransformerConfig
+from workloads.llm.parallelism import Parallelism, stage_blocks
+
+
+def to_astra_text(model: TransformerConfig, par: Parallelism, gpu: Roofline | None = None) -> str:
+    gpu = gpu or Roofline()
+    wrong = {k: v for k, v in [("pp", par.pp), ("micro_batches", par.micro_batches),
+                               ("ep", par.ep), ("zero", par.zero),
+                               ("bucket_bytes", par.bucket_bytes)]
+             if v != (0 if k in ("zero", "bucket_bytes") else 1)}
+    if wrong:
+        raise ValueError(f"the text format holds pp 1, micro_batches 1, ep 1, zero 0, "
+                         f"bucket_bytes 0 only; got {wrong}")
+    act = par.tokens * model.hidden * par.act_bytes
+    rows = []
+    for b in stage_blocks(model, par, gpu, 0):
+        fwd = ("ALLREDUCE", act) if b.tp_fwd and par.tp > 1 else ("NONE", 0)
+        ig = ("ALLREDUCE", act) if b.tp_bwd and par.tp > 1 else ("NONE", 0)
+        wg = ("ALLREDUCE", b.params * par.grad_bytes) if par.dp > 1 and b.params else ("NONE", 0)
+        rows.append(f"{b.name} -1 {round(b.fwd_us * 1e3)} {fwd[0]} {fwd[1]} "
+                    f"{round(b.ig_us * 1e3)} {ig[0]} {ig[1]} {round(b.wg_us * 1e3)} "
+                    f"{wg[0]} {wg[1]} 0")
+    head = (f"HYBRID_TRANSFORMER model_parallel_NPU_group: {par.tp} ep: 1 pp: 1 vpp: 1 ga: 1 "
+            f"all_gpus: {par.dp * par.tp}")
+    return "\n".join([head, str(len(rows)), *rows]) + "\n"
