@@ -37,7 +37,7 @@ fi
 
 # The stamp covers the native core's sources too: a changed .cpp rebuilds it (pip install -e .).
 native_sources=$(find dlcp_native/src -type f | LC_ALL=C sort)
-stamp_want=$( { echo "$native_sources"; cat requirements.txt pyproject.toml setup.py $native_sources; } | sha256sum | cut -c1-16)
+stamp_want=$( { echo "$native_sources"; cat requirements.txt requirements-nodeps.txt pyproject.toml setup.py $native_sources; } | sha256sum | cut -c1-16)
 stamp_file=$VENV/.dlcp-emu-installed
 if [[ -x $VENV/bin/python && -f $stamp_file && $(cat "$stamp_file") == "$stamp_want" ]]; then
     exit 0
@@ -45,6 +45,7 @@ fi
 echo "setup: preparing $VENV (pinned packages from requirements.txt)"
 [[ -x $VENV/bin/python ]] || "$BASE_PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 # Builds dlcp_native's compiled core; a compiler error stops here (set -e), printed by pip.
 echo "setup: building the native core (dlcp_native/src) and installing the project"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --config-settings editable_mode=compat -e .

@@ -1,0 +1,169 @@
+"""Imports into the schedule: ASTRA-sim / SimAI per-layer text and Chakra execution traces
+(made in the test by mlc-chakra's own text-to-ET converter). The text of a generated model
+must give the generated schedule's ideal iteration time; bad input names the line and field."""
+import numpy as np
+import pytest
+
+from workloads.importers.astra_text import astra_text_schedule, load_astra_text
+from workloads.llm import ZOO, Parallelism, llm_schedule, to_astra_text
+from workloads.schedule import FixedBandwidth, OpKind as K, RankLayout, ScheduleError
+from workloads.schedule import TrafficClass as C
+from workloads.schedule import ideal_iteration, validate
+
+HYBRID = """HYBRID_TRANSFORMER model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4
+3
+embed -1 0 ALLREDUCE 4096 0 NONE 0 0 ALLREDUCE 8000 0
+attn -1 3000 ALLREDUCE 4096 6000 ALLREDUCE 4096 2000 ALLREDUCE 16000 0
+mlp -1 5000 ALLREDUCE 4096 5000 ALLREDUCE 4096 5000 ALLREDUCE 32000 100
+"""
+
+
+def _text_model_par():
+    return ZOO["gpt3-1.3b"], Parallelism(dp=4, tp=2, seq_len=1024, bucket_bytes=0)
+
+
+@pytest.mark.parametrize("net", [None, FixedBandwidth(25e9, 5e-6, intra_bytes_per_s=300e9,
+                                                      gpus_per_server=8),
+                                 FixedBandwidth(2e9, 2e-5)])
+def test_imported_text_of_a_model_gives_the_generated_ideal_time(net):
+    model, par = _text_model_par()
+    gen = validate(llm_schedule(model, par))
+    imp = validate(astra_text_schedule(to_astra_text(model, par), 8))
+    a, b = ideal_iteration(gen, net).iteration_us, ideal_iteration(imp, net).iteration_us
+    assert b == pytest.approx(a, rel=0.01)
+    # and the same bytes by traffic class
+    for tc in (C.ACTIVATION, C.ACTIVATION_GRADIENT, C.GRADIENT):
+        assert imp.sent_bytes(imp.tclass == tc).tolist() == gen.sent_bytes(gen.tclass == tc).tolist()
+
+
+def test_text_export_refuses_what_the_format_cannot_hold():
+    model, _ = _text_model_par()
+    with pytest.raises(ValueError, match="pp 1, micro_batches 1.*got \\{'pp': 2"):
+        to_astra_text(model, Parallelism(pp=2, bucket_bytes=0))
+
+
+def test_hybrid_text_puts_forward_on_tp_and_weight_gradients_on_dp(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text(HYBRID)
+    s = validate(load_astra_text(path, 4))
+    ops = s.ops_of(1)
+    comm = s.kind[ops] != K.COMPUTE
+    names = [s.group_names[g] for g in s.group[ops][comm]]
+    classes = [C(c).label for c in s.tclass[ops][comm]]
+    groups = {c: {s.groups[g] for g, c2 in zip(s.group[ops][comm], classes) if c2 == c}
+              for c in set(classes)}
+    assert groups == {"activation": {(0, 1)}, "activation-gradient": {(0, 1)},
+                      "gradient": {(1, 3)}}
+    assert len(names) == 3 + 2 + 3
+    # compute: nanoseconds -> microseconds, and the update after the last gradient
+    assert s.duration_us[ops].sum() == pytest.approx((0 + 3000 + 5000 + 6000 + 5000 + 2000 + 5000
+                                                      + 100) / 1000)
+    assert ideal_iteration(s).iteration_us == pytest.approx(26.0)  # the update runs beside
+
+
+@pytest.mark.parametrize("text,match", [
+    (HYBRID.replace("ALLREDUCE 16000", "ALLREDUCE_TP 16000"),
+     "line 4 wg_comm_type: comm type 'ALLREDUCE_TP' unknown; allowed: NONE, ALLREDUCE"),
+    (HYBRID.replace("mlp -1 5000", "mlp -1 5e"), "line 5: fwd_compute must be a number"),
+    (HYBRID.replace(" 100\n", "\n"), "line 5: a layer has 12 fields"),
+    (HYBRID.replace("\n3\n", "\n4\n"), "line 2 announces 4 layers, 3 follow"),
+    (HYBRID.replace("HYBRID_TRANSFORMER", "PIPELINE"), "line 1: parallelism 'PIPELINE' unknown"),
+    (HYBRID.replace("all_gpus: 4", "all_gpus: 8"), "all_gpus: 8 ranks, asked for 4"),
+    (HYBRID.replace("pp: 1", "pp: 2"), "pp and ga must be 1"),
+])
+def test_bad_text_names_the_line_and_field(text, match):
+    with pytest.raises(ScheduleError, match=match):
+        astra_text_schedule(text, 4)
+
+
+def test_data_parallel_text_reduces_over_all_ranks():
+    text = "DATA\n2\nc1 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 400 0\nc2 -1 10 NONE 0 10 NONE 0 " \
+           "10 ALLREDUCE 800 0\n"
+    s = validate(astra_text_schedule(text, 3, time_unit="us"))
+    assert {s.groups[g] for g in s.group[s.kind == K.ALL_REDUCE]} == {(0, 1, 2)}
+    net = FixedBandwidth(1e9)
+    res = ideal_iteration(s, net)
+    # backward ends at 60 us; c1's gradient all-reduce (ring, 3 ranks) is the last
+    ring = 2 * 2 * (400 / 3) / 1e9 * 1e6
+    assert res.iteration_us == pytest.approx(60 + max(ring, 0), rel=0.01)
+
+
+# ---- Chakra execution traces -----------------------------------------------------------------
+chakra = pytest.importorskip("chakra.src.converter.text_converter")
+
+
+def _convert(tmp_path, text, ranks):
+    src = tmp_path / "model.txt"
+    src.write_text(text)
+    out = tmp_path / "trace"
+    chakra.TextConverter(str(src), str(out), ranks, 1).convert()
+    return out
+
+
+def test_chakra_trace_from_the_text_converter_imports(tmp_path):
+    from workloads.importers.chakra_et import load_chakra
+    text = HYBRID.replace("HYBRID_TRANSFORMER", "HYBRID_DATA_MODEL")
+    prefix = _convert(tmp_path, text, 4)
+    assert sorted(p.name for p in tmp_path.glob("*.et")) == [f"trace.{r}.et" for r in range(4)]
+    lay = RankLayout(dp=2, tp=2)
+    s = validate(load_chakra(prefix, 4, layout=lay, class_groups={
+        "activation": "tp", "activation-gradient": "tp", "gradient": "dp"}))
+    ops = s.ops_of(0)
+    # durations are the text's numbers, read as Chakra's microseconds
+    assert s.duration_us[ops].sum() == 0 + 3000 + 5000 + 6000 + 5000 + 2000 + 5000
+    coll = s.kind[ops] == K.ALL_REDUCE
+    by_class = {C(c).label: int(s.nbytes[ops][coll][s.tclass[ops][coll] == c].sum())
+                for c in np.unique(s.tclass[ops][coll])}
+    # the converter leaves out the first layer's input-gradient collective
+    assert by_class == {"activation": 3 * 4096, "activation-gradient": 2 * 4096,
+                        "gradient": 8000 + 16000 + 32000}
+    assert {s.groups[g] for g in s.group[ops][coll]} == {(0, 1), (0, 2)}
+    # without communication both imports of the text take the compute's time
+    txt = astra_text_schedule(text, 4, time_unit="us")
+    assert ideal_iteration(s).iteration_us == pytest.approx(ideal_iteration(txt).iteration_us)
+
+
+def test_chakra_trace_of_other_rank_count_is_an_error(tmp_path):
+    from workloads.importers.chakra_et import load_chakra
+    prefix = _convert(tmp_path, "DATA\n1\nc1 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 400 0\n", 2)
+    with pytest.raises(ScheduleError, match="the trace has 2 ranks, asked for 4"):
+        load_chakra(prefix, 4)
+    s = validate(load_chakra(prefix, 2))
+    assert s.groups[s.group[s.kind == K.ALL_REDUCE][0]] == (0, 1)
+    assert s.tclass[s.kind == K.ALL_REDUCE][0] == C.GRADIENT
+    with pytest.raises(ScheduleError, match="no <prefix>.<rank>.et files"):
+        load_chakra(tmp_path / "nothing", 2)
+
+
+def test_chakra_send_recv_and_unsupported_collectives(tmp_path):
+    from chakra.schema.protobuf import et_def_pb2 as T
+    from chakra.src.third_party.utils.protolib import encodeMessage
+
+    from workloads.importers.chakra_et import load_chakra
+
+    def write(rank, nodes):
+        with open(tmp_path / f"t.{rank}.et", "wb") as f:
+            encodeMessage(f, T.GlobalMetadata(version="0.0.4"))
+            for n in nodes:
+                encodeMessage(f, n)
+
+    def attr(name, **kw):
+        return T.AttributeProto(name=name, **kw)
+
+    def p2p(kind, nid, src, dst, deps=()):
+        return T.Node(id=nid, name=f"n{nid}", type=kind, data_deps=list(deps), attr=[
+            attr("comm_src", int32_val=src), attr("comm_dst", int32_val=dst),
+            attr("comm_tag", int32_val=7), attr("comm_size", int64_val=1000),
+            attr("traffic_class", string_val="activation-gradient")])
+    comp = T.Node(id=1, name="c", type=T.COMP_NODE, duration_micros=50)
+    # rank 0 lists its send before the compute it waits for: the import sorts them
+    write(0, [p2p(T.COMM_SEND_NODE, 2, 0, 1, deps=[1]), comp])
+    write(1, [p2p(T.COMM_RECV_NODE, 5, 0, 1)])
+    s = validate(load_chakra(tmp_path / "t", 2))
+    assert s.kind.tolist() == [K.COMPUTE, K.SEND, K.RECV]
+    assert s.tclass[1] == C.ACTIVATION_GRADIENT
+    assert ideal_iteration(s, FixedBandwidth(1e8)).iteration_us == pytest.approx(60.0)
+    write(1, [T.Node(id=5, name="g", type=T.COMM_COLL_NODE,
+                     attr=[attr("comm_type", int64_val=T.GATHER)])])
+    with pytest.raises(ScheduleError, match="comm_type 3 not supported; allowed: ALL_REDUCE"):
+        load_chakra(tmp_path / "t", 2)
