@@ -167,3 +167,12 @@ def test_chakra_send_recv_and_unsupported_collectives(tmp_path):
                      attr=[attr("comm_type", int64_val=T.GATHER)])])
     with pytest.raises(ScheduleError, match="comm_type 3 not supported; allowed: ALL_REDUCE"):
         load_chakra(tmp_path / "t", 2)
+
+
+def test_shipped_text_example_is_what_the_generator_writes():
+    from pathlib import Path
+    shipped = Path(__file__).resolve().parents[1] / "examples/workloads/gpt3-1.3b-dp4-tp2.txt"
+    model, par = _text_model_par()
+    assert shipped.read_text() == to_astra_text(model, par)
+    s = validate(load_astra_text(shipped, 8))
+    assert s.meta["policy"] == "HYBRID_TRANSFORMER" and s.n_ranks == 8
