@@ -52,6 +52,21 @@ def test_halving_doubling_has_ring_totals_in_log2_n_rounds(n):
         _check_deps(hd)
 
 
+def test_halving_halves_and_doubling_doubles_the_message():
+    n, size = 8, 8 * 1024
+    per_round = lambda st: [int(st.nbytes[(st.round == r) & (st.src == 0)].sum())  # noqa: E731
+                            for r in range(st.rounds)]
+    assert per_round(expand("reduce-scatter", range(n), size, "halving-doubling")) == \
+        [4096, 2048, 1024]
+    assert per_round(expand("all-gather", range(n), size, "halving-doubling")) == \
+        [1024, 2048, 4096]
+    assert per_round(expand("all-reduce", range(n), size, "halving-doubling")) == \
+        [4096, 2048, 1024, 1024, 2048, 4096]
+    # round k of the halving pairs i with i xor n / 2^(k+1)
+    st = expand("reduce-scatter", range(n), size, "halving-doubling")
+    assert st.dst[(st.round == 0) & (st.src == 0)].tolist() == [4]
+
+
 def test_halving_doubling_rejects_a_group_that_is_not_a_power_of_two():
     with pytest.raises(ValueError, match="power-of-two"):
         expand("all-reduce", range(6), S, "halving-doubling")

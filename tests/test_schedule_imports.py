@@ -128,6 +128,8 @@ def test_chakra_trace_of_other_rank_count_is_an_error(tmp_path):
     prefix = _convert(tmp_path, "DATA\n1\nc1 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 400 0\n", 2)
     with pytest.raises(ScheduleError, match="the trace has 2 ranks, asked for 4"):
         load_chakra(prefix, 4)
+    with pytest.raises(ScheduleError, match="the trace has 2 ranks, asked for 1"):
+        load_chakra(prefix, 1)
     s = validate(load_chakra(prefix, 2))
     assert s.groups[s.group[s.kind == K.ALL_REDUCE][0]] == (0, 1)
     assert s.tclass[s.kind == K.ALL_REDUCE][0] == C.GRADIENT
