@@ -51,3 +51,17 @@ def test_instances_and_messages_match_across_ranks():
     m = messages(s)
     assert len(m) == (s.kind == K.SEND).sum() == (s.kind == K.RECV).sum()
     assert np.all(s.rank[m["recv_op"]] == m["dst"]) and np.all(s.peer[m["recv_op"]] == m["src"])
+
+
+def test_instance_members_follow_the_group_ring_order():
+    from workloads.schedule import RankOps, assemble
+    labels, per = {}, []
+    for _ in range(3):
+        ops = RankOps(labels)
+        ops.add(K.ALL_GATHER, "ag", group=0, nbytes=300, tclass=C.PARAMETERS)
+        per.append(ops.arrays())
+    s = validate(assemble(3, per, [(2, 0, 1)], ["ring"], labels))
+    row = collectives(s).iloc[0]
+    assert s.rank[row["ops"]].tolist() == [2, 0, 1]
+    st = steps(s, row)
+    assert set(zip(st.src.tolist(), st.dst.tolist())) == {(2, 0), (0, 1), (1, 2)}
