@@ -39,12 +39,14 @@ PREV, NEXT = 0, 1  # peer codes in a stage's ops before they are copied to ranks
 class _Buckets:
     """DDP-style gradient buckets of one group kind, flushed when full."""
 
-    def __init__(self, ops: RankOps, par: Parallelism, group: int, chain: list[int]):
+    def __init__(self, ops: RankOps, par: Parallelism, group: int, chain: list[int],
+                 size: int):
         self.ops, self.par, self.group, self.chain = ops, par, group, chain
+        self.alone = size == 1  # nothing to reduce with
         self.params, self.names, self.done = 0, [], []
 
     def add(self, name: str, params: int, after: int) -> None:
-        if params <= 0:
+        if params <= 0 or self.alone:
             return
         self.params += params
         self.names.append(name)
@@ -72,11 +74,8 @@ def _stage_ops(model: TransformerConfig, par: Parallelism, blocks: list[Block], 
     tp_on = par.tp > 1
     chain = [-1]  # the communication stream of gradient and parameter collectives
     zchain = -1  # ZeRO-3 parameter all-gathers, prefetched in order
-    groups = {"dp": _Buckets(ops, par, DP, chain), "edp": _Buckets(ops, par, EDP, chain)}
-    if par.dp == 1:
-        groups["dp"].add = lambda *a: None  # noqa: E731 (nothing to reduce alone)
-    if par.dp // par.ep == 1:
-        groups["edp"].add = lambda *a: None  # noqa: E731
+    groups = {"dp": _Buckets(ops, par, DP, chain, par.dp),
+              "edp": _Buckets(ops, par, EDP, chain, par.dp // par.ep)}
     compute = -1
 
     def gather(blk: Block, what: str, j: int) -> int:
