@@ -213,3 +213,21 @@ def test_validation_catches_a_mismatched_collective():
     s.nbytes[i] += 4
     with pytest.raises(ScheduleError, match="collective #0 does not match"):
         validate(s)
+
+
+def test_tied_embeddings_over_a_pipeline_reduce_between_first_and_last_stage():
+    gpt = TransformerConfig("tiny-gpt", hidden=128, layers=4, heads=4, ffn=512, vocab=1000,
+                            gated=False, bias=True, norm_params=2, tied=True, positions=64)
+    par = Parallelism(dp=2, tp=2, pp=2, seq_len=64)
+    s = validate(llm_schedule(gpt, par))
+    embed = [g for g, n in enumerate(s.group_names) if n.startswith("embed")]
+    ops = np.flatnonzero(np.isin(s.group, embed))
+    # one all-reduce on every rank of the first and last stage, of its vocabulary shard
+    assert sorted(s.rank[ops].tolist()) == list(range(8))
+    assert set(s.nbytes[ops]) == {gpt.vocab * gpt.hidden // par.tp * par.grad_bytes}
+    assert {s.groups[g] for g in s.group[ops]} == {(0, 2), (1, 3), (4, 6), (5, 7)}
+    # with one stage the head shares the embedding: no copy, no extra all-reduce
+    one = validate(llm_schedule(gpt, Parallelism(dp=2, seq_len=64)))
+    assert not np.isin(one.group, [g for g, n in enumerate(one.group_names)
+                                   if n.startswith("embed")]).any()
+    assert _dp_grad_bytes(one, 0) == par.grad_bytes * gpt.params()

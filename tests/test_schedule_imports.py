@@ -178,3 +178,16 @@ def test_shipped_text_example_is_what_the_generator_writes():
     assert shipped.read_text() == to_astra_text(model, par)
     s = validate(load_astra_text(shipped, 8))
     assert s.meta["policy"] == "HYBRID_TRANSFORMER" and s.n_ranks == 8
+
+
+def test_simai_expert_suffixes_pick_the_expert_groups():
+    text = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 2 pp: 1 vpp: 1 "
+            "ga: 1 all_gpus: 4 checkpoints: 0 checkpoint_initiates: 0\n1\n"
+            "moe -1 100 ALLTOALL_EP 2048 100 ALLTOALL_EP 2048 100 ALLREDUCE_DP_EP 512 0\n")
+    s = validate(astra_text_schedule(text, 4))
+    ops = s.ops_of(1)
+    comm = s.kind[ops] != K.COMPUTE
+    got = [(K(k).label, C(c).label, s.groups[g]) for k, c, g in
+           zip(s.kind[ops][comm], s.tclass[ops][comm], s.group[ops][comm])]
+    assert got == [("all-to-all", "all-to-all", (0, 1)), ("all-to-all", "all-to-all", (0, 1)),
+                   ("all-reduce", "gradient", (1, 3))]
