@@ -24,6 +24,7 @@ from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import SimHosts
 from dlcp_emu.study.baselines import reference_rows
 from dlcp_emu.transport.message import transport_payload_size
+from dlcp_emu.transport.settings import TransportSettings
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "tests" / "reference" / "htsim" / "dctcp"
 RATE_BPS = 10e9
@@ -45,6 +46,13 @@ SENDERS = (8, 16, 32)
 # (dctcp.cpp reacts to CE only; on a loss it halves like tcp.cpp), and ours runs `tcp`.
 BUFFER_FRAMES = {"tcp": (8, 15), "dctcp": (32, 64, 170, 1000, 10000)}
 UNTIL_NS = 2_000_000_000
+# htsim's sender constants (main_dctcp_incast_collateral.cpp, tcp.cpp, dctcp.cpp): a window of
+# 10 packets to start (TcpSrc: _cwnd = 10*_mss, as ours), a slow-start threshold of 10
+# (set_ssthresh(10*data_packet_size()) on every flow), DCTCP's alpha from 0 (_alfa = 0) with
+# g = 1/16 (as ours), and an RTO floored at 250 ms (tcp.cpp: timeFromSec(0.25)).
+INITIAL_SSTHRESH = 10
+DCTCP_ALPHA = 0.0
+MIN_RTO_NS = 250_000_000
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,12 @@ def pipeline(transport, buffer_frames):
     return {"preset": "fifo", "queue_manager": {"name": "ecn", "mark_fraction": MARK_FRAMES / buffer_frames}}
 
 
+def settings(transport):
+    """Our senders on htsim's constants: DCTCP where the queues mark, NewReno where they cannot."""
+    return TransportSettings(congestion="dctcp" if transport == "dctcp" else "newreno", min_rto_ns=MIN_RTO_NS,
+                             initial_ssthresh=INITIAL_SSTHRESH, dctcp_alpha=DCTCP_ALPHA)
+
+
 def run(transport, n, buffer_frames, engine="native"):
     """The incast of n senders at a buffer of so many frames, simulated: an IncastRun. engine
     "native": the compiled network and endpoints; "python": all in Python (the oracle)."""
@@ -93,7 +107,8 @@ def run(transport, n, buffer_frames, engine="native"):
     by_src = {s: [(INCAST_START_NS, RECEIVER, FLOW_BYTES, fid)] for fid, s in enumerate(srcs)}
     by_src[LONG_SRC] = [(0, LONG_DST, LONG_FLOW_BYTES, len(srcs))]
     names = topo.hosts()
-    eps = {i: BackgroundEndpoint(i, by_src.get(i, []), MTU, RATE_BPS, **how) for i in range(len(names))}
+    eps = {i: BackgroundEndpoint(i, by_src.get(i, []), MTU, RATE_BPS, settings=settings(transport), **how)
+           for i in range(len(names))}
     sim.add_job(JOB, eps, dict(enumerate(names)), udp_port=BACKGROUND_UDP_PORT, dlcp=False)
     sim.start()
     net.loop.run(until=UNTIL_NS)
