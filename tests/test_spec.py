@@ -126,6 +126,10 @@ def test_transport_congestion_and_rto_floor_are_checked():
         parse_spec({**GOOD, "transport": {"initial_ssthresh": 1}})
     with pytest.raises(SpecError, match="transport.dctcp_alpha: 2 is not allowed; must be a fraction in 0..1"):
         parse_spec({**GOOD, "transport": {"dctcp_alpha": 2}})
+    assert parse_spec(GOOD).transport["initial_window"] == 10
+    assert parse_spec({**GOOD, "transport": {"initial_window": 104}}).transport["initial_window"] == 104
+    with pytest.raises(SpecError, match="transport.initial_window: 0.5 is not allowed; must be 1..1048576 packets"):
+        parse_spec({**GOOD, "transport": {"initial_window": 0.5}})
     with pytest.raises(SpecError, match="transport.congestion: dctcp reacts to ECN marks, and the switch's queue "
                                         "manager 'dlcp' marks none"):
         parse_spec({**GOOD, "transport": {"congestion": "dctcp"}})

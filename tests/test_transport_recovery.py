@@ -151,3 +151,18 @@ def test_an_initial_ssthresh_ends_slow_start_there(impl):
         windows[ssthresh] = s.cc.cwnd
     assert windows[float("inf")] == 10 + 199   # +1 a packet; the last ACK completes, no growth
     assert 10 < windows[10] < 10 + 200 / 10 + 2
+
+
+@each_impl
+def test_an_initial_window_is_what_the_first_poll_sends(impl):
+    """NDP's first window of one BDP (htsim's -cwnd, study/baselines.py): the sender's first
+    poll puts exactly so many packets on the wire, and the summary says so."""
+    for window in (10, 35, 104):
+        S, _ = endpoints(impl, "reliable")
+        settings = TransportSettings("newreno", MIN_RTO_NS, initial_window=window)
+        s = S(0, 1, cc=settings.cc(), rtt=settings.rtt())
+        s.send(message(200), 0)
+        assert len(s.poll(0)) == window
+        assert settings.describe()["initial_window"] == window
+    with pytest.raises(ValueError, match="initial_window must be 1..1048576 packets, got 0"):
+        TransportSettings(initial_window=0)

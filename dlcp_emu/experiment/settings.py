@@ -20,4 +20,4 @@ def transport_settings(spec):
     t = spec.transport
     ssthresh = math.inf if t["initial_ssthresh"] == "infinite" else float(t["initial_ssthresh"])
     return TransportSettings(t["congestion"], int(spec.scale.stretch(t["min_rto_us"] * 1000)), ssthresh,
-                             float(t["dctcp_alpha"]))
+                             float(t["dctcp_alpha"]), t["initial_window"])

@@ -3,7 +3,8 @@ them) and the check they need of the switch: DCTCP only means something where CE
 from switch_models import PipelineSpec, SpecError as SwitchSpecError
 
 from dlcp_emu.experiment.checks import number, one_of
-from dlcp_emu.transport.settings import CONGESTION, DEFAULT_CONGESTION, DEFAULT_MIN_RTO_US
+from dlcp_emu.transport.congestion import INITIAL_WINDOW
+from dlcp_emu.transport.settings import CONGESTION, DEFAULT_CONGESTION, DEFAULT_MIN_RTO_US, MAX_INITIAL_WINDOW
 
 TRANSPORT_SETTINGS_FIELDS = {
     "congestion": (DEFAULT_CONGESTION, one_of(CONGESTION),
@@ -12,6 +13,7 @@ TRANSPORT_SETTINGS_FIELDS = {
     "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v),
                          "\"infinite\" or 2..1048576 packets"),
     "dctcp_alpha": (1.0, number(0, 1), "a fraction in 0..1"),
+    "initial_window": (INITIAL_WINDOW, number(1, MAX_INITIAL_WINDOW), f"1..{MAX_INITIAL_WINDOW} packets"),
 }
 
 

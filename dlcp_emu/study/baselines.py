@@ -28,6 +28,7 @@ from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import SimHosts
 from dlcp_emu.transport.message import transport_payload_size
+from dlcp_emu.transport.settings import TransportSettings
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "tests" / "reference" / "htsim"
 RATE_BPS = 100e9
@@ -46,6 +47,9 @@ DCTCP_MARK_FRAMES = 15
 # buffer of three times the data's, trimming at the data's frames, so headers fit as there.
 NDP_HEADER_ROOM = 2
 TRANSPORTS = ("tcp", "dctcp", "ndp")
+# NDP starts every flow at one bandwidth-delay product: htsim's `-cwnd` (run_htsim.sh), 35
+# packets on one switch (RTT 4.3 us), 104 on the k=4 fat tree (12.8 us); ours starts there too.
+NDP_INITIAL_WINDOW = {"incast": 35, "permutation": 104}
 UNTIL_NS = 2_000_000_000      # virtual time a run may take at most (a stalled run ends here)
 SCENARIOS = {
     "incast-8": "incast_8.cm", "incast-16": "incast_16.cm", "incast-32": "incast_32.cm",
@@ -113,6 +117,13 @@ def pipeline(transport, buffer_frames):
     raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
 
 
+def settings(scenario, transport):
+    """The senders' settings: NDP's first window of one BDP under `ndp`; else the defaults."""
+    if transport != "ndp":
+        return None
+    return TransportSettings(initial_window=NDP_INITIAL_WINDOW[scenario.split("-")[0]])
+
+
 def run(scenario, transport, buffer_frames, reference_dir=REFERENCE_DIR, engine="native"):
     """The scenario simulated: a Run. engine "native": the compiled network with the senders
     and receivers in its core; "python": every hop and endpoint in Python (the oracle)."""
@@ -126,7 +137,7 @@ def run(scenario, transport, buffer_frames, reference_dir=REFERENCE_DIR, engine=
     for fid, (src, dst) in enumerate(pairs):
         by_src.setdefault(src, []).append((0, dst, FLOW_BYTES, fid))
     names = topo.hosts()
-    eps = {i: BackgroundEndpoint(i, by_src.get(i, []), MTU, RATE_BPS, **how)
+    eps = {i: BackgroundEndpoint(i, by_src.get(i, []), MTU, RATE_BPS, settings=settings(scenario, transport), **how)
            for i in range(len(names))}
     sim.add_job(JOB, eps, dict(enumerate(names)), udp_port=BACKGROUND_UDP_PORT, dlcp=transport == "ndp")
     sim.start()

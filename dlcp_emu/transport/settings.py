@@ -13,6 +13,9 @@ them, for both backends and both engines, and says in the summary what the trans
   RFC 5681's, by default; htsim's TCP and DCTCP programs set 10). `dctcp_alpha`: DCTCP's alpha
   before the first window is measured (1 by default, as Linux: the first reaction halves;
   htsim starts at 0).
+- `initial_window`: the window a sender starts with, in packets (10, RFC 6928's, by default).
+  NDP starts every flow at one bandwidth-delay product (htsim's `-cwnd`), which is what the
+  htsim agreement runs of the NDP-trimming preset set (`study/baselines.py`).
 - `min_rto_us`: the RTO's floor, and its least margin over SRTT (as Linux's rto_min):
   RTO = max(min_rto, SRTT + max(min_rto, 4 RTTVAR)), doubled on each timeout up to 1 s.
   Default 1 ms: far above the microseconds RTTs of a data centre (Linux's 200 ms would stall
@@ -30,6 +33,7 @@ from dlcp_emu.transport.congestion import (
 CONGESTION = {"newreno": "halve", "dctcp": "dctcp"}   # name -> CongestionControl's ECN reaction
 DEFAULT_CONGESTION = "newreno"
 DEFAULT_MIN_RTO_US = MIN_RTO_NS / 1000
+MAX_INITIAL_WINDOW = 1 << 20      # CongestionControl's max_window
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,11 @@ class TransportSettings:
     min_rto_ns: int = MIN_RTO_NS
     initial_ssthresh: float = math.inf
     dctcp_alpha: float = 1.0
+    initial_window: float = INITIAL_WINDOW
 
     def __post_init__(self):
+        if not 1 <= self.initial_window <= MAX_INITIAL_WINDOW:
+            raise ValueError(f"initial_window must be 1..{MAX_INITIAL_WINDOW} packets, got {self.initial_window!r}")
         if not 2 <= self.initial_ssthresh:
             raise ValueError(f"initial_ssthresh must be at least 2 packets, got {self.initial_ssthresh!r}")
         if not 0 <= self.dctcp_alpha <= 1:
@@ -50,7 +57,7 @@ class TransportSettings:
             raise ValueError(f"min_rto_ns must be in 1..{MAX_RTO_NS}, got {self.min_rto_ns!r}")
 
     def cc(self) -> CongestionControl:
-        cc = CongestionControl(ecn=CONGESTION[self.congestion])
+        cc = CongestionControl(initial_window=self.initial_window, ecn=CONGESTION[self.congestion])
         cc.ssthresh, cc.alpha = float(self.initial_ssthresh), float(self.dctcp_alpha)  # the native twin reads both
         return cc
 
@@ -62,7 +69,7 @@ class TransportSettings:
     def describe(self, dilation=1.0) -> dict:
         """What the summary says of the transport (times in real-world units)."""
         ssthresh = "infinite" if math.isinf(self.initial_ssthresh) else self.initial_ssthresh
-        return {"congestion": self.congestion, "initial_window": INITIAL_WINDOW, "initial_ssthresh": ssthresh,
+        return {"congestion": self.congestion, "initial_window": self.initial_window, "initial_ssthresh": ssthresh,
                 "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT "
                                   "+ 40 frame times of the host link",
                 "loss_reaction": "halve once per window",
