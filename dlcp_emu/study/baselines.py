@@ -9,7 +9,8 @@ no scaling at all). A flow's completion time is when its sender learns the last 
 as htsim prints it. Transports, each over the switch queue it was made for:
 
 - `ndp`: htsim's NDP over trimming queues; here the `reliable` transport over the `ndp`
-  preset (per-packet spray, trim once `buffer_frames` data packets are queued, headers first);
+  preset (per-packet spray, trim once `buffer_frames` data packets are queued, headers first),
+  its senders starting at one BDP as htsim's (`NDP_INITIAL_WINDOW`);
 - `tcp`: drop-tail FIFO (htsim's TCP NewReno: no reference at the commit used, README.md);
 - `dctcp`: FIFO marking CE above `DCTCP_MARK_FRAMES` queued frames (htsim's DCTCP: likewise).
 """
