@@ -15,6 +15,7 @@ except ImportError as error:  # never a silent fall-back to the Python model
                       f"which builds it ({error})") from error
 
 from .network import NativeNetwork
-from .switch import NATIVE_STAGES, REASONS, BatchResult, NativeSwitch, NotNativeError
+from .switch import NATIVE_STAGES, REASONS, BatchResult, NativeSwitch, NotNativeError, not_native
 
-__all__ = ["NATIVE_STAGES", "REASONS", "BatchResult", "NativeNetwork", "NativeSwitch", "NotNativeError"]
+__all__ = ["NATIVE_STAGES", "REASONS", "BatchResult", "NativeNetwork", "NativeSwitch", "NotNativeError",
+           "not_native"]

@@ -285,16 +285,27 @@ def _lookup(numbers):
     return index
 
 
+def not_native(pipeline):
+    """Why the core cannot run this pipeline (a preset name, a spec table or a PipelineSpec):
+    its first Python-only stage, or None when the core implements every stage."""
+    spec = PipelineSpec.parse(pipeline)
+    for stage, registry in STAGES.items():
+        name = getattr(spec, stage).name
+        if NATIVE_STAGES[stage].get(name) is not registry.get(name):
+            return (f"{registry.kind} {name!r} is a Python-only stage (the native core implements "
+                    f"{', '.join(sorted(NATIVE_STAGES[stage]))}); run this pipeline on switch_models.Switch")
+    return None
+
+
 def native_stages(spec, seed):
     """{stage: (name, every parameter with defaults filled in)} for the core, or
     NotNativeError naming the first stage it does not implement."""
+    why = not_native(spec)
+    if why is not None:
+        raise NotNativeError(why)
     stages = {}
     for stage, registry in STAGES.items():
         s = getattr(spec, stage)
-        if NATIVE_STAGES[stage].get(s.name) is not registry.get(s.name):
-            raise NotNativeError(
-                f"{registry.kind} {s.name!r} is a Python-only stage (the native core implements "
-                f"{', '.join(sorted(NATIVE_STAGES[stage]))}); run this pipeline on switch_models.Switch")
         params = registry.parameters(s.name)
         if stage == "load_balancer":
             params["seed"] = seed   # as PipelineSpec.load_balancer_for: a given seed wins

@@ -38,6 +38,11 @@ PRESETS = {
     "dlcp-nospray": dict(load_balancer="ecmp", classifier="dlcp", queue_manager="dlcp", scheduler="strict"),
 }
 
+# The end-host transport a system was built with, by preset (a transport's name): what a
+# spec's transport kind `auto` runs it with. A preset not listed, and a pipeline with no
+# preset, declares none (the framework then runs its reliable transport, the fair baseline).
+PAIRED_TRANSPORTS = {"dlcp": "dlcp", "dlcp-noprio": "dlcp", "dlcp-nodrop": "dlcp", "dlcp-nospray": "dlcp"}
+
 
 def preset_names():
     return sorted(PRESETS)
@@ -62,6 +67,12 @@ class PipelineSpec:
     classifier: StageSpec
     queue_manager: StageSpec
     scheduler: StageSpec
+    preset: str | None = None    # the preset it starts from, stages overridden or not
+
+    @property
+    def paired_transport(self):
+        """The transport this pipeline declares it pairs with (`PAIRED_TRANSPORTS`), or None."""
+        return PAIRED_TRANSPORTS.get(self.preset)
 
     @classmethod
     def parse(cls, spec):
@@ -86,7 +97,7 @@ class PipelineSpec:
         stages = {stage: _stage(stage, merged[stage]) for stage in STAGES}
         name = preset if preset is not None and merged == PRESETS[preset] else (
             "custom" if preset is None else f"{preset}+custom")
-        return cls(name=name, **stages)
+        return cls(name=name, **stages, preset=preset)
 
     # One classifier and load balancer per switch (switch-wide state such as PIAS flow
     # bytes); one queue manager and scheduler per port.

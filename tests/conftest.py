@@ -66,6 +66,19 @@ def python_only_stage():
 
 
 @pytest.fixture
+def python_only_transport():
+    """The name of a transport only Python has (`python_transport`), registered the way a
+    user adds one; the registry is restored afterwards."""
+    import python_transport
+    from dlcp_emu.transport.registry import TRANSPORTS, register
+    saved = dict(TRANSPORTS)
+    register(python_transport.TRANSPORT)
+    yield python_transport.TRANSPORT.name
+    TRANSPORTS.clear()
+    TRANSPORTS.update(saved)
+
+
+@pytest.fixture
 def sockets():
     """Two UDP sockets bound on loopback (the transport and host data-plane tests)."""
     socks = []

@@ -250,7 +250,7 @@ def check_valid_spec(spec):
     tables = [spec.time_dilation, spec.byte_scale, spec.time_limit_s, spec.topology,
               spec.workload, spec.transport, spec.switch, spec.background, spec.compression]
     assert all(math.isfinite(x) for x in numbers(tables)), spec
-    if spec.transport_for(spec.switch.get("preset", "")) != "tcp":
+    if spec.transport_for(spec.switch) != "tcp":
         assert dry_run(spec, [spec.switch], backend="sim")
 
 

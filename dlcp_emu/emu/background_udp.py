@@ -15,10 +15,11 @@ import sys
 import time
 
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
-from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
+from dlcp_emu.emu.native_host import NativeUdpHost
+from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.emu.streams import JsonLinesWriter, process_row
-from dlcp_emu.host.background import JOB, BackgroundEndpoint, flow_rows
+from dlcp_emu.host.background import JOB, TRANSPORT, BackgroundEndpoint, flow_rows
 from dlcp_emu.transport.settings import TransportSettings
 
 
@@ -34,7 +35,7 @@ def main(argv=None):
         return 0
     # Flow start times are relative to the common start; the endpoint runs on the clock.
     flows = [(start + int(t), int(dst), int(n), int(fid)) for t, dst, n, fid in cfg["flows"]]
-    engine, _ = host_engine(cfg.get("engine", "auto"))
+    engine, _ = choose_engine(cfg.get("engine", "auto"), transport=TRANSPORT)
     ep = BackgroundEndpoint(cfg["index"], flows, cfg["mtu"], cfg["link_rate_bps"], endpoints=engine,
                             settings=TransportSettings(**cfg.get("transport_settings", {})))
     if engine == "native":

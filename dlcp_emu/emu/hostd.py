@@ -24,8 +24,9 @@ Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [
 (`TransportSettings` fields), "scale", "training"
 ([training] fields or null),
 "fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
-"engine" (the spec's: python runs the Python endpoints over `UdpDriver`, else the compiled
-data plane, `native_host`),
+"engine" (the spec's; `experiment.engine.choose_engine` decides for the transport: python
+runs the Python endpoints over `UdpDriver`, native the compiled data plane, `native_host`),
+"transport_entry" (a transport not built in: `transport.registry.as_config`),
 "ready_file", "start_file", "deadline_s", "out_path", "records_path", "samples_path",
 "results_path"}
 """
@@ -49,10 +50,12 @@ from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import MAX_RECORDS, PacketLog, write_records
 from dlcp_emu.host.plan import make_plan
-from dlcp_emu.emu.native_host import NativeUdpHost, host_engine
+from dlcp_emu.emu.native_host import NativeUdpHost
+from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport import transport
+from dlcp_emu.transport.registry import adopt as adopt_transport
 from dlcp_emu.transport.settings import TransportSettings
 from workloads import trace_of
 
@@ -102,7 +105,7 @@ def run_kernel_tcp(cfg, agent, stopping):
 
 def tcp_status(cfg, m, started, finished):
     return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
-            "done": m.done, "engine": "kernel", "engine_note": "transport tcp: the kernel's",
+            "done": m.done, **dict(zip(("engine", "engine_note"), choose_engine(cfg["engine"], transport="tcp"))),
             "cpu_s": process_cpu_s(), "cpus": process_cpus()}
 
 
@@ -192,12 +195,13 @@ def samples(stack, driver):
 
 def main(argv=None):
     cfg, stopping = config_and_stop_flag("dlcp_emu.emu.hostd", argv)
+    adopt_transport(cfg)
     plan, agent = build_agent(cfg)
     if hasattr(agent, "pregenerate"):     # before the common start (the runner waits for us)
         agent.pregenerate(PREGENERATE_MAX_BYTES)
     if transport(cfg["transport"]).kernel:
         return run_kernel_tcp(cfg, agent, stopping)
-    engine, engine_note = host_engine(cfg.get("engine", "auto"))
+    engine, engine_note = choose_engine(cfg.get("engine", "auto"), transport=cfg["transport"])
     stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
                       droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"],
                       drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"], endpoints=engine,

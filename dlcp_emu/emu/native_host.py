@@ -10,8 +10,8 @@ complete; `serve` then runs the agent's part of the endpoint (`pump`, `agent_tur
 `completed`, the calls `HostStack.receive` and `poll` make) and goes on. The endpoint (a `HostStack` or a `BackgroundEndpoint`) must
 have native endpoints; its senders join the loop as the agent makes them.
 
-`host_engine` decides which data plane a host process runs: the spec's `engine` (python:
-the oracle, `UdpDriver` with the Python endpoints; else this one).
+Which data plane a host process runs, this one or `UdpDriver` with the Python endpoints, is
+`experiment.engine.choose_engine`'s to say (from the spec's `engine` and the transport).
 """
 import os
 import signal
@@ -25,13 +25,6 @@ from dlcp_emu.transport.outbound import SendResult
 AGENT, WAKE = 1, 2
 LAG_SAMPLES = 10_000
 BATCH = 32
-
-
-def host_engine(engine):
-    """(engine, why) of a host process's data plane, from the spec's engine."""
-    if engine == "python":
-        return "python", "asked for"
-    return "native", "asked for" if engine == "native" else "the host's endpoints are all native"
 
 
 class NativeUdpHost:

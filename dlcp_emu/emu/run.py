@@ -14,8 +14,6 @@ from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
-from switch_models import PipelineSpec
-
 from dlcp_emu.emu import PROJECT_ROOT
 from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
@@ -27,6 +25,7 @@ from dlcp_emu.emu.streams import tail_text
 from dlcp_emu.emu.run_records import (
     Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
 )
+from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.fidelity_estimate import critical_steps
 from dlcp_emu.experiment.backend import Outcome
@@ -70,7 +69,9 @@ class EmuBackend:
                              "emulator's hosts send real bytes (payload = \"values\")")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
-        return spec.transport_for(PipelineSpec.parse(pipeline).name)
+        transport = spec.transport_for(pipeline)
+        choose_engine(spec.engine, transport=transport)   # `native` and no twin: refused before anything starts
+        return transport
 
     def execute(self, setup, log):
         return _emulate(setup, log, self.capture, self.live)

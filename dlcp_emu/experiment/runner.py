@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from dlcp_emu.experiment.settings import compression_for, transport_settings
 from dlcp_emu.experiment.topology import host_link_rate
+from dlcp_emu.transport.registry import as_config as transport_config
 
 
 def hostd_config(spec, placement, topology, rank, transport, **extra):
@@ -14,7 +15,7 @@ def hostd_config(spec, placement, topology, rank, transport, **extra):
         "workers": placement.workers, "ps_ranks": list(placement.ps_ranks),
         "model": w.get("model"), "trace": w.get("trace"), "pattern": w["pattern"],
         "iterations": w["iterations"], "group_size": w["group_size"], "seed": spec.seed,
-        "transport": transport, "mtu": spec.mtu, "loss_bound": t["loss_bound"],
+        "transport": transport, **transport_config(transport), "mtu": spec.mtu, "loss_bound": t["loss_bound"],
         "droppable_fraction": t["droppable_fraction"], "drop_order": t["drop_order"],
         "transport_settings": asdict(transport_settings(spec)),
         "scale": spec.scale.as_config(), "training": spec.training,

@@ -12,8 +12,8 @@
     fidelity_tolerance = 0.05   # an emulated run is flagged when its fidelity estimate (how far
                                 # its mean iteration or p99 tensor completion is from the
                                 # model's, experiment/fidelity_estimate.py) exceeds this fraction
-    engine = "auto"             # auto | native | python: the simulator's (dlcp_emu/sim/engines.py);
-                                # in emulation the switches' models and hosts' data planes
+    engine = "auto"             # auto | native | python (dlcp_emu/experiment/engine.py): the simulated
+                                # network's, the emulated switches' models and hosts' data planes
 
     [topology]                  # kind + the builder's own parameters (rates as real-world bit/s)
     kind = "leaf-spine"
@@ -99,7 +99,8 @@ from dlcp_emu.host.training import TrainingSpec
 from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND, DROP_ORDERS
 from dlcp_emu.experiment.checks import REQUIRED, Checker, SpecError, integer, number, one_of
-from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_preset as transport_for_preset
+from dlcp_emu.experiment.engine import ENGINES
+from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_pipeline
 from dlcp_emu.experiment.spec_transport import TRANSPORT_SETTINGS_FIELDS, check_congestion
 from dlcp_emu.experiment.spec_checks import (
     _check_background, _check_scaled_rates, _check_topology, _check_workload_memory,
@@ -107,11 +108,9 @@ from dlcp_emu.experiment.spec_checks import (
 from topologies import build as build_topology
 from workloads import PATTERNS
 
-TRANSPORT_KINDS = (*TRANSPORTS, AUTO)
 DISTRIBUTIONS = ("websearch", "datamining")   # workloads.FLOW_CDFS
 BACKGROUND_TRANSPORTS = ("reliable", "tcp")
 PLACEMENTS = ("spread", "packed")
-ENGINES = ("auto", "native", "python")   # what each means: dlcp_emu/sim/engines.py, emu/native_host.py
 PAYLOADS = ("values", "sizes")   # float32 gradients, or payload-free (sizes and magnitude classes)
 AUTO_DILATION = "auto"   # study/dilation.py chooses, before the runs
 MAX_WORKERS = 1024
@@ -171,10 +170,10 @@ class Spec:
         """[(name, Spec)] of the spec's [variants], in file order."""
         return [(name, _variant(self.raw, name, self.source)) for name in self.variants]
 
-    def transport_for(self, preset):
-        """The transport a preset runs with: `auto` pairs DLCP presets with the DLCP
-        transport and every other preset with the reliable one (the fair baseline)."""
-        return transport_for_preset(self.transport["kind"], preset)
+    def transport_for(self, pipeline):
+        """The transport a run of this pipeline (preset name or [switch] table) uses; `auto`: the one
+        it declares it pairs with (`PipelineSpec.paired_transport`), else the reliable one."""
+        return for_pipeline(self.transport["kind"], PipelineSpec.parse(pipeline).paired_transport)
 
     def build_topology(self):
         params = {k: v for k, v in self.topology.items() if k != "kind"}
@@ -229,7 +228,8 @@ def _workload_fields():
 
 
 TRANSPORT_FIELDS = {
-    "kind": ("reliable", one_of(TRANSPORT_KINDS), f"one of {', '.join(TRANSPORT_KINDS)}"),
+    # A transport registered after this module loads is one too: the check reads the registry.
+    "kind": ("reliable", lambda v: v == AUTO or one_of(TRANSPORTS)(v), f"one of {', '.join((*TRANSPORTS, AUTO))}"),
     "loss_bound": (DEFAULT_LOSS_BOUND, number(0, 0.5), "a fraction in 0..0.5"),
     "droppable_fraction": (DEFAULT_DROPPABLE_FRACTION, number(0, 1), "a fraction in 0..1"),
     "drop_order": ("magnitude", one_of(DROP_ORDERS), f"one of {', '.join(DROP_ORDERS)}"),

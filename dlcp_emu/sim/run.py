@@ -9,7 +9,6 @@ import threading
 import time
 
 import pandas as pd
-from switch_models import PipelineSpec
 
 from dlcp_emu.experiment.accuracy import training_of
 from dlcp_emu.experiment.backend import Outcome, Setup
@@ -23,6 +22,7 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB,
 from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
+from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
@@ -33,7 +33,7 @@ PROGRESS_EVERY_S = 2.0   # wall seconds between progress lines; the first and th
 
 def sim_transport(spec, pipeline):
     """The transport a simulated run of this pipeline uses (ValueError for kernel TCP)."""
-    transport = spec.transport_for(PipelineSpec.parse(pipeline).name)
+    transport = spec.transport_for(pipeline)
     backends = TRANSPORTS[transport].backends
     if SIMULATION not in backends:
         raise ValueError(f"transport.kind: {transport!r} runs in {' and '.join(backends)} only; the "
@@ -101,7 +101,7 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
     w, t = spec.workload, spec.transport
     # Drops are recorded with the packets, to say where each lost one went.
     net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
-    in_core, why = _hosts_in_core(net, spec, hosts)
+    in_core, why = _hosts_in_core(net, spec, hosts, transport)
     if spec.payload == "sizes" and not in_core:
         raise ValueError(f"payload: 'sizes' (payload-free) runs with the hosts' endpoints in the native core; "
                          f"here {why}")
@@ -138,13 +138,18 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
     return net, sim_hosts
 
 
-def _hosts_in_core(net, spec, hosts):
-    """(whether the training endpoints run in the core, why) for build's `hosts`."""
+def _hosts_in_core(net, spec, hosts, transport):
+    """(whether the training endpoints run in the core, why) for build's `hosts`: the core
+    runs them when the network is native and the transport has a native twin."""
     if hosts == "python":
         return False, "hosts' endpoints in Python (asked for)"
-    if net.engine == "native":
-        return True, "hosts' endpoints in the core"
-    why = "hosts' endpoints in Python (the network is Python's)"
+    if net.engine != "native":
+        why = "hosts' endpoints in Python (the network is Python's)"
+    else:
+        engine, note = choose_engine(spec.engine, transport=transport)
+        if engine == "native":
+            return True, "hosts' endpoints in the core"
+        why = f"hosts' endpoints in Python ({note})"
     if hosts == "core":
         raise ValueError(f"hosts: 'core' cannot run here: {why}")
     return False, why

@@ -100,7 +100,7 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
              + (f", {jobs} at a time" if jobs > 1 else "") + "):"]
     for label, preset, v in runs:
         transport = sim_transport(v, preset) if backend == "sim" else \
-            v.transport_for(preset_name(preset))
+            v.transport_for(preset)
         topo = scaled_topology(v)
         w = v.workload
         plan = make_plan(trace_of(w), v.scale, fusion_bytes=w["fusion_bytes"],
@@ -218,7 +218,7 @@ class Task:
 
     def __init__(self, label, preset, spec, k, choice):
         self.label, self.preset, self.spec, self.k, self.choice = label, preset, spec, k, choice
-        self.transport = spec.transport_for(preset_name(preset))
+        self.transport = spec.transport_for(preset)
         self.folder = Path(label) / f"seed-{spec.seed}"
 
 

@@ -6,9 +6,15 @@ transport kind means (a new transport is a module of endpoints and a line here).
 - `kernel`: the host kernel's TCP, not a sans-I/O endpoint pair: only a real network stack
   has it, so only the emulator runs it.
 - `native_sender`, `native_receiver`: the same endpoints compiled (`transport.native`),
-  which the simulator's core runs without Python per packet.
+  which the simulator's core and the emulated hosts' data plane run without Python per
+  packet. A transport without them (one written in Python alone) runs on the Python path
+  (`experiment.engine.choose_engine`).
+
+A transport of one's own: `register(Transport(...))`. An emulation's host processes load it
+again from `as_config` (its classes by import path: they must be importable there).
 """
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, fields
 
 from dlcp_emu.transport import native
 from dlcp_emu.transport.receiver import DlcpReceiver, ReliableReceiver
@@ -32,6 +38,11 @@ class Transport:
     def backends(self):
         return (EMULATION,) if self.kernel else (EMULATION, SIMULATION)
 
+    @property
+    def native(self):
+        """Whether it has a native twin: compiled endpoints for both ends."""
+        return self.native_sender is not None and self.native_receiver is not None
+
 
 TRANSPORTS = {t.name: t for t in (
     Transport("tcp", "kernel TCP connections, as Horovod or Gloo over TCP", kernel=True),
@@ -42,8 +53,12 @@ TRANSPORTS = {t.name: t for t in (
               "bitmap retransmission of the rest", DlcpSender, DlcpReceiver, bounded_loss=True,
               native_sender=native.DlcpSender, native_receiver=native.DlcpReceiver),
 )}
-# A spec may also say `auto`: the DLCP transport under DLCP presets, else the reliable one.
+BUILT_IN = frozenset(TRANSPORTS)
+CLASSES = ("sender", "receiver", "native_sender", "native_receiver")   # the endpoints' classes
+# A spec may also say `auto`: the transport its pipeline declares it pairs with, else the
+# reliable one.
 AUTO = "auto"
+DEFAULT = "reliable"
 
 
 def transport(name):
@@ -54,9 +69,55 @@ def transport(name):
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {name!r}") from None
 
 
-def for_preset(kind, preset):
-    """The transport a switch preset runs with: `auto` pairs DLCP presets with the DLCP
-    transport and every other preset with the reliable one (the fair baseline)."""
+def register(t):
+    """Add a transport (a `Transport`) under its name; a name taken by another is an error."""
+    if not isinstance(t, Transport):
+        raise TypeError(f"register takes a Transport, got {type(t).__name__}")
+    if t.name == AUTO or TRANSPORTS.get(t.name, t) != t:
+        raise ValueError(f"transport name {t.name!r} is taken; taken: {', '.join((*TRANSPORTS, AUTO))}")
+    if not t.kernel and (t.sender is None or t.receiver is None):
+        raise ValueError(f"transport {t.name!r} needs sender and receiver (its Python endpoints, the oracle)")
+    TRANSPORTS[t.name] = t
+    return t
+
+
+def as_config(name):
+    """What another process needs to know this transport: {} for a built-in one, else
+    {"transport_entry": its fields, each class as "module:qualname"} (`adopt` reads it)."""
+    t = transport(name)
+    if t.name in BUILT_IN:
+        return {}
+    entry = {f.name: _path(v) if f.name in CLASSES else v
+             for f in fields(t) if (v := getattr(t, f.name)) is not None}
+    return {"transport_entry": entry}
+
+
+def adopt(cfg):
+    """Register the transport `as_config` described in cfg, if it did (a host process)."""
+    entry = cfg.get("transport_entry")
+    if entry is not None:
+        register(Transport(**{k: _load(v) if k in CLASSES else v for k, v in entry.items()}))
+
+
+def _path(cls):
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        raise ValueError(f"{cls.__qualname__} is defined where another process cannot import it "
+                         f"(module {cls.__module__}): define a transport's endpoints in a module")
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _load(path):
+    module, _, qualname = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def for_pipeline(kind, paired):
+    """The transport a run uses: `kind` unless it is `auto`, then the one its pipeline
+    declares it pairs with (`paired`, e.g. PipelineSpec.paired_transport: DLCP presets with
+    the DLCP transport), and the reliable one (the fair baseline) where it declares none."""
     if kind != AUTO:
         return transport(kind).name
-    return "dlcp" if str(preset).startswith("dlcp") else "reliable"
+    return transport(paired or DEFAULT).name

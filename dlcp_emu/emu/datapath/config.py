@@ -17,9 +17,10 @@ Config (JSON)::
      "queue_path": "...i64" or null, "queue_sample_ns": 1000000,
      "engine": "auto" | "native" | "python", "wake_period_ns": 0}
 
-engine: the switch model's (`build_switch`): the compiled one (`dlcp_native.NativeSwitch`,
-identical to `switch_models.Switch`, tests/test_native_*.py), the Python one, or auto: native
-unless the pipeline has a stage only Python has.
+engine: the switch model's, as `experiment.engine.choose_engine` picks it for the pipeline:
+the compiled one (`dlcp_native.NativeSwitch`, identical to `switch_models.Switch`,
+tests/test_native_*.py), the Python one, or auto: native unless the pipeline has a stage only
+Python has.
 
 wake_period_ns (model mode): the loop acts at most once a period of wall-clock time (0: at every frame and
 departure). Frames that arrive meanwhile wait in their ring, their arrival times being the
@@ -31,15 +32,15 @@ queue_path: where queue occupancy samples go (`streams.RowWriter`: t_ns and the 
 bytes of each port, one row at most every queue_sample_ns, appended each stats interval);
 null: none are taken.
 """
-from dlcp_native.switch import NativeSwitch, NotNativeError
+from dlcp_native.switch import NativeSwitch
 
 from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES
-from switch_models import PortConfig, Switch
+from dlcp_emu.experiment.engine import ENGINES, choose_engine
+from switch_models import PipelineSpec, PortConfig, Switch
 
 
 RUNT_KEY = b"\x00" * 6      # route key of frames too short to carry a MAC: never routed
 MODES = ("model", "forward")
-ENGINES = ("auto", "native", "python")
 CONFIG_KEYS = {"name", "mode", "pipeline", "seed", "ports", "routes", "flood", "stats_path",
                "ready_path", "pcap_dir", "pcap_ports", "pcap_max_bytes", "stats_interval_s", "late_threshold_ns", "stall_limit_ns",
                "batch", "parent_pid", "cpu", "rx_ring", "drain_s", "rt_priority",
@@ -161,15 +162,10 @@ def build_switch(cfg):
              for p in cfg["ports"]}
     routes = {mac_bytes(dst): tuple(nums) for dst, nums in cfg["routes"].items()}
     routes.update({n: (n,) for n in ports})
-    engine = cfg.get("engine", "auto")
-    model = NativeSwitch if engine != "python" else Switch
+    pipeline = PipelineSpec.parse(cfg["pipeline"])    # a bad one: its SpecError, as the model's
     try:
-        switch = model(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
-    except NotNativeError as e:
-        if engine == "native":
-            raise ConfigError(f"engine: 'native' cannot run this pipeline ({e})") from None
-        switch = Switch(cfg["name"], ports, routes, cfg["pipeline"], seed=cfg["seed"])
-        return switch, "python", f"the pipeline has a stage the native core lacks ({e})"
-    if engine == "auto":
-        return switch, "native", "every stage of the pipeline is native"
-    return switch, engine, "asked for"
+        engine, why = choose_engine(cfg.get("engine", "auto"), pipeline=pipeline)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    model = NativeSwitch if engine == "native" else Switch
+    return model(cfg["name"], ports, routes, pipeline, seed=cfg["seed"]), engine, why

@@ -1,0 +1,52 @@
+"""Which engine runs a part of an experiment: the one place that decides, for the simulated
+network, the emulated switches and the emulated hosts' data planes alike.
+
+- `python`: the Python models, the oracle;
+- `native`: the compiled twins; a part that has none is an error naming it;
+- `auto` (the default): the compiled twin where the part has one, else its Python model
+  (a stage or a transport written in Python alone), with a note saying why.
+
+A switch pipeline has a twin when the core implements each of its stages (`dlcp_native.not_native`
+reads the stage registries against `dlcp_native.NATIVE_STAGES`); a transport when the
+transport registry gives it compiled endpoints (`Transport.native`).
+"""
+from dlcp_native.switch import not_native
+
+from dlcp_emu.transport.registry import TRANSPORTS, transport as find_transport
+
+ENGINES = ("auto", "native", "python")
+KERNEL = "kernel"    # kernel TCP: neither engine's, the host's own stack
+
+
+def choose_engine(engine, *, pipeline=None, transport=None):
+    """(engine, note) of a part that runs `pipeline` (a switch or a network of them: a preset
+    name, a [switch] table or a PipelineSpec) or the endpoints of `transport` (a host's, by
+    name), from the engine asked for: "native" or "python" ("kernel" for kernel TCP's
+    endpoints), and why. ValueError for an unknown engine, or `native` where a part has no twin."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    t = None if transport is None else find_transport(transport)
+    if t is not None and t.kernel:
+        return KERNEL, f"transport {t.name}: the kernel's"
+    if engine == "python":
+        return "python", "asked for"
+    for what, lacks, native in _parts(pipeline, t):
+        if lacks is None:
+            continue
+        if engine == "native":
+            raise ValueError(f"engine: 'native' cannot run {what} ({lacks}); use 'auto' or 'python'")
+        return "python", lacks
+    return "native", "asked for" if engine == "native" else native
+
+
+def _parts(pipeline, t):
+    """(what, why it has no twin or None, why auto is native) of each part asked about."""
+    if pipeline is not None:
+        why = not_native(pipeline)
+        yield ("this pipeline", why and f"the pipeline has a stage the native core lacks ({why})",
+               "every stage of the pipeline is native")
+    if t is not None:
+        twins = ", ".join(n for n, other in TRANSPORTS.items() if other.native)
+        yield (f"transport {t.name!r}",
+               None if t.native else f"transport {t.name!r} has no native twin (transports with one: {twins})",
+               "the host's endpoints are all native")
