@@ -30,23 +30,22 @@ def choose_engine(engine, *, pipeline=None, transport=None):
         return KERNEL, f"transport {t.name}: the kernel's"
     if engine == "python":
         return "python", "asked for"
-    for what, lacks, native in _parts(pipeline, t):
+    for what, lacks, allowed, native in _parts(pipeline, t):
         if lacks is None:
             continue
         if engine == "native":
-            raise ValueError(f"engine: 'native' cannot run {what} ({lacks}); use 'auto' or 'python'")
+            raise ValueError(f"engine: 'native' cannot run {what} ({lacks}{allowed}); use 'auto' or 'python'")
         return "python", lacks
     return "native", "asked for" if engine == "native" else native
 
 
 def _parts(pipeline, t):
-    """(what, why it has no twin or None, why auto is native) of each part asked about."""
+    """(what, why it has no twin or None, what has one, why auto is native) of each part asked about."""
     if pipeline is not None:
         why = not_native(pipeline)
-        yield ("this pipeline", why and f"the pipeline has a stage the native core lacks ({why})",
+        yield ("this pipeline", why and f"the pipeline has a stage the native core lacks ({why})", "",
                "every stage of the pipeline is native")
     if t is not None:
         twins = ", ".join(n for n, other in TRANSPORTS.items() if other.native)
-        yield (f"transport {t.name!r}",
-               None if t.native else f"transport {t.name!r} has no native twin (transports with one: {twins})",
-               "the host's endpoints are all native")
+        yield (f"transport {t.name!r}", None if t.native else f"transport {t.name!r} has no native twin",
+               f"; transports with one: {twins}", "the host's endpoints are all native")
