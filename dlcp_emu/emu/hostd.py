@@ -104,8 +104,9 @@ def run_kernel_tcp(cfg, agent, stopping):
 
 
 def tcp_status(cfg, m, started, finished):
+    engine, note = choose_engine(cfg.get("engine", "auto"), transport=cfg["transport"])   # the kernel's
     return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
-            "done": m.done, **dict(zip(("engine", "engine_note"), choose_engine(cfg["engine"], transport="tcp"))),
+            "done": m.done, "engine": engine, "engine_note": note,
             "cpu_s": process_cpu_s(), "cpus": process_cpus()}
 
 
