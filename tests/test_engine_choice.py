@@ -12,6 +12,7 @@ import pytest
 
 from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.spec import SpecError, load_spec
+from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.engines import WALL_CLOCK_KEYS as WALL
 from dlcp_emu.sim.run import run_simulation
 from dlcp_emu.transport.registry import TRANSPORTS, Transport, as_config, register
@@ -90,6 +91,11 @@ def test_a_registered_transport_is_loaded_again_in_another_process_from_its_conf
     out = subprocess.run([sys.executable, "-c", code, json.dumps(cfg)], capture_output=True, text=True,
                          check=True, env={"PYTHONPATH": str(TESTS)}).stdout
     assert out.split() == ["PyReliableSender", "PyReliableReceiver", "False"]
+
+
+def test_a_stack_of_native_endpoints_refuses_a_transport_without_twins_by_name(python_only_transport):
+    with pytest.raises(ValueError, match="endpoints: transport 'py-reliable' has no native twin; use 'python'"):
+        HostStack(0, None, python_only_transport, endpoints="native")
 
 
 def test_a_name_taken_is_refused(python_only_transport):

@@ -41,6 +41,9 @@ class HostStack(AgentEndpoints):
             raise ValueError(f"transport {t.name!r} is the kernel's: it has no packet endpoints to stack")
         if endpoints not in ENDPOINTS:
             raise ValueError(f"endpoints must be one of {', '.join(ENDPOINTS)}, got {endpoints!r}")
+        if endpoints == "native" and not t.native:
+            raise ValueError(f"endpoints: transport {t.name!r} has no native twin; use 'python' "
+                             "(experiment.engine.choose_engine says which a run takes)")
         self.rank, self.agent, self.job, self.mtu = rank, agent, job, mtu
         self.link_rate_bps = link_rate_bps
         self.settings = settings or TransportSettings()
