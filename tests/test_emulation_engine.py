@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dlcp_emu.emu.run import run_emulation
+from dlcp_emu.emu.run import EmuBackend
+from dlcp_emu.experiment.run import run
 from dlcp_emu.experiment.spec import parse_spec
 
 pytestmark = [pytest.mark.root]
@@ -22,7 +23,7 @@ def test_a_python_only_transport_runs_on_the_python_data_plane(python_only_trans
         "topology": {"kind": "star", "hosts": 2, "host_rate_bps": 10e9},
         "workload": {"model": "resnet50", "pattern": "ring", "workers": 2, "iterations": 2},
         "transport": {"kind": python_only_transport}})
-    summary, tables = run_emulation(spec, "fifo", tmp_path / "auto", log=lambda m: None)
+    summary, tables = run(spec, EmuBackend(), "fifo", tmp_path / "auto", log=lambda m: None)
     assert summary["completed"], (summary.get("stopped_because"), summary.get("host_exits"))
     assert summary["transport"] == "py-reliable" and len(tables["iterations"]) == 2 * 2
     why = "transport 'py-reliable' has no native twin"
@@ -30,5 +31,5 @@ def test_a_python_only_transport_runs_on_the_python_data_plane(python_only_trans
     assert summary["data_planes"]["switches"] == {"s1": ["native", "native"]}
     with pytest.raises(ValueError, match="engine: 'native' cannot run transport 'py-reliable' .*; use 'auto' "
                                          "or 'python'"):
-        run_emulation(spec.with_field("engine", "native"), "fifo", tmp_path / "native", log=lambda m: None)
-    assert not (tmp_path / "native" / "emu").exists()
+        run(spec.with_field("engine", "native"), EmuBackend(), "fifo", tmp_path / "native", log=lambda m: None)
+    assert not (tmp_path / "native").exists()

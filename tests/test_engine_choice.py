@@ -14,7 +14,8 @@ from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.spec import SpecError, load_spec
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.engines import WALL_CLOCK_KEYS as WALL
-from dlcp_emu.sim.run import run_simulation
+from dlcp_emu.experiment.run import run
+from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.transport.registry import TRANSPORTS, Transport, as_config, register
 from switch_models import QUEUE_MANAGERS, pipeline as pipelines
 from switch_models.queue_managers import DropTail
@@ -57,20 +58,20 @@ def test_a_python_only_stage_or_transport_goes_to_python_under_auto_and_is_refus
 
 def test_a_python_only_transport_runs_simulated_on_python_hosts_as_the_reliable_one_does(
         python_only_transport, tmp_path):
-    mine, _ = run_simulation(small(**{"transport.kind": python_only_transport}), "fifo", tmp_path / "mine",
-                             log=lambda *_: None)
+    mine, _ = run(small(**{"transport.kind": python_only_transport}), SimBackend(), "fifo", tmp_path / "mine",
+                  log=lambda *_: None)
     assert mine["completed"] and mine["transport"] == "py-reliable"
     assert (mine["engine"], mine["engine_note"]) == (
         "native", "every stage of the pipeline is native; hosts' endpoints in Python (transport 'py-reliable' "
                   "has no native twin)")
     # The same endpoints under the reliable name, on Python hosts: the same run.
-    ref, _ = run_simulation(small(**{"transport.kind": "reliable"}), "fifo", tmp_path / "ref",
-                            log=lambda *_: None, hosts="python")
+    ref, _ = run(small(**{"transport.kind": "reliable"}), SimBackend(hosts="python"), "fifo", tmp_path / "ref",
+                 log=lambda *_: None)
     drop = WALL | {"transport"}
     assert {k: v for k, v in mine.items() if k not in drop} == {k: v for k, v in ref.items() if k not in drop}
     with pytest.raises(ValueError, match="engine: 'native' cannot run transport 'py-reliable'"):
-        run_simulation(small(**{"transport.kind": python_only_transport, "engine": "native"}), "fifo",
-                       tmp_path / "native", log=lambda *_: None)
+        run(small(**{"transport.kind": python_only_transport, "engine": "native"}), SimBackend(), "fifo",
+            tmp_path / "native", log=lambda *_: None)
 
 
 def test_a_transport_registered_since_the_spec_module_loaded_is_a_transport_kind(python_only_transport):

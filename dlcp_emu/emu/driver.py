@@ -1,7 +1,7 @@
 """A host process's data plane, as a protocol: what `hostd` and `background_udp` drive.
 `udp_driver.UdpDriver` (the Python endpoints over a UDP socket, select-based; the oracle) and
 `native_host.NativeUdpHost` (the compiled endpoints in the core's loop, recvmmsg/sendmmsg)
-are the two; `native_host.host_engine` chooses. tests/test_surfaces.py holds both to it."""
+are the two; `experiment.engine.choose_engine` chooses. tests/test_surfaces.py holds both to it."""
 from collections.abc import Sequence
 from typing import Callable, Protocol, runtime_checkable
 
