@@ -36,8 +36,12 @@ def cpu_use(records, stats, background, busy_s, steal_s, duration):
         values = [v for v in values if v is not None]
         return round(sum(values), 3) if values else None
     capacity = duration * (os.cpu_count() or 1)
+    # /proc/stat counts in ticks (10 ms) over a window whose ends are not the run's duration's:
+    # a saturated machine can read a tick or two more than its capacity. A share stops at 1.
+    def share(s):
+        return min(1.0, s / capacity) if s is not None and capacity > 0 else None
     return {"cpu_s": {"switches": total((st or {}).get("cpu_s") for st in stats.values()),
                       "hosts": total(r.get("cpu_s") for r in records),
                       "background": total((read_process_row(p) or {}).get("cpu_s") for p in background)},
-            "cpu_busy_share": busy_s / capacity if busy_s is not None and capacity > 0 else None,
-            "cpu_steal_share": steal_s / capacity if steal_s is not None and capacity > 0 else None}
+            "cpu_busy_share": share(busy_s),
+            "cpu_steal_share": share(steal_s)}
