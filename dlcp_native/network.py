@@ -19,12 +19,13 @@ The hosts' endpoints stay in Python. A driver talks to the network in batches, n
 Hosts and destinations are indices into `hosts` (the topology's order); a packet to a name
 that is no host has `dst` -1 and is dropped by the first switch (`no_route`).
 """
-import zlib
 
 import numpy as np
 
 from switch_models import PortConfig
+from switch_models.packet import DEFAULTS as PACKET_DEFAULTS
 from switch_models.pipeline import PipelineSpec
+from switch_models.switch import switch_seed
 
 from . import _core
 from .switch import REASONS, native_stages, port_tuple, counters_of
@@ -35,8 +36,7 @@ CARRIED_UID = 1 << 60        # uids of the packets of stacks in the core (networ
 NIC_REASON = "buffer_full"   # the one reason a NIC drops
 _FIELDS = ("uid", "size", "dst", "flow", "prio", "mag", "layer", "header_size", "rewrite",
            "droppable", "dlcp", "ect", "ce")
-_DEFAULTS = {"flow": 0, "prio": 7, "mag": 0, "layer": 0, "header_size": 90, "rewrite": 0,
-             "droppable": False, "dlcp": False, "ect": False, "ce": False}
+_DEFAULTS = {name: PACKET_DEFAULTS[name] for name in _FIELDS[3:]}   # a field a caller leaves out
 
 
 class NativeNetwork:
@@ -68,8 +68,7 @@ class NativeNetwork:
             peers = [None] * len(index)
             for port in topology.ports(name):
                 peers[index[port.number]] = self._peer(port, switch_index)
-            # As Switch: the load balancer is salted by the switch's name.
-            stages = native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
+            stages = native_stages(self.spec, switch_seed(seed, name))
             core_switches.append(([port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
                                   routes, stages, peers))
         core_hosts = []
@@ -95,11 +94,12 @@ class NativeNetwork:
         return (-1, -1, self.host_index[port.peer])
 
     # -- what hosts do ---------------------------------------------------------------------
-    def send(self, host, now, *, uid, size, dst, flow=0, prio=7, mag=0, layer=0, header_size=90,
-             rewrite=0, droppable=False, dlcp=False, ect=False, ce=False, major=-1):
-        """Host index `host` hands a packet to its NIC at `now`; False if the NIC dropped it."""
-        return self._core.send(host, now, major, uid, size, dst, flow, prio, mag, layer,
-                               header_size, rewrite, droppable, dlcp, ect, ce)
+    def send(self, host, now, *, uid, size, dst, major=-1, **fields):
+        """Host index `host` hands a packet to its NIC at `now`; False if the NIC dropped it.
+        Omitted fields take Packet's defaults."""
+        _check_fields("send", fields)
+        return self._core.send(host, now, major, uid, size, dst,
+                               *(fields.get(name, default) for name, default in _DEFAULTS.items()))
 
     def send_packet(self, host, pkt, now, major=-1):
         """`send` for a `switch_models.Packet` routed by host name (host: a name too)."""
@@ -112,9 +112,7 @@ class NativeNetwork:
         """Many sends, each an event at its `time` (clamped to now), scheduled in the order
         given: what `loop.at(t, net.send, host, pkt)` does per packet in Python. Columns are
         arrays (or scalars for all); omitted fields take Packet's defaults."""
-        unknown = set(fields) - set(_DEFAULTS)
-        if unknown:
-            raise TypeError(f"send_at: unknown fields {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
+        _check_fields("send_at", fields)
         n = len(np.atleast_1d(uid))
         cols = {"host": host, "time": time, "uid": uid, "size": size, "dst": dst}
         for name, default in _DEFAULTS.items():
@@ -229,3 +227,8 @@ class NativeNetwork:
         """{port number: live bytes queued} of one switch (its buffers' occupancy)."""
         return dict(zip(self.port_numbers[switch], self._core.queued_bytes(self._switch_index[switch])))
 
+
+def _check_fields(where, fields):
+    unknown = set(fields) - set(_DEFAULTS)
+    if unknown:
+        raise TypeError(f"{where}: unknown fields {sorted(unknown)}; allowed: {sorted(_FIELDS)}")

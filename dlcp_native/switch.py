@@ -14,16 +14,16 @@ Differences from the Python switch, all on purpose:
   `drop_log`, which records what `receive` dropped.
 Across ports, `poll` lists departures in an order of its own, as the Python switch does.
 """
-import inspect
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from switch_models import Packet, classifiers, load_balancers, queue_managers, schedulers
+from switch_models import classifiers, load_balancers, queue_managers, schedulers
+from switch_models.packet import DEFAULTS as PACKET_DEFAULTS
 from switch_models.pipeline import STAGES, PipelineSpec
 from switch_models.port import check_link
 from switch_models.registry import SpecError
+from switch_models.switch import switch_seed
 
 from . import _core
 
@@ -46,8 +46,6 @@ NATIVE_STAGES = {
 }
 
 _INT64 = (-(1 << 63), 1 << 63)
-_PACKET_DEFAULTS = {p.name: p.default for p in inspect.signature(Packet.__init__).parameters.values()
-                    if p.default is not inspect.Parameter.empty}
 _INT_COLUMNS = ("uid", "size", "flow", "prio", "mag", "layer", "header_size", "rewrite")
 _BOOL_COLUMNS = ("droppable", "dlcp", "ect", "ce")
 
@@ -75,8 +73,7 @@ class NativeSwitch:
         number, ...)}; default_route: the ports for any other destination, else no route."""
         self.name = name
         self.spec = PipelineSpec.parse(pipeline)
-        # As Switch: the load balancer is salted by the switch's name.
-        stages = native_stages(self.spec, seed * 1_000_003 ^ zlib.crc32(name.encode()))
+        stages = native_stages(self.spec, switch_seed(seed, name))
         self.drop_log = [] if record_drops else None
         self.port_numbers = tuple(number for number, _ in sorted(ports.items()))
         self._configs = [cfg for _, cfg in sorted(ports.items())]
@@ -201,7 +198,7 @@ class NativeSwitch:
         cols = {}
         for field, value in given.items():
             if value is None:
-                value = _PACKET_DEFAULTS.get(field, 0)
+                value = PACKET_DEFAULTS[field]
             cols[field] = _column(field, value, n, bool if field in _BOOL_COLUMNS else np.int64)
         cols["arrival"] = _column("arrival", arrival, n, np.int64)
         cols["dst"] = _column("dst", dst, n, np.int64)

@@ -57,3 +57,11 @@ class Packet:
     def __repr__(self):
         return (f"Packet(uid={self.uid}, size={self.size}, dst={self.dst!r}, flow={self.flow}, "
                 f"prio={self.prio}, mag={self.mag}, droppable={self.droppable}, cls={self.cls})")
+
+
+# Every field a packet built from only `size` and `dst` has, with its value: what an adapter
+# that carries packets as columns (dlcp_native) fills in for a field its caller left out.
+# Read from such a packet, so that the constructor stays the one place that says it.
+_BLANK = Packet(0, None)
+DEFAULTS = {name: getattr(_BLANK, name) for name in Packet.__slots__ if name not in ("size", "dst")}
+del _BLANK

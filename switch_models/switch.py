@@ -14,6 +14,13 @@ from switch_models.port import ETHERNET_OVERHEAD, EgressPort
 NO_ROUTE = "no_route"
 
 
+def switch_seed(seed, name):
+    """The seed of one switch's load balancer: the run's seed salted by the switch's name, so
+    that hops do not all make the same hash choice, and an emulated and a simulated switch of
+    one name (Python or native) choose alike."""
+    return seed * 1_000_003 ^ zlib.crc32(name.encode())
+
+
 @dataclass(frozen=True)
 class PortConfig:
     rate_bps: float
@@ -31,9 +38,7 @@ class Switch:
         other destination (a host's NIC: one port for all), else those have no route."""
         self.name = name
         self.spec = PipelineSpec.parse(pipeline)
-        # Each switch salts its load balancer by its name, so that hops do not all make the
-        # same hash choice, and an emulated and a simulated switch of one name choose alike.
-        self.load_balancer = self.spec.load_balancer_for(seed * 1_000_003 ^ zlib.crc32(name.encode()))
+        self.load_balancer = self.spec.load_balancer_for(switch_seed(seed, name))
         self.classifier = self.spec.classifier_for()
         self._choose, self._classify = self.load_balancer.choose, self.classifier.classify
         self.drop_log = [] if record_drops else None

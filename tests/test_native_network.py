@@ -348,3 +348,25 @@ def test_a_congested_network_exercises_what_the_random_tests_rely_on():
              "size": np.full(n, 9000)}
     py, _ = run_open_loop(build("star", hosts=2, host_rate_bps=10**10), "fifo", 0, burst)
     assert any(node == "h1" and reason == "buffer_full" for node, _, _, reason, _ in py.drops())
+
+
+@pytest.mark.parametrize("how", ["send", "send_at"])
+def test_fields_left_out_take_the_packets_defaults(how):
+    """A packet sent with only its uid, size and destination is `Packet(size, dst)`: through a
+    switch that classifies by priority it arrives as the Python network's does (the class of
+    the default priority, the default flow's path, untrimmed, unmarked)."""
+    topo = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=1, host_rate_bps=10**9)
+    pipeline = {"preset": "fifo", "classifier": "dscp"}
+    names = topo.hosts()
+    nat = NativeNetwork(topo, pipeline, seed=1, record_drops=True)
+    if how == "send":   # at once, as SimNetwork.send
+        nat.send(0, 0, uid=0, size=1500, dst=1)
+        py, got = python_network(topo, pipeline, 1, [])
+        py.send(names[0], Packet(1500, names[1]))
+    else:               # an event, as loop.at(0, net.send, ...)
+        nat.send_at(host=0, time=0, uid=[0], size=1500, dst=1)
+        py, got = python_network(topo, pipeline, 1, [(0, 1, Packet(1500, names[1]), 0)])
+    py.loop.run()
+    assert nat.run() == []
+    assert native_deliveries(nat, topo) == got and got[0][-1] == 7
+    assert_same_state(py, nat)
