@@ -17,11 +17,9 @@ with `--job 1` gets only those through a socket filter (so it keeps up at high r
 frames of the load.
 """
 import argparse
-import ctypes
 import json
 import os
 import select
-import socket
 import struct
 import sys
 import time
@@ -35,18 +33,9 @@ from dlcp_emu.wire.layout import (
     OFF_UDP_CHECKSUM,
 )
 
-from dlcp_emu.emu.datapath.sockets import (
-    ETH_P_ALL,
-    PACKET_IGNORE_OUTGOING,
-    PR_SET_TIMERSLACK,
-    SO_RCVBUFFORCE,
-    SO_SNDBUFFORCE,
-    SOL_PACKET,
-    _prctl,
-)
 from dlcp_emu.emu.lifeline import follow_parent_from_env
+from dlcp_emu.emu.traffic_socket import open_socket, set_slack
 
-SO_ATTACH_FILTER = 26
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 
@@ -117,39 +106,6 @@ def schedule(classes, flows):
     return seq
 
 
-def _set_slack():
-    _prctl(PR_SET_TIMERSLACK, 1)   # wake on time: the send schedule is in microseconds
-
-
-def _socket(intf, rcvbuf=4 << 20, filt=None):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-    for opt in (SO_RCVBUFFORCE, SO_SNDBUFFORCE):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, opt, rcvbuf)
-        except OSError:
-            pass
-    if filt is not None:
-        prog, _keep = filt
-        s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, prog)
-    s.bind((intf, ETH_P_ALL))
-    return s
-
-
-def job_filter(job):
-    """Classic BPF: accept IPv4 UDP to the DLCP port whose DLCP job field equals `job`."""
-    ins = [
-        (0x28, 0, 0, 12), (0x15, 0, 5, 0x0800),          # ldh [12]; jeq IPv4
-        (0x28, 0, 0, 36), (0x15, 0, 3, DLCP_UDP_PORT),   # ldh [36]; jeq dport
-        (0x28, 0, 0, OFF_JOB), (0x15, 0, 1, job),        # ldh [50]; jeq job
-        (0x06, 0, 0, 0xFFFF), (0x06, 0, 0, 0),           # accept / reject
-    ]
-    raw = b"".join(struct.pack("HBBI", *i) for i in ins)
-    buf = ctypes.create_string_buffer(raw)
-    prog = struct.pack("HL", len(ins), ctypes.addressof(buf))
-    return prog, buf
-
-
 def sampled(frames):
     """Copies of the frames with job 1: what `--sample-every` sends every K-th."""
     out = [bytearray(t) for t in frames]
@@ -165,13 +121,13 @@ def send(intf, templates, seq, rate_pps, duration_s, count=None, burst=32, sampl
     benchmarks' default: no figure bound by Python) or this loop. probe_templates: what the
     sampled frames are made of (templates to another destination, `--probe-dst-mac`);
     default the frames themselves."""
-    _set_slack()
+    set_slack()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     probes = [(probe_templates or templates)[c][f] for c, f in seq]
     if engine == "native":
         return send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample_every, probes)
-    sock = _socket(intf)
+    sock = open_socket(intf)
     tx = sock.send
     clock = time.monotonic_ns
     pack_ts = _U64.pack_into
@@ -231,7 +187,7 @@ def send_native(intf, templates, seq, rate_pps, duration_s, count, burst, sample
     from dlcp_native.host import send_frames
     frames = [bytes(templates[c][f]) for c, f in seq]
     samples = [bytes(b) for b in sampled(probes)] if sample_every else []
-    sock = _socket(intf)
+    sock = open_socket(intf)
     try:
         sent, errors, elapsed_ns, per_class = send_frames(
             sock.fileno(), frames, samples, [c for c, _ in seq], len(templates), float(rate_pps),

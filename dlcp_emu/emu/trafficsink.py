@@ -14,7 +14,7 @@ import struct
 import time
 
 from dlcp_emu.emu.datapath.sockets import socket_drops
-from dlcp_emu.emu.trafficgen import _set_slack, _socket, job_filter
+from dlcp_emu.emu.traffic_socket import job_filter, open_socket, set_slack
 from dlcp_emu.wire import DLCP_UDP_PORT
 from dlcp_emu.wire.layout import (
     OFF_CHUNK_INDEX, OFF_FLAGS, OFF_IP_SRC, OFF_JOB, OFF_MAG_CLASS, OFF_MAGIC, OFF_PRIORITY,
@@ -109,9 +109,9 @@ def receive(intf, duration_s, idle_s=0.5, expect=None, job=None, ready_path=None
     (prio, mag, droppable) and per flow (source address and UDP source port: see Tally),
     the frames the kernel dropped at this socket (`socket_drops`) and what ended the wait
     (`stopped_by`)."""
-    _set_slack()
+    set_slack()
     filt = job_filter(job) if job is not None else None
-    sock = _socket(intf, filt=filt)
+    sock = open_socket(intf, filt=filt)
     sock.setblocking(False)
     sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     # The kernel stamps CLOCK_REALTIME; the sender stamped CLOCK_MONOTONIC.
