@@ -91,8 +91,10 @@ def _rtt(kind, mtu):
     return RttEstimator()
 
 
-def run_twins(sc, payload_free=False, max_events=400_000):
-    """Both pairs over the scenario; returns the twins (their results are the Python ones)."""
+def run_twins(sc, payload_free=False, max_events=400_000, stalled=None):
+    """Both pairs over the scenario; returns the twins (their results are the Python ones).
+    stalled: a function of (the ChannelStuck, the twins) that checks a stall and returns
+    normally if it is allowed; without it a stall raises."""
     S_py, R_py = endpoints("python", sc["transport"])
     S_nat, R_nat = endpoints("native", sc["transport"])
     mtu = sc["mtu"]
@@ -106,8 +108,13 @@ def run_twins(sc, payload_free=False, max_events=400_000):
              R_nat(1, mtu=mtu, remember=sc["remember"], store=not payload_free), "receiver",
              payload_free=payload_free)
     sends = sorted(((m["at"], _message(m, mtu)) for m in sc["messages"]), key=lambda x: x[0])
-    run_pair(s, r, LossyChannel(**sc["fwd"]), LossyChannel(**sc["back"]), sends=sends,
-             max_events=max_events)
+    try:
+        run_pair(s, r, LossyChannel(**sc["fwd"]), LossyChannel(**sc["back"]), sends=sends,
+                 max_events=max_events)
+    except ChannelStuck as stuck:
+        if stalled is None:
+            raise
+        stalled(stuck, s, r)
     return s, r
 
 
@@ -118,18 +125,35 @@ def check_outcome(sc, s, r):
     assert s.calls > 0 and r.calls > 0
 
 
-def run_and_check(sc):
-    """The twins answer alike at every call (Twin checks each). A receiver that remembers
-    fewer completed tensors than there are messages may strand a sender (it forgets a tensor
-    whose last ACK was lost and takes its retransmission for a new one): both twins then
-    stall alike, and only there is not finishing allowed."""
-    try:
-        s, r = run_twins(sc)
-    except ChannelStuck:
-        if sc["remember"] >= len(sc["messages"]):
-            raise
-        return
-    check_outcome(sc, s, r)
+def check_stranded(sc, stuck, s, r):
+    """A stall allowed only where a receiver remembers fewer completed tensors than there are
+    messages: it forgets a tensor whose last ACK was lost and takes its retransmission for a
+    new one, which strands the sender. Then every tensor the sender still holds is one the
+    receiver delivered, and both twins stall alike: the same state, counters and timers."""
+    if sc["remember"] >= len(sc["messages"]):
+        raise stuck
+    s.check("the stall")
+    r.check("the stall")
+    keys = {(m["iteration"], m["tensor_id"]) for m in sc["messages"]}
+    stranded = keys - {(x.iteration, x.tensor_id) for x in s.results}
+    delivered = {(d.iteration, d.tensor_id) for d in r.results}
+    assert stranded and s.py.pending == s.nat.pending == len(stranded), (stranded, s.py.pending)
+    assert stranded <= delivered, f"{stuck}: stalled on {sorted(stranded - delivered)}, never delivered"
+
+
+def run_and_check(sc, max_events=400_000):
+    """The twins answer alike at every call (Twin checks each), and every message arrives,
+    or the run stalls as `check_stranded` allows. Returns the twins and whether they stalled."""
+    stalls = []
+
+    def stranded(stuck, s, r):
+        check_stranded(sc, stuck, s, r)
+        stalls.append(stuck)
+
+    s, r = run_twins(sc, max_events=max_events, stalled=stranded)
+    if not stalls:
+        check_outcome(sc, s, r)
+    return s, r, bool(stalls)
 
 
 @pytest.mark.slow
@@ -189,6 +213,40 @@ def test_missing_bytes_exactly_at_the_bound_complete():
     check_outcome(sc, s, r)
     assert [(d.lost_bytes, d.bound_bytes) for d in r.results] == [(1424, 1424), (3 * 1424, 3 * 1424)]
     assert s.py.timeouts == 0
+
+
+def _stranding(remember):
+    """Tensor 0 loses every droppable chunk; the receiver completes it at the sender's probe,
+    and the BITMAP that says so is lost. Tensor 1 completes meanwhile: a receiver that
+    remembers one tensor forgets tensor 0 and takes the sender's next probe for a new one."""
+    lost = []
+
+    def first_bitmap_of_tensor_0(h):
+        if h.type == PacketType.BITMAP and h.tensor_id == 0 and not lost:
+            lost.append(h)
+            return True
+        return False
+
+    return dict(transport="dlcp", mtu=1500, policy=MagnitudePolicy(loss_bound=0.5),
+                messages=[dict(values=356 * 20, seed=1, priority=3, at=0, iteration=0, tensor_id=0,
+                               explicit=None),
+                          dict(values=356 * 4, seed=2, priority=3, at=0, iteration=0, tensor_id=1,
+                               explicit=None)],
+                cc=dict(ecn="dctcp", pacing=False, initial_window=10), rtt="default",
+                reorder_fraction=0.25, remember=remember,
+                fwd=dict(seed=1, drop=lambda h: h.type == PacketType.DATA and h.tensor_id == 0
+                         and bool(h.flags & Flags.DROPPABLE)),
+                back=dict(seed=2, drop=first_bitmap_of_tensor_0))
+
+
+def test_a_receiver_that_forgets_strands_both_senders_alike():
+    """The stall `run_and_check` allows, made on purpose: with remember=1 both twins stall
+    on tensor 0, which the receiver delivered (`check_stranded`); remembering both tensors,
+    the same run completes."""
+    s, r, stalled = run_and_check(_stranding(remember=1), max_events=3_000)
+    assert stalled and [x.tensor_id for x in s.results] == [1]
+    assert sorted(d.tensor_id for d in r.results) == [0, 1]
+    assert not run_and_check(_stranding(remember=2), max_events=3_000)[2]
 
 
 def _feedback(ptype, tensor_id, payload, now):

@@ -75,7 +75,8 @@ class Twin:
         self.seen = []      # every packet the endpoint sent (header, payload)
         self.calls = 0
 
-    def _check(self, what):
+    def check(self, what):
+        """Compare both twins' timers, state, counters and what they completed."""
         self.calls += 1
         where = f"{self.name} after {what} (call {self.calls})"
         a, b = self.py.next_timeout(), self.nat.next_timeout()
@@ -110,19 +111,19 @@ class Twin:
         else:
             self.py.send(msg, now)
             self.nat.send(msg, now)
-        self._check(f"send t={now}")
+        self.check(f"send t={now}")
 
     def poll(self, now):
         a, b = self.py.poll(now), self.nat.poll(now)
         same_packets(a, b, f"{self.name} poll t={now}", payloads=not self.payload_free)
         self.seen += a
-        self._check(f"poll t={now}")
+        self.check(f"poll t={now}")
         return a
 
     def receive(self, h, payload, now, ce=False):
         self.py.receive(h, payload, now, ce)
         self.nat.receive(h, payload, now, ce)
-        self._check(f"receive {h.type!r} chunk {h.chunk_index} t={now}")
+        self.check(f"receive {h.type!r} chunk {h.chunk_index} t={now}")
 
     def next_timeout(self):
         return self.py.next_timeout()
