@@ -9,9 +9,10 @@ import pytest
 
 from dlcp_emu.host.agent import Worker
 from dlcp_emu.host.parameter_server import ParameterServer
-from dlcp_emu.host.plan import _draws, _lognormal_layers, gradient, make_plan
+from dlcp_emu.host.plan import gradient, make_plan
 from dlcp_emu.sim import EventLoop
 from workloads import Trace, get_model
+from workloads.magnitudes import draws, lognormal_layers
 
 
 def small_trace(n_layers=6):
@@ -253,7 +254,7 @@ def test_lognormal_layers_are_drawn_as_the_general_path_draws_them():
         mu = rng.normal(-4, 2, k).astype(np.float32)
         sigma = rng.uniform(0.1, 2, k).astype(np.float32)
         seed = int(rng.integers(1 << 30))
-        fast = _lognormal_layers(mu, sigma, counts, np.random.default_rng(seed))
-        general = _draws(np.zeros(int(counts.sum()), np.int64), np.repeat(mu, counts),
-                         np.repeat(sigma, counts), np.random.default_rng(seed))
+        fast = lognormal_layers(mu, sigma, counts, np.random.default_rng(seed))
+        general = draws(np.zeros(int(counts.sum()), np.int64), np.repeat(mu, counts),
+                       np.repeat(sigma, counts), np.random.default_rng(seed))
         assert fast.dtype == np.float32 and fast.tobytes() == general.tobytes()

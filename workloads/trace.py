@@ -25,9 +25,10 @@ mag_sigma      float>=0 second parameter of the magnitude model.
 Magnitude model: either the three ``mag_*`` columns, or (instead of them) a separate
 per-chunk magnitude table with columns ``layer_id`` (int), ``chunk`` (int, 0..k-1 per layer,
 in byte order), ``nbytes`` (int > 0; a layer's chunks sum to its ``grad_bytes``) and
-``magnitude`` (float >= 0, representative |gradient| of those bytes). Distributions:
+``magnitude`` (float >= 0, representative |gradient| of those bytes). Distributions (drawn by
+workloads/magnitudes.py, in float32):
 
-- ``lognormal``: ln|g| ~ N(mag_mu, mag_sigma) (numpy's ``lognormal(mean, sigma)``);
+- ``lognormal``: ln|g| ~ N(mag_mu, mag_sigma);
 - ``normal``: |g| = |X| with X ~ N(mag_mu, mag_sigma) (folded normal);
 - ``uniform``: |g| ~ U(mag_mu - sqrt(3) mag_sigma, mag_mu + sqrt(3) mag_sigma), i.e. mean
   mag_mu and standard deviation mag_sigma; the lower end must be >= 0.
@@ -50,7 +51,6 @@ See also ``workloads/TRACE_FORMAT.md``.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +59,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads import synthetic
+from workloads import magnitudes, synthetic
 from workloads.trace_checks import (
     FORMAT_VERSION, _MAX_PROBLEMS, TraceError, _check_batch_time, _check_chunks, _check_layers,
     _normalise_chunks, _normalise_layers, _reason,
@@ -141,7 +141,7 @@ class Trace:
             p = rows["nbytes"].to_numpy(float)
             return rng.choice(rows["magnitude"].to_numpy(float), size=n, p=p / p.sum())
         row = self._layer(layer_id)
-        return _draw(row["mag_dist"], float(row["mag_mu"]), float(row["mag_sigma"]), n, rng)
+        return magnitudes.draw(row["mag_dist"], row["mag_mu"], row["mag_sigma"], n, rng).astype(float)
 
     def chunk_magnitudes(
         self, layer_id: int, chunk_bytes: int, rng: np.random.Generator
@@ -321,15 +321,6 @@ def _read_magnitudes(path: Path, name: str) -> pd.DataFrame:
     except _READ_ERRORS as e:
         raise TraceError(f"{path}: cannot read its magnitude table {mag_path}: "
                          f"{_reason(e)}") from None
-
-
-def _draw(dist: str, mu: float, sigma: float, n: int, rng: np.random.Generator) -> np.ndarray:
-    if dist == "lognormal":
-        return rng.lognormal(mu, sigma, n)
-    if dist == "normal":
-        return np.abs(rng.normal(mu, sigma, n))
-    half = math.sqrt(3) * sigma
-    return rng.uniform(mu - half, mu + half, n)
 
 
 def _read_csv_header(path: Path) -> tuple[dict, int]:

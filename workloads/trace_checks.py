@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from workloads.magnitudes import DISTS as MAG_DISTS
+
 FORMAT_VERSION = 1
 REQUIRED_COLUMNS = ("layer_id", "name", "grad_bytes", "backward_us", "forward_us")
 MAG_COLUMNS = ("mag_dist", "mag_mu", "mag_sigma")
-MAG_DISTS = ("lognormal", "normal", "uniform")
 CHUNK_COLUMNS = ("layer_id", "chunk", "nbytes", "magnitude")
 _MAX_PROBLEMS = 20  # enough to fix a file; more would bury the first one
 MAX_GRAD_BYTES = 1 << 40  # 1 TiB a layer: far above any real layer, far below int64 limits

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workloads import fuse
+from workloads import fuse, magnitudes
 
 from dlcp_emu.scale import Scale
 
@@ -62,7 +62,7 @@ def make_plan(trace, scale=Scale(), fusion_bytes=64 << 20, fusion_cycle_ms=5.0):
     return Plan(model=trace.model, n_layers=n_layers, forward_ns=forward, backward_ns=backward,
                 buckets=tuple(buckets), bucket_of_layer=tuple(bucket_of),
                 compute_ns=sum(forward) + backward, scale=scale,
-                mag_params=_magnitude_params(trace))
+                mag_params=None if trace.magnitudes is not None else magnitudes.layer_params(trace.layers))
 
 
 def gradient(trace, plan, bucket, rank, iteration, seed):
@@ -80,51 +80,13 @@ def gradient(trace, plan, bucket, rank, iteration, seed):
                                for lid, c in zip(bucket.layer_ids, counts)]).astype(np.float32)
     else:
         dist, mu, sigma = (a[list(bucket.layer_ids)].astype(np.float32) for a in params)
-        if (dist == 0).all():
-            mags = _lognormal_layers(mu, sigma, counts, rng)
+        if (dist == magnitudes.LOGNORMAL).all():
+            mags = magnitudes.lognormal_layers(mu, sigma, counts, rng)
         else:
-            mags = _draws(*(np.repeat(a, counts) for a in (dist, mu, sigma)), rng)
+            mags = magnitudes.draws(*(np.repeat(a, counts) for a in (dist, mu, sigma)), rng)
     # Random signs: flip the sign bit of about half the values.
     signs = rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)
     return (mags.view(np.uint32) ^ signs).view(np.float32)
-
-
-def _lognormal_layers(mu, sigma, counts, rng):
-    """`_draws` where every layer is lognormal: the same values, bit for bit (the same draws,
-    the same float32 operations), with each layer's parameters applied to its slice rather
-    than repeated into arrays as long as the bucket (a third of the time they took)."""
-    mags = rng.standard_normal(int(counts.sum()), dtype=np.float32)
-    start = 0
-    for m, s, n in zip(mu, sigma, counts.tolist()):
-        part = mags[start:start + n]
-        part *= s
-        part += m
-        start += n
-    np.exp(mags, out=mags)
-    return mags
-
-
-def _draws(dist, mu, sigma, rng, lognormal_only=None):
-    """|gradient| draws, one per entry of the per-draw parameter arrays (float32).
-    float32 throughout, and each distribution computed only where it is used: float64
-    with every branch evaluated everywhere cost more than the network time it feeds.
-    lognormal_only: whether every dist is lognormal, if the caller knows (a payload-free
-    message's shape does: its tests on small arrays cost as much as the draws)."""
-    mags = rng.standard_normal(len(dist), dtype=np.float32)
-    mags *= sigma
-    mags += mu
-    if lognormal_only is None:
-        lognormal_only = bool((dist == 0).all())
-    if lognormal_only:
-        np.exp(mags, out=mags)
-    else:
-        lognormal, normal = dist == 0, dist == 1
-        uniform = ~(lognormal | normal)
-        mags[lognormal] = np.exp(mags[lognormal])
-        mags[normal] = np.abs(mags[normal])
-        u = 2 * rng.random(int(uniform.sum()), dtype=np.float32) - 1
-        mags[uniform] = mu[uniform] + sigma[uniform] * np.float32(np.sqrt(3)) * u
-    return mags
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,7 +117,7 @@ def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
             out[at] = trace.sample_magnitudes(lid, int(at.sum()), rng)
         return out
     dist, mu, sigma, lognormal_only = layers
-    return _draws(dist, mu, sigma, rng, lognormal_only)
+    return magnitudes.draws(dist, mu, sigma, rng, lognormal_only)
 
 
 def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
@@ -167,16 +129,4 @@ def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
     if plan.mag_params is None:
         return lids
     dist, mu, sigma = (a[lids].astype(np.float32) for a in plan.mag_params)
-    return dist, mu, sigma, bool((dist == 0).all())
-
-
-_DISTS = {"lognormal": 0, "normal": 1, "uniform": 2}
-
-
-def _magnitude_params(trace):
-    """(dist code, mu, sigma) arrays indexed by layer id, or None for a chunk table."""
-    if trace.magnitudes is not None:
-        return None
-    layers = trace.layers.set_index("layer_id").sort_index()
-    return (layers["mag_dist"].map(_DISTS).to_numpy(), layers["mag_mu"].to_numpy(float),
-            layers["mag_sigma"].to_numpy(float))
+    return dist, mu, sigma, bool((dist == magnitudes.LOGNORMAL).all())
