@@ -32,8 +32,9 @@ from dlcp_emu.experiment.backend import Outcome
 from dlcp_emu.experiment.runner import hostd_config
 from dlcp_emu.experiment.settings import transport_settings
 from dlcp_emu.experiment.topology import host_frame_ns, host_link_rate
-from dlcp_emu.host.background import BACKGROUND_TCP_PORT, BACKGROUND_UDP_PORT
+from dlcp_emu.host.background import BACKGROUND_UDP_PORT
 from dlcp_emu.transport import TRANSPORTS
+from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind

@@ -20,7 +20,6 @@ from dlcp_emu.transport import native
 JOB = 1
 TRANSPORT = "reliable"       # the packet transport its flows run on (the registry's name)
 BACKGROUND_UDP_PORT = 9798
-BACKGROUND_TCP_PORT = 5001   # the kernel-TCP background server's (emu/background_tcp.py)
 
 
 class BackgroundEndpoint(AgentEndpoints):

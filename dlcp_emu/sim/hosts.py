@@ -10,11 +10,11 @@ import ipaddress
 
 from switch_models import REWRITE_CE, REWRITE_TRIM
 
-from dlcp_emu.host.background import BACKGROUND_TCP_PORT
 from dlcp_emu.host.packet_log import PacketLog, packet_key
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 from dlcp_emu.wire.flow import flow_hash
+from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
 
 TRAINING = 0

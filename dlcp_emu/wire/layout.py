@@ -11,6 +11,9 @@ from typing import NamedTuple
 MAGIC = 0xD1C9
 VERSION = 1
 DLCP_UDP_PORT = 9796
+# Background traffic over kernel TCP connects to this port (emu/background_tcp.py); the
+# simulator and the core stand in for those connections with its 5-tuple.
+BACKGROUND_TCP_PORT = 5001
 
 ETH_LEN = 14
 IPV4_LEN = 20

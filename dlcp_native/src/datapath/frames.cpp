@@ -5,6 +5,7 @@
 #include <netinet/in.h>  // IPPROTO_TCP, IPPROTO_UDP
 
 #include "wire/header_codec.hpp"
+#include "wire/wire_layout.hpp"
 #include "host/host_stack.hpp"  // python_tuple_hash
 #include "switch/nic.hpp"         // ETH_MIN
 #include "wire/transport_packet.hpp"
@@ -13,18 +14,18 @@ namespace dlcp {
 
 namespace {
 
-using transport::ETH_LEN, transport::IPV4_LEN, transport::UDP_LEN, transport::HEADER_LEN,
-    transport::FRAME_OVERHEAD, transport::FLAG_DROPPABLE, transport::FLAG_TRIMMED, transport::TENSOR_LAYER_SHIFT;
+// Offsets, lengths and rules of the wire (wire_layout.hpp, generated from layout.py).
+using transport::FLAG_DROPPABLE, transport::FLAG_TRIMMED, transport::TENSOR_LAYER_SHIFT;
+using wire::DLCP_OFF, wire::ETH_LEN, wire::ETHERTYPE_IPV4, wire::FRAME_OVERHEAD, wire::HDR_FLAGS, wire::HDR_MAGIC,
+    wire::HDR_PAYLOAD_LEN, wire::HDR_PRIORITY, wire::HDR_VERSION, wire::HEADER_LEN, wire::IPV4_LEN, wire::OFF_ETHERTYPE,
+    wire::OFF_IP_CHECKSUM, wire::OFF_IP_DST, wire::OFF_IP_FRAG, wire::OFF_IP_PROTO, wire::OFF_IP_SRC, wire::OFF_IP_TOS,
+    wire::OFF_IP_TOTAL_LEN, wire::OFF_IP_VER_IHL, wire::OFF_UDP_CHECKSUM, wire::OFF_UDP_DPORT, wire::OFF_UDP_LEN,
+    wire::OFF_UDP_SPORT, wire::PAYLOAD_OFF, wire::UDP_LEN;
 
-constexpr size_t IP_MIN = ETH_LEN + IPV4_LEN, DLCP_OFF = ETH_LEN + IPV4_LEN + UDP_LEN, PAYLOAD_OFF = FRAME_OVERHEAD;
-constexpr size_t OFF_ETHERTYPE = 12, OFF_VER_IHL = 14, OFF_TOS = 15, OFF_TOTAL_LEN = 16,
-                 OFF_FRAG = 20, OFF_PROTO = 23, OFF_IP_CHECKSUM = 24, OFF_SRC = 26, OFF_DST = 30,
-                 OFF_SPORT = 34, OFF_DPORT = 36, OFF_UDP_LEN = 38, OFF_UDP_CHECKSUM = 40;
-// The DLCP header's offsets and rules are the codec's (header_codec.hpp), from DLCP_OFF.
-using transport::HDR_FLAGS, transport::HDR_MAGIC, transport::HDR_PAYLOAD_LEN, transport::HDR_PRIORITY,
-    transport::HDR_VERSION, transport::HEADER_MAGIC, transport::HEADER_VERSION;
-constexpr uint8_t TCP = IPPROTO_TCP, UDP = IPPROTO_UDP;
-constexpr uint16_t FRAG = 0x3FFF;  // MF flag + fragment offset: not a whole datagram
+constexpr size_t IP_MIN = ETH_LEN + IPV4_LEN;           // Ethernet and an IPv4 header without options
+constexpr size_t PORTS_END = OFF_UDP_DPORT + 2;         // where the ports end, IPv4 without options
+constexpr uint8_t TCP = IPPROTO_TCP, UDP = wire::IPPROTO_UDP;
+constexpr uint16_t FRAG = wire::IP_FLAG_MF | wire::IP_FRAG_OFFSET_MASK;  // not a whole datagram
 
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 uint32_t u32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
@@ -78,26 +79,26 @@ uint64_t word_sum(const uint8_t* p, size_t n) {
 }  // namespace
 
 Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) {
-  if (n < 38) {
+  if (n < PORTS_END) {
     if (n < ETH_LEN) return Parsed::MALFORMED;
-    if (n < IP_MIN && f[12] == 8 && f[13] == 0) return Parsed::MALFORMED;  // IPv4 without room for its header
+    if (n < IP_MIN && u16(f + OFF_ETHERTYPE) == ETHERTYPE_IPV4) return Parsed::MALFORMED;  // IPv4 without room for its header
     plain(pkt, n, mac_pair_hash(f));
     return Parsed::PACKET;
   }
-  const uint8_t vihl = f[OFF_VER_IHL];
-  if (u16(f + OFF_ETHERTYPE) != 0x0800 || vihl >> 4 != 4) {
+  const uint8_t vihl = f[OFF_IP_VER_IHL];
+  if (u16(f + OFF_ETHERTYPE) != ETHERTYPE_IPV4 || vihl >> 4 != 4) {
     plain(pkt, n, mac_pair_hash(f));
     return Parsed::PACKET;
   }
-  const size_t ihl = size_t(vihl & 15) * 4, total = u16(f + OFF_TOTAL_LEN);
+  const size_t ihl = size_t(vihl & 15) * 4, total = u16(f + OFF_IP_TOTAL_LEN);
   if (ihl < 20 || total < ihl || ETH_LEN + total > n) return Parsed::MALFORMED;
-  const uint8_t tos = f[OFF_TOS];
+  const uint8_t tos = f[OFF_IP_TOS];
   const uint8_t prio = uint8_t(7 - (tos >> 5));
   const bool ect = (tos & 3) != 0, ce = (tos & 3) == 3;
-  const uint8_t proto = f[OFF_PROTO];
-  const int64_t src = u32(f + OFF_SRC), dst = u32(f + OFF_DST);
-  if ((u16(f + OFF_FRAG) & FRAG) == 0 && (proto == UDP || proto == TCP)) {
-    int64_t sport = u16(f + OFF_SPORT), dport = u16(f + OFF_DPORT);
+  const uint8_t proto = f[OFF_IP_PROTO];
+  const int64_t src = u32(f + OFF_IP_SRC), dst = u32(f + OFF_IP_DST);
+  if ((u16(f + OFF_IP_FRAG) & FRAG) == 0 && (proto == UDP || proto == TCP)) {
+    int64_t sport = u16(f + OFF_UDP_SPORT), dport = u16(f + OFF_UDP_DPORT);
     if (vihl != 0x45) {  // IP options move the ports
       const size_t off = ETH_LEN + ihl;
       if (off + 4 > n) return Parsed::MALFORMED;
@@ -106,8 +107,8 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
     } else if (dport == dlcp_port && proto == UDP) {
       const uint8_t* h = f + DLCP_OFF;
       if (n < PAYLOAD_OFF) {
-        if (n >= DLCP_OFF + 2 && u16(h + HDR_MAGIC) == HEADER_MAGIC) return Parsed::INVALID_DLCP;  // cut short
-      } else if (u16(h + HDR_MAGIC) == HEADER_MAGIC) {
+        if (n >= DLCP_OFF + 2 && u16(h + HDR_MAGIC) == wire::MAGIC) return Parsed::INVALID_DLCP;  // cut short
+      } else if (u16(h + HDR_MAGIC) == wire::MAGIC) {
         transport::Header hdr;
         if (transport::unpack_header(h, n - DLCP_OFF, hdr) != transport::HeaderError::NONE)
           return Parsed::INVALID_DLCP;
@@ -129,10 +130,10 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
 bool trim_frame(std::vector<uint8_t>& f) {
   const size_t size = f.size();
   if (size < size_t(FRAME_OVERHEAD)) return false;
-  if (u16(&f[OFF_ETHERTYPE]) != 0x0800 || f[OFF_VER_IHL] != 0x45 || f[OFF_PROTO] != UDP) return false;
+  if (u16(&f[OFF_ETHERTYPE]) != ETHERTYPE_IPV4 || f[OFF_IP_VER_IHL] != 0x45 || f[OFF_IP_PROTO] != UDP) return false;
   const uint8_t* h = &f[DLCP_OFF];
-  if (u16(h + HDR_MAGIC) != HEADER_MAGIC || h[HDR_VERSION] != HEADER_VERSION) return false;
-  const uint32_t total_len = u16(&f[OFF_TOTAL_LEN]), udp_len = u16(&f[OFF_UDP_LEN]);
+  if (u16(h + HDR_MAGIC) != wire::MAGIC || h[HDR_VERSION] != wire::VERSION) return false;
+  const uint32_t total_len = u16(&f[OFF_IP_TOTAL_LEN]), udp_len = u16(&f[OFF_UDP_LEN]);
   const uint32_t payload_len = u16(h + HDR_PAYLOAD_LEN);
   if (ETH_LEN + total_len > size || udp_len + IPV4_LEN != total_len || udp_len < UDP_LEN + HEADER_LEN) return false;
   const uint32_t carried = udp_len - UDP_LEN - HEADER_LEN;
@@ -145,7 +146,7 @@ bool trim_frame(std::vector<uint8_t>& f) {
   if (payload_len != carried) return false;
   const uint32_t new_total = IPV4_LEN + UDP_LEN + HEADER_LEN, new_udp = UDP_LEN + HEADER_LEN;
   const uint64_t payload_words = word_sum(&f[PAYLOAD_OFF], ETH_LEN + total_len - PAYLOAD_OFF);
-  put16(&f[OFF_TOTAL_LEN], new_total);
+  put16(&f[OFF_IP_TOTAL_LEN], new_total);
   put16(&f[OFF_UDP_LEN], new_udp);
   f[DLCP_OFF + HDR_FLAGS] = flags | FLAG_TRIMMED;
   put16(&f[OFF_IP_CHECKSUM], update(u16(&f[OFF_IP_CHECKSUM]), total_len, new_total));
@@ -164,14 +165,14 @@ bool trim_frame(std::vector<uint8_t>& f) {
 }
 
 bool mark_ce(std::vector<uint8_t>& f) {
-  if (f.size() < 34 || f[OFF_ETHERTYPE] != 0x08 || f[OFF_ETHERTYPE + 1] != 0x00) return false;
-  const uint8_t vihl = f[OFF_VER_IHL];
+  if (f.size() < IP_MIN || u16(&f[OFF_ETHERTYPE]) != ETHERTYPE_IPV4) return false;
+  const uint8_t vihl = f[OFF_IP_VER_IHL];
   if (vihl >> 4 != 4) return false;
-  const uint8_t tos = f[OFF_TOS];
+  const uint8_t tos = f[OFF_IP_TOS];
   const uint8_t ecn = tos & 3;
   if (ecn == 0) return false;
   if (ecn == 3) return true;
-  f[OFF_TOS] = tos | 3;
+  f[OFF_IP_TOS] = tos | 3;
   put16(&f[OFF_IP_CHECKSUM], update(u16(&f[OFF_IP_CHECKSUM]), uint32_t(vihl) << 8 | tos, uint32_t(vihl) << 8 | tos | 3));
   return true;
 }

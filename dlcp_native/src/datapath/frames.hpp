@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "switch/packet.hpp"
+#include "wire/wire_layout.hpp"
 
 namespace dlcp {
 
 // What parse_frame makes of a frame: a Packet, or a reason the switch refuses it.
 enum class Parsed : uint8_t { PACKET = 0, MALFORMED = 1, INVALID_DLCP = 2 };
 
-constexpr uint16_t DLCP_UDP_PORT = 9796;
+using wire::DLCP_UDP_PORT;
 
 // The frame as the switch model sees it (frames.py `parse`): size padded to Ethernet's
 // minimum, prio/ect/ce from the TOS byte, the DLCP header's fields for DLCP frames, and

@@ -11,7 +11,7 @@ namespace {
 
 using namespace transport;
 
-constexpr int64_t TCP = 6, UDP = 17, TCP_PORT = 5001;
+constexpr int64_t TCP = 6, UDP = wire::IPPROTO_UDP, TCP_PORT = wire::BACKGROUND_TCP_PORT;
 
 bool is_feedback(uint8_t type) { return type == ACK || type == BITMAP; }
 bool ecn_capable(uint8_t type) { return type == DATA || type == PROBE; }  // transport/ecn.py

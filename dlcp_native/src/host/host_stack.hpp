@@ -17,6 +17,7 @@
 #include "switch/packet.hpp"
 #include "transport/transport_receiver.hpp"
 #include "transport/transport_sender.hpp"
+#include "wire/wire_layout.hpp"
 
 namespace dlcp {
 
@@ -34,7 +35,7 @@ inline int64_t python_tuple_hash(std::initializer_list<int64_t> items) {
 struct StackWire {
   bool dlcp = true;
   bool ect = true;
-  int64_t udp_port = 9796;
+  int64_t udp_port = wire::DLCP_UDP_PORT;
   int64_t ip = 0;                       // this host's IPv4 address, as an int
   std::vector<int32_t> host_of_rank;    // rank -> host index (-1: no such rank)
   std::vector<int64_t> ip_of_rank;      // rank -> its host's address

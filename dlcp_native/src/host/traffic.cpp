@@ -6,12 +6,13 @@
 #include <stdexcept>
 
 #include "datapath/clock.hpp"
+#include "wire/wire_layout.hpp"
 
 namespace dlcp {
 
 namespace {
 
-constexpr size_t OFF_CHUNK_INDEX = 42 + 24, OFF_SEND_TS_NS = 42 + 40;
+using wire::OFF_CHUNK_INDEX, wire::OFF_SEND_TS_NS;  // what the sender stamps
 
 void put_be(uint8_t* p, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i, v >>= 8) p[i] = uint8_t(v);

@@ -3,6 +3,17 @@
 
 namespace dlcp::transport {
 
+using namespace wire;
+
+// The codec reads and writes each field at the width the layout gives it.
+static_assert(HDR_MAGIC_SIZE == 2 && HDR_VERSION_SIZE == 1 && HDR_TYPE_SIZE == 1 && HDR_FLAGS_SIZE == 1 &&
+              HDR_PRIORITY_SIZE == 1 && HDR_MAG_CLASS_SIZE == 1 && HDR_RESERVED_SIZE == 1 && HDR_JOB_SIZE == 2 &&
+              HDR_SRC_RANK_SIZE == 2 && HDR_DST_RANK_SIZE == 2 && HDR_PAYLOAD_LEN_SIZE == 2 &&
+              HDR_ITERATION_SIZE == 4 && HDR_TENSOR_ID_SIZE == 4 && HDR_CHUNK_INDEX_SIZE == 4 &&
+              HDR_CHUNK_COUNT_SIZE == 4 && HDR_OFFSET_SIZE == 4 && HDR_RESERVED2_SIZE == 4 &&
+              HDR_SEND_TS_NS_SIZE == 8 && HDR_SEND_TS_NS + HDR_SEND_TS_NS_SIZE == size_t(HEADER_LEN),
+              "the DLCP header's layout changed: update pack_header and unpack_header");
+
 namespace {
 
 constexpr uint8_t N_TYPES = ACK + 1;
@@ -26,8 +37,8 @@ void put64(uint8_t* p, uint64_t v) {
 }  // namespace
 
 void pack_header(const Header& h, uint8_t* out) {
-  put16(out + HDR_MAGIC, HEADER_MAGIC);
-  out[HDR_VERSION] = HEADER_VERSION;
+  put16(out + HDR_MAGIC, MAGIC);
+  out[HDR_VERSION] = VERSION;
   out[HDR_TYPE] = h.type;
   out[HDR_FLAGS] = h.flags;
   out[HDR_PRIORITY] = h.priority;
@@ -49,12 +60,12 @@ void pack_header(const Header& h, uint8_t* out) {
 // In DlcpHeader.unpack's order, so the first reason is the same.
 HeaderError unpack_header(const uint8_t* b, size_t n, Header& h) {
   if (n < size_t(HEADER_LEN)) return HeaderError::TRUNCATED;
-  if (get16(b + HDR_MAGIC) != HEADER_MAGIC) return HeaderError::MAGIC;
-  if (b[HDR_VERSION] != HEADER_VERSION) return HeaderError::VERSION;
+  if (get16(b + HDR_MAGIC) != MAGIC) return HeaderError::MAGIC;
+  if (b[HDR_VERSION] != VERSION) return HeaderError::VERSION;
   if (b[HDR_TYPE] >= N_TYPES) return HeaderError::TYPE;
   if (b[HDR_FLAGS] & ~FLAG_MASK) return HeaderError::FLAGS;
-  if (b[HDR_PRIORITY] > 7) return HeaderError::PRIORITY;
-  if (b[HDR_MAG_CLASS] > 7) return HeaderError::MAG_CLASS;
+  if (b[HDR_PRIORITY] > TOP_PRIORITY) return HeaderError::PRIORITY;
+  if (b[HDR_MAG_CLASS] > TOP_MAG_CLASS) return HeaderError::MAG_CLASS;
   if (b[HDR_RESERVED] || get32(b + HDR_RESERVED2)) return HeaderError::RESERVED;
   h.type = b[HDR_TYPE];
   h.flags = b[HDR_FLAGS];

@@ -8,19 +8,15 @@
 #include <memory>
 #include <vector>
 
+#include "wire/wire_layout.hpp"
+
 namespace dlcp::transport {
 
-enum PacketType : uint8_t { DATA = 0, PROBE = 1, BITMAP = 2, ACK = 3 };
-
-constexpr uint8_t FLAG_DROPPABLE = 0x01;
-constexpr uint8_t FLAG_RETRANSMISSION = 0x02;
-constexpr uint8_t FLAG_TRIMMED = 0x04;
-constexpr uint8_t FLAG_LAST_CHUNK = 0x08;
-
-constexpr int64_t ETH_LEN = 14, IPV4_LEN = 20, UDP_LEN = 8, HEADER_LEN = 48;
-constexpr int64_t FRAME_OVERHEAD = ETH_LEN + IPV4_LEN + UDP_LEN + HEADER_LEN;  // 90: wire/layout.py
-constexpr int64_t MAX_PAYLOAD = 0xFFFF - IPV4_LEN - UDP_LEN - HEADER_LEN;  // 65459
-constexpr int TENSOR_LAYER_SHIFT = 16;  // a tensor id's layer is its high 16 bits
+// The wire's types, flags and lengths (wire_layout.hpp, generated from layout.py).
+using wire::PacketType, wire::DATA, wire::PROBE, wire::BITMAP, wire::ACK;
+using wire::FLAG_DROPPABLE, wire::FLAG_RETRANSMISSION, wire::FLAG_TRIMMED, wire::FLAG_LAST_CHUNK;
+using wire::ETH_LEN, wire::IPV4_LEN, wire::UDP_LEN, wire::HEADER_LEN, wire::FRAME_OVERHEAD, wire::MAX_PAYLOAD;
+using wire::TENSOR_LAYER_SHIFT;  // a tensor id's layer is its high bits
 
 // The DLCP header's fields (magic, version and reserved are implicit, as in DlcpHeader).
 struct Header {
