@@ -81,7 +81,8 @@ uint64_t word_sum(const uint8_t* p, size_t n) {
 Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) {
   if (n < PORTS_END) {
     if (n < ETH_LEN) return Parsed::MALFORMED;
-    if (n < IP_MIN && u16(f + OFF_ETHERTYPE) == ETHERTYPE_IPV4) return Parsed::MALFORMED;  // IPv4 without room for its header
+    // IPv4 without room for its header
+    if (n < IP_MIN && u16(f + OFF_ETHERTYPE) == ETHERTYPE_IPV4) return Parsed::MALFORMED;
     plain(pkt, n, mac_pair_hash(f));
     return Parsed::PACKET;
   }
@@ -98,7 +99,7 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
   const uint8_t proto = f[OFF_IP_PROTO];
   const int64_t src = u32(f + OFF_IP_SRC), dst = u32(f + OFF_IP_DST);
   if ((u16(f + OFF_IP_FRAG) & FRAG) == 0 && (proto == UDP || proto == TCP)) {
-    int64_t sport = u16(f + OFF_UDP_SPORT), dport = u16(f + OFF_UDP_DPORT);
+    int64_t sport = u16(f + OFF_UDP_SPORT), dport = u16(f + OFF_UDP_DPORT);  // TCP's sit there too
     if (vihl != 0x45) {  // IP options move the ports
       const size_t off = ETH_LEN + ihl;
       if (off + 4 > n) return Parsed::MALFORMED;
