@@ -1,9 +1,11 @@
 """DCTCP incast held to htsim's (tests/reference/htsim/dctcp; table in docs/baselines.md), on
 htsim's own constants (dlcp_emu/study/htsim_dctcp.py): 10 Gbit/s, 9000-byte packets, a k=8 fat
 tree with a collateral flow. htsim names no flow when one finishes, so its mean and p99 are not
-known: the bar is the last flow's completion within 10% of htsim's wherever htsim has no
-timeout, and then no timeout here; where htsim times out (its RTO is at least 250 ms), ours
-must time out too or finish every flow before htsim's last."""
+known. Which flows share the collateral flow's link is a path draw (htsim's seed, our switch
+seed), so both sides run over DRAWS draws and the bar is on the draws: the mean over draws of
+the last flow's completion within 10% of htsim's wherever htsim has no timeout in any draw;
+timeouts in no more draws than htsim's plus one; and where htsim times out, ours in at least
+as many draws less one, or its last flow earlier than htsim's (docs/baselines.md argues it)."""
 import importlib.util
 import json
 
@@ -14,30 +16,27 @@ from dlcp_emu.study import htsim_dctcp
 
 REFERENCE_DIR = htsim_dctcp.REFERENCE_DIR
 REFERENCE = htsim_dctcp.reference()
+REFERENCE_DRAWS = htsim_dctcp.reference_draws()
 TOLERANCE = 0.10
-# (transport, senders, buffer frames): why ours misses, measured on this commit with htsim's
-# sender constants (htsim_dctcp.settings: slow-start threshold 10, alpha from 0, RTO >= 250 ms).
-_PLACEMENT = ("the incast flows that hash onto the collateral flow's aggregation link finish last ({} of "
-              "{} here; htsim picks each flow's path at random, srand(13)): last flow {:.2f}x htsim's. "
-              "With other ECMP salts the last flow is 0.63-1.37x htsim's at 8 senders and 1.05-1.16x at "
-              "16 (docs/baselines.md), with one such flow 1.19x")
+DRAW_SLACK = 1          # timeouts in one draw more (or fewer) than htsim's: one draw's luck
+# (transport, senders, buffer frames): why ours misses over the draws, measured on this commit with
+# htsim's sender constants (htsim_dctcp.settings: slow-start threshold 10, alpha from 0, RTO >= 250 ms).
+_PLACEMENT = ("the incast flows whose path shares the collateral flow's aggregation link finish last; "
+              "over 8 draws ours ends at 10.7-12.6 ms (mean 11.48), htsim's at 8.38-{} ms (mean {}): "
+              "{}x htsim's mean: htsim's lowest, 8.38 ms, is in 2 of its 8 draws, ours is never "
+              "under 10.7 ms (docs/baselines.md)")
 MISSES = {
-    ("dctcp", 8, 64): ("9 timeouts where htsim has none: the 3 incast flows on the collateral flow's "
-                       "aggregation link lose a whole window and its tail-loss probe to the full queue "
-                       "(the collateral flow, 149 packets in flight, loses 1), and wait out the 250 ms RTO: "
-                       "last flow 98x htsim's; with the ECMP salt that puts no flow there, no timeout and "
-                       "0.76x, with one there, 1 timeout"),
-    ("dctcp", 8, 170): _PLACEMENT.format(3, 8, 1.36),
-    ("dctcp", 8, 1000): _PLACEMENT.format(3, 8, 1.36),
-    ("dctcp", 8, 10000): _PLACEMENT.format(3, 8, 1.36),
-    ("dctcp", 16, 170): _PLACEMENT.format(8, 16, 1.32),
-    ("dctcp", 16, 1000): _PLACEMENT.format(8, 16, 1.30),
-    ("dctcp", 16, 10000): _PLACEMENT.format(8, 16, 1.30),
+    ("dctcp", 8, 64): ("timeouts in 8 of 8 draws (32 in all), htsim's in none: the incast flows on the "
+                       "collateral flow's aggregation link lose a whole window and the tail-loss probe to "
+                       "the full queue and wait out the 250 ms RTO: last flow 72x htsim's mean over draws"),
+    ("dctcp", 8, 170): _PLACEMENT.format(10.26, 9.16, 1.25),
+    ("dctcp", 8, 1000): _PLACEMENT.format(11.46, 9.50, 1.21),
+    ("dctcp", 8, 10000): _PLACEMENT.format(11.46, 9.50, 1.21),
 }
 
 
 def _cases():
-    for key in REFERENCE:
+    for key in REFERENCE_DRAWS:
         marks = [pytest.mark.xfail(strict=True, reason=MISSES[key])] if key in MISSES else []
         yield pytest.param(key, marks=marks, id="{}-incast-{}-q{}".format(*key))
 
@@ -46,18 +45,25 @@ def test_every_miss_names_a_reference_run():
     assert set(MISSES) <= set(REFERENCE)
 
 
+def test_htsim_ran_every_run_at_every_draw():
+    """results_draws.csv: each of the 21 runs at seeds 1..DRAWS, the same scenarios as results.csv."""
+    assert set(REFERENCE_DRAWS) == set(REFERENCE)
+    for rows in REFERENCE_DRAWS.values():
+        assert [int(r["seed"]) for r in rows] == list(range(1, htsim_dctcp.DRAWS + 1))
+
+
 @pytest.mark.parametrize("key", list(_cases()))
-def test_dctcp_incast_agrees_with_htsim(key):
-    ref = REFERENCE[key]
-    ours = htsim_dctcp.run(*key).summary()
-    assert ours["finished"] == ours["flows"] == int(ref["flows"])
-    last = float(ref["last_print_s"])
-    if int(ref["timeouts"]) == 0:
-        assert ours["timeouts"] == 0
+def test_dctcp_incast_agrees_with_htsim_over_path_draws(key):
+    ref = htsim_dctcp.htsim_over_draws(REFERENCE_DRAWS[key])
+    ours = htsim_dctcp.over_draws(*key)
+    assert ours["finished"] == ours["flows"] == int(REFERENCE[key]["flows"])
+    assert ours["draws_timed_out"] <= ref["htsim_draws_timed_out"] + DRAW_SLACK, (ours, ref)
+    last = ref["htsim_last_s"]
+    if ref["htsim_draws_timed_out"] == 0:
         ratio = ours["max_fct_s"] / last
-        assert abs(ratio - 1) <= TOLERANCE, (ours["max_fct_s"], last, ratio)
+        assert abs(ratio - 1) <= TOLERANCE, (ours["max_fct_s_by_draw"], last, ratio)
     else:
-        assert ours["timeouts"] > 0 or ours["max_fct_s"] < last
+        assert ours["draws_timed_out"] >= ref["htsim_draws_timed_out"] - DRAW_SLACK or ours["max_fct_s"] < last
 
 
 def test_the_scenario_is_htsims():
@@ -85,20 +91,31 @@ def test_reference_rows_are_what_htsims_logs_say():
         ref = REFERENCE[(row["transport"], row["senders"], row["buffer_frames"])]
         assert {k: str(v) for k, v in row.items()} == ref
     assert len(REFERENCE) == 21
+    drawn = sorted((REFERENCE_DIR / "draws").glob("incast-*_s*.log"))
+    assert len(drawn) == 21 * htsim_dctcp.DRAWS
+    for path in drawn:
+        row = collect.row(path)
+        refs = REFERENCE_DRAWS[(row["transport"], row["senders"], row["buffer_frames"])]
+        assert {k: str(v) for k, v in row.items()} == refs[row["seed"] - 1]
 
 
 def test_bench_htsim_dctcp_incast_prints_ours_beside_htsims(capsys):
-    assert main(["bench", "htsim", "--dctcp-incast", "--json"]) == 0
+    assert main(["bench", "htsim", "--dctcp-incast", "--draws", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["transport"], r["senders"], r["buffer_frames"]) for r in rows] == list(REFERENCE)
     row = rows[0]
-    assert row["htsim_last_s"] == float(REFERENCE[("dctcp", 8, 32)]["last_print_s"]) == 0.252619
+    assert row["draws"] == 1 and row["htsim_draws"] == htsim_dctcp.DRAWS
+    seeds = REFERENCE_DRAWS[("dctcp", 8, 32)]
+    assert row["htsim_last_s"] == pytest.approx(sum(float(r["last_print_s"]) for r in seeds) / len(seeds))
     assert row["max_ratio"] == pytest.approx(row["max_fct_s"] / row["htsim_last_s"])
+    assert row["max_fct_s_by_draw"] == [htsim_dctcp.run("dctcp", 8, 32).summary()["max_fct_s"]]
 
 
 def test_bench_htsim_dctcp_incast_takes_no_choices(capsys):
     assert main(["bench", "htsim", "--dctcp-incast", "--buffers", "32"]) == 2
     assert "--dctcp-incast runs htsim's runs as they are" in capsys.readouterr().err
+    assert main(["bench", "htsim", "--draws", "2"]) == 2
+    assert "--draws goes with --dctcp-incast" in capsys.readouterr().err
 
 
 def test_a_missing_dctcp_reference_is_named(tmp_path):

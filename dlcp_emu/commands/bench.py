@@ -51,6 +51,8 @@ def add_parser(sub):
     ht.add_argument("--dctcp-incast", action="store_true",
                     help="instead: htsim's DCTCP/TCP incast on its own constants (10 Gbit/s, 9000-byte "
                     "packets, k=8 fat tree; tests/reference/htsim/dctcp)")
+    ht.add_argument("--draws", type=positive_int, help="with --dctcp-incast: path draws of ours a run "
+                    "(switch seeds 0..N-1; default: as many as htsim's, 8)")
     ht.add_argument("--json", action="store_true", help="print one JSON list, a row a run")
     ht.set_defaults(func=_bench_htsim)
     return p
@@ -60,6 +62,10 @@ def _bench_htsim(args):
     from dlcp_emu.study import baselines
     if args.dctcp_incast:
         return _bench_htsim_dctcp(args)
+    if args.draws:
+        print("dlcp-emu bench htsim: --draws goes with --dctcp-incast (the other scenarios have one path "
+              "or spray every packet)", file=sys.stderr)
+        return 2
     chosen = dict(scenarios=args.scenarios or tuple(baselines.SCENARIOS),
                   transports=args.transports or baselines.TRANSPORTS, buffers=args.buffers or baselines.BUFFER_FRAMES)
     return _htsim_rows(args, baselines, **chosen)
@@ -71,7 +77,7 @@ def _bench_htsim_dctcp(args):
         print("dlcp-emu bench htsim: --dctcp-incast runs htsim's runs as they are: no --scenarios, "
               "--transports or --buffers", file=sys.stderr)
         return 2
-    return _htsim_rows(args, htsim_dctcp)
+    return _htsim_rows(args, htsim_dctcp, draws=args.draws or htsim_dctcp.DRAWS)
 
 
 def _htsim_rows(args, study, **chosen):
