@@ -45,6 +45,9 @@ class NativeNetwork:
         for a pipeline with a Python-only stage."""
         self.topology = topology
         self.spec = PipelineSpec.parse(pipeline)
+        # Each switch's pipeline: a server's fabric runs its own (topologies.servers).
+        self._specs = {name: PipelineSpec.parse(topology.pipeline_of(name, pipeline))
+                       for name in topology.switches()}
         self.switches = list(topology.switches())
         self.hosts = list(topology.hosts())
         self.host_index = {h: i for i, h in enumerate(self.hosts)}
@@ -68,7 +71,7 @@ class NativeNetwork:
             peers = [None] * len(index)
             for port in topology.ports(name):
                 peers[index[port.number]] = self._peer(port, switch_index)
-            stages = native_stages(self.spec, switch_seed(seed, name))
+            stages = native_stages(self._specs[name], switch_seed(seed, name))
             core_switches.append(([port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
                                   routes, stages, peers))
         core_hosts = []
@@ -215,7 +218,7 @@ class NativeNetwork:
 
     def counters(self):
         """{switch: its counters in the form of `switch_models.Switch.counters`}."""
-        return {name: counters_of(name, self.spec, self.port_numbers[name], self._configs[name],
+        return {name: counters_of(name, self._specs[name], self.port_numbers[name], self._configs[name],
                                   self._core.counters(i))
                 for i, name in enumerate(self.switches)}
 

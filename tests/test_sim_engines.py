@@ -33,9 +33,10 @@ CASES = [   # (spec, preset, fields set): every example's mechanism at a byte sc
     ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
     ("examples/default.toml", ECN, SMALL),                            # CE marks, the window's answer
     ("examples/default.toml", DLCP_ECN, {"byte_scale": 0.01}),
+    ("examples/rail-optimized.toml", "dlcp", {"byte_scale": 0.0002}),   # servers: their own FIFO, PXN
 ]
 IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}" for p, s, _ in CASES]
-FAST = {"default-dlcp", "ps-vgg16-ndp"}   # the rest run in `make test`, not in the fast tier
+FAST = {"default-dlcp", "ps-vgg16-ndp", "rail-optimized-dlcp"}   # the rest run in `make test`, not in the fast tier
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 

@@ -12,6 +12,8 @@ from topologies.builders import (
     leaf_spine_uplink_rate,
     star,
 )
+from topologies.rails import rail_optimized
+from topologies.servers import GPU, SERVER
 from topologies.model import (
     DEFAULT_BUFFER_BYTES,
     HOST,
@@ -27,6 +29,7 @@ from topologies.model import (
 
 __all__ = [
     "BUILDERS", "RENAMED", "RenamedParameterWarning", "build", "builder_params", "star", "dumbbell", "leaf_spine", "fat_tree",
+    "rail_optimized", "SERVER", "GPU",
     "leaf_spine_uplink_rate", "DEFAULT_BUFFER_BYTES", "MIN_BUFFER_BYTES", "IP_PREFIX_LEN",
     "HOST", "SWITCH", "Node", "Link", "Port", "Topology", "TopologyError",
 ]

@@ -18,54 +18,9 @@ import math
 import warnings
 from typing import Any, Callable
 
-from topologies.model import (
-    DEFAULT_BUFFER_BYTES,
-    HOST,
-    MIN_BUFFER_BYTES,
-    SWITCH,
-    Link,
-    Node,
-    Topology,
-    TopologyError,
-    check_int,
-    check_rate,
-)
-
-
-def _rate(topo: str, name: str, v) -> int:
-    try:
-        return check_rate(name, v)
-    except TopologyError as e:
-        raise TopologyError(f"{topo}: {e}") from None
-
-
-def _int(topo: str, name: str, v, lo: int, what: str = "") -> int:
-    try:
-        return check_int(name, v, lo, what)
-    except TopologyError as e:
-        raise TopologyError(f"{topo}: {e}") from None
-
-
-def _delay(topo: str, name: str, v) -> int:
-    return _int(topo, name, v, 0, " (ns)")
-
-
-def _buffer(topo: str, name: str, v) -> int:
-    return _int(topo, name, v, MIN_BUFFER_BYTES, " (bytes, one full frame)")
-
-
-# Links a topology may have, checked before any is built: a fat tree of k=64 (65,536 hosts,
-# 196,608 links) fits; a typo such as 10**9 hosts is refused instead of filling memory.
-MAX_LINKS = 200_000
-
-
-def _size(topo: str, links: int, how: str) -> None:
-    if links > MAX_LINKS:
-        raise TopologyError(f"{topo}: {how} makes {links:,} links; at most {MAX_LINKS:,}")
-
-
-def _hosts(n: int, first: int = 1, **attrs) -> list[Node]:
-    return [Node(f"h{i}", HOST, "host", **attrs) for i in range(first, first + n)]
+from topologies.model import DEFAULT_BUFFER_BYTES, SWITCH, Link, Node, Topology, TopologyError
+from topologies.params import MAX_LINKS, _buffer, _delay, _hosts, _int, _rate, _size  # noqa: F401
+from topologies.rails import per_server, rail_optimized, server_params, servers_under
 
 
 def star(hosts: int, host_rate_bps: float, delay_ns: int = 0,
@@ -120,36 +75,53 @@ def leaf_spine_uplink_rate(hosts_per_leaf: int, host_rate_bps: float, spines: in
     return hosts_per_leaf * host_rate_bps / (spines * oversubscription)
 
 
+def uplink_rate(t: str, hosts_per_leaf: int, host_rate: int, spines: int, oversubscription,
+                uplink_rate_bps) -> int:
+    """The leaves' uplink rate, given (uplink_rate_bps) or from oversubscription (default 1.0)."""
+    if oversubscription is not None and uplink_rate_bps is not None:
+        raise TopologyError(f"{t}: give oversubscription or uplink_rate_bps, not both")
+    if uplink_rate_bps is not None:
+        return _rate(t, "uplink_rate_bps", uplink_rate_bps)
+    ratio = 1.0 if oversubscription is None else oversubscription
+    if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+            or not math.isfinite(ratio) or ratio <= 0):
+        raise TopologyError(f"{t}: oversubscription must be a number > 0 "
+                            f"(1.0 = non-blocking), got {oversubscription!r}")
+    return _rate(t, "uplink_rate_bps (derived from oversubscription)",
+                 leaf_spine_uplink_rate(hosts_per_leaf, host_rate, spines, ratio))
+
+
 def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, host_rate_bps: float,
                oversubscription: float | None = None, uplink_rate_bps: float | None = None,
-               delay_ns: int = 0, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Topology:
+               delay_ns: int = 0, buffer_bytes: int = DEFAULT_BUFFER_BYTES, gpus_per_server: int = 1,
+               nvlink_rate_bps: float | None = None, nvlink_delay_ns: int | None = None) -> Topology:
     """Two-tier Clos: every leaf l<i> connects to every spine s<j>; hosts_per_leaf hosts per
-    leaf. Give either oversubscription (default 1.0, non-blocking) or uplink_rate_bps."""
+    leaf. Give either oversubscription (default 1.0, non-blocking) or uplink_rate_bps. With
+    gpus_per_server G > 1 the hosts are GPUs of servers srv<i> (hosts_per_leaf / G under each
+    leaf), each GPU with a NIC at host_rate_bps to the leaf and an NVLink to its server
+    (nvlink_rate_bps, default 3.6e12; nvlink_delay_ns, default 0)."""
     t = "leaf-spine"
     nl = _int(t, "leaves", leaves, 1)
     ns = _int(t, "spines", spines, 1)
     nh = _int(t, "hosts_per_leaf", hosts_per_leaf, 1)
-    _size(t, nl * (nh + ns), f"leaves {nl} x (hosts_per_leaf {nh} + spines {ns})")
+    g, nvrate, nvdelay = server_params(t, gpus_per_server, nvlink_rate_bps, nvlink_delay_ns)
+    nsrv = per_server(t, "hosts_per_leaf", nh, g)
+    _size(t, nl * (nh * (1 if g == 1 else 2) + ns), f"leaves {nl} x (hosts_per_leaf {nh} + spines {ns})")
     hrate = _rate(t, "host_rate_bps", host_rate_bps)
-    if oversubscription is not None and uplink_rate_bps is not None:
-        raise TopologyError(f"{t}: give oversubscription or uplink_rate_bps, not both")
-    if uplink_rate_bps is not None:
-        up = _rate(t, "uplink_rate_bps", uplink_rate_bps)
-    else:
-        ratio = 1.0 if oversubscription is None else oversubscription
-        if (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
-                or not math.isfinite(ratio) or ratio <= 0):
-            raise TopologyError(f"{t}: oversubscription must be a number > 0 "
-                                f"(1.0 = non-blocking), got {oversubscription!r}")
-        up = _rate(t, "uplink_rate_bps (derived from oversubscription)",
-                   leaf_spine_uplink_rate(nh, hrate, ns, ratio))
+    up = uplink_rate(t, nh, hrate, ns, oversubscription, uplink_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)
 
-    hosts, leaves_, links = [], [], []
+    hosts, servers, leaves_, links = [], [], [], []
     for i in range(nl):
         leaf = f"l{i + 1}"
         leaves_.append(Node(leaf, SWITCH, "leaf"))
+        if g > 1:
+            hs, sv, ls = servers_under(leaf, nsrv, g, i * nsrv + 1, hrate, (nvrate, nvdelay), delay, buf)
+            hosts += hs
+            servers += sv
+            links += ls
+            continue
         for h in _hosts(nh, first=i * nh + 1):
             hosts.append(h)
             links.append(Link(h.name, leaf, hrate, delay, buf))
@@ -157,34 +129,48 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, host_rate_bps: flo
     for leaf in leaves_:
         for sp in spines_:
             links.append(Link(leaf.name, sp.name, up, delay, buf))
-    return Topology(f"leaf-spine-{nl}x{ns}x{nh}", [*hosts, *leaves_, *spines_], links,
-                    {"topology": "leaf-spine", "leaves": nl, "spines": ns,
-                     "hosts_per_leaf": nh, "host_rate_bps": hrate, "uplink_rate_bps": up,
-                     "oversubscription": nh * hrate / (ns * up), "delay_ns": delay,
-                     "buffer_bytes": buf})
+    params = {"topology": "leaf-spine", "leaves": nl, "spines": ns,
+              "hosts_per_leaf": nh, "host_rate_bps": hrate, "uplink_rate_bps": up,
+              "oversubscription": nh * hrate / (ns * up), "delay_ns": delay,
+              "buffer_bytes": buf}
+    if g > 1:
+        params.update(gpus_per_server=g, nvlink_rate_bps=nvrate, nvlink_delay_ns=nvdelay)
+    return Topology(f"leaf-spine-{nl}x{ns}x{nh}" + (f"g{g}" if g > 1 else ""),
+                    [*hosts, *servers, *leaves_, *spines_], links, params)
 
 
 def fat_tree(k: int, host_rate_bps: float, delay_ns: int = 0,
-             buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Topology:
+             buffer_bytes: int = DEFAULT_BUFFER_BYTES, gpus_per_server: int = 1,
+             nvlink_rate_bps: float | None = None, nvlink_delay_ns: int | None = None) -> Topology:
     """Standard k-ary fat tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation
     switches, (k/2)^2 cores, k^3/4 hosts, all links at host_rate_bps. Aggregation switch j of every
-    pod connects to cores j*k/2+1 .. (j+1)*k/2, so core c reaches each pod through one agg."""
+    pod connects to cores j*k/2+1 .. (j+1)*k/2, so core c reaches each pod through one agg.
+    With gpus_per_server G > 1 (dividing k/2) the hosts are GPUs of servers, as in leaf-spine."""
     t = "fat-tree"
     if isinstance(k, float) and k.is_integer():
         k = int(k)
     if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
         raise TopologyError(f"{t}: k must be an even integer >= 2, got {k!r}")
-    _size(t, 3 * k ** 3 // 4, f"k {k}")
+    g, nvrate, nvdelay = server_params(t, gpus_per_server, nvlink_rate_bps, nvlink_delay_ns)
+    _size(t, 3 * k ** 3 // 4 * (1 if g == 1 else 2), f"k {k}")
     rate = _rate(t, "host_rate_bps", host_rate_bps)
     delay = _delay(t, "delay_ns", delay_ns)
     buf = _buffer(t, "buffer_bytes", buffer_bytes)
     half = k // 2
+    nsrv = per_server(t, "k/2", half, g)
 
-    hosts, edges, aggs, links = [], [], [], []
+    hosts, servers, edges, aggs, links = [], [], [], [], []
     for pod in range(k):
         for e in range(half):
             edge = f"e{pod * half + e + 1}"
             edges.append(Node(edge, SWITCH, "edge", pod))
+            if g > 1:
+                hs, sv, ls = servers_under(edge, nsrv, g, (pod * half + e) * nsrv + 1, rate, (nvrate, nvdelay),
+                                           delay, buf, pod)
+                hosts += hs
+                servers += sv
+                links += ls
+                continue
             first = (pod * half + e) * half + 1
             for h in _hosts(half, first=first, pod=pod):
                 hosts.append(h)
@@ -202,9 +188,11 @@ def fat_tree(k: int, host_rate_bps: float, delay_ns: int = 0,
             a = aggs[pod * half + j]
             for c in cores[j * half:(j + 1) * half]:
                 links.append(Link(a.name, c.name, rate, delay, buf))
-    return Topology(f"fat-tree-k{k}", [*hosts, *edges, *aggs, *cores], links,
-                    {"topology": "fat-tree", "k": k, "host_rate_bps": rate, "delay_ns": delay,
-                     "buffer_bytes": buf})
+    params = {"topology": "fat-tree", "k": k, "host_rate_bps": rate, "delay_ns": delay, "buffer_bytes": buf}
+    if g > 1:
+        params.update(gpus_per_server=g, nvlink_rate_bps=nvrate, nvlink_delay_ns=nvdelay)
+    return Topology(f"fat-tree-k{k}" + (f"g{g}" if g > 1 else ""), [*hosts, *servers, *edges, *aggs, *cores],
+                    links, params)
 
 
 BUILDERS: dict[str, Callable[..., Topology]] = {
@@ -212,6 +200,7 @@ BUILDERS: dict[str, Callable[..., Topology]] = {
     "dumbbell": dumbbell,
     "leaf-spine": leaf_spine,
     "fat-tree": fat_tree,
+    "rail-optimized": rail_optimized,
 }
 
 

@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Mapping, NamedTuple
 
 from topologies.routing import ShortestPaths
+from topologies.servers import Servers
 
 HOST = "host"
 SWITCH = "switch"
@@ -72,7 +73,7 @@ def check_int(field_name: str, v, lo: int, what: str = "") -> int:
 class Node:
     name: str
     kind: str                 # "host" | "switch"
-    role: str = ""            # builder's role: host, leaf, spine, edge, agg, core, ...
+    role: str = ""            # builder's role: host, gpu, server, leaf, spine, edge, agg, core, ...
     pod: int | None = None    # fat-tree pod (0-based); None elsewhere
 
     def __post_init__(self):
@@ -134,7 +135,7 @@ class Port(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Topology(ShortestPaths):
+class Topology(ShortestPaths, Servers):
     name: str
     nodes: tuple[Node, ...]
     links: tuple[Link, ...]
@@ -179,6 +180,7 @@ class Topology(ShortestPaths):
                 raise TopologyError(
                     f"node {n.name}: interface name {ifname!r} is longer than {IFNAMSIZ} "
                     "characters (Linux limit); use a shorter node name")
+        self._check_servers()
         if n_hosts > MAX_HOSTS:
             raise TopologyError(f"at most {MAX_HOSTS} hosts fit the 10.0.0.0/8 plan, got {n_hosts}")
         if self.nodes:

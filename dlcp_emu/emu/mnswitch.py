@@ -225,7 +225,8 @@ class DlcpSwitch(Switch):
         captured = None if self.pcap is True else \
             [p["number"] for p in ports if self.pcap and p["intf"] in self.pcap]
         return switch_config(
-            self.topology, self.name, ports, self.pipeline, seed=self.seed,
+            self.topology, self.name, ports, self.topology.pipeline_of(self.name, self.pipeline),
+            seed=self.seed,
             mode=self.mode, stats_path=paths["stats.json"], ready_path=paths["ready"],
             queue_path=paths["queues.i64"] if self.mode == "model" else None,
             pcap_dir=os.path.join(self.stats_dir, "pcap") if captured is None or captured else None,

@@ -83,7 +83,8 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
     scaling_factor = T_n / (n T) in throughput terms, which for data parallelism with a fixed
     per-worker batch is T_1 / T_n: one worker's pure compute time over the measured mean
     iteration time (1.0 means the network costs nothing). loss_fraction: gradient bytes the
-    transports zero-filled over all bytes they delivered."""
+    transports zero-filled over all bytes they delivered. link_utilization: the busiest
+    port of the network's switches (a server's fabric, role `server`, is not the network)."""
     it = measured_iterations(iterations)
     fct = tensors["fct_s"].dropna() if len(tensors) else pd.Series(dtype=float)
     mean_it = float(it["total_s"].mean()) if len(it) else None
@@ -92,6 +93,8 @@ def summarize(iterations, tensors, deliveries, ports, *, compute_s, workers, los
     util = None
     if len(ports) and "utilization" in ports:
         busy = ports[ports["utilization"].notna()]
+        if "role" in busy:
+            busy = busy[busy["role"] != "server"]
         util = float(busy["utilization"].max()) if len(busy) else None
     return {
         "iteration_time_mean_s": mean_it,

@@ -41,7 +41,8 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     out = backend.execute(setup, log)
     scale, t0 = spec.scale, out.t0_ns
     its, tens, dels = tables(out.records, scale, t0_ns=t0)
-    ports = port_table(out.counters, active_seconds(tens), scale)
+    ports = port_table(out.counters, active_seconds(tens), scale,
+                       roles={sw: setup.topology.role_of(sw) for sw in out.counters})
     s = summary(spec, pipeline, setup.transport, its, tens, dels, ports, out.fidelity, out.duration_s,
                 setup.plan)
     s["backend"] = backend.name

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topologies import build as build_topology, builder_params
+from topologies import BUILDERS, build as build_topology, builder_params
 from workloads import PATTERNS
 
 MAX_BACKGROUND_FLOWS = 20_000   # flows drawn for a run's whole time limit
@@ -23,7 +23,7 @@ def _check_topology(c, topology, workload):
         c.problems.append(f"topology.kind: {e}")
         return
     if allowed is None:
-        c.problems.append("topology.kind: missing; must be one of star, dumbbell, leaf-spine, fat-tree")
+        c.problems.append("topology.kind: missing; must be one of " + ", ".join(BUILDERS))
         return
     params = {k: v for k, v in topology.items() if k != "kind"}
     try:

@@ -22,7 +22,8 @@ NAMED_UNITS = {"mtu": "bytes (IP packet)", "time_dilation": "factor", "byte_scal
                "oversubscription": "ratio", "workers": "ranks", "ps": "ranks", "group_size": "ranks",
                "iterations": "iterations", "eval_every": "iterations", "batch_size": "samples",
                "hidden": "units a layer", "hosts": "hosts", "hosts_per_side": "hosts",
-               "hosts_per_leaf": "hosts", "leaves": "switches", "spines": "switches", "k": "ports a switch"}
+               "hosts_per_leaf": "hosts", "leaves": "switches", "spines": "switches", "k": "ports a switch",
+               "servers": "servers", "gpus_per_server": "GPUs (hosts)", "pods": "pods"}
 TABLES = (   # (heading, prefix, fields, what the table is)
     ("Top level", "", lambda: S.TOP_FIELDS, "The experiment as a whole."),
     ("[workload]", "workload", S._workload_fields,

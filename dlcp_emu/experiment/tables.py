@@ -65,14 +65,17 @@ def active_seconds(tensors):
     return float(tensors["done_s"].max()) if len(tensors) and tensors["done_s"].notna().any() else None
 
 
-def port_table(counters_by_switch, duration_s, scale):
+def port_table(counters_by_switch, duration_s, scale, roles=None):
     """Switch counters -> one row per egress port, with utilisation over duration_s
-    (real-world seconds; the counters' rates are the scaled ones, so time is dilated back)."""
+    (real-world seconds; the counters' rates are the scaled ones, so time is dilated back).
+    roles: {switch: role} (`Topology.role_of`: `server` for a server's fabric, else
+    `switch`), the `role` column."""
     rows = []
     for sw, c in counters_by_switch.items():
+        role = (roles or {}).get(sw, "switch")
         for port, p in c["ports"].items():
             rate = p.get("rate_bps")
-            row = {"switch": sw, "port": int(port), "tx_packets": p["tx_packets"],
+            row = {"switch": sw, "role": role, "port": int(port), "tx_packets": p["tx_packets"],
                    "tx_bytes": p["tx_bytes"], "enqueued": p["enqueued"],
                    "trimmed": p["trimmed"], "marked": p["marked"],
                    "max_queue_bytes": p["max_bytes"], "dropped": sum(p["drops"].values()),

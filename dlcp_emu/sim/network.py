@@ -75,8 +75,9 @@ class SimNetwork:
         for name in topology.switches():
             ports = {p: PortConfig(link.rate_bps, link.delay_ns, link.buffer_bytes)
                      for p, _, link in topology.port_map()[name]}
-            self.switches[name] = Switch(name, ports, topology.equal_cost_next_hops(name), pipeline,
-                                         seed=seed, record_drops=record_drops)
+            self.switches[name] = Switch(name, ports, topology.equal_cost_next_hops(name),
+                                         topology.pipeline_of(name, pipeline), seed=seed,
+                                         record_drops=record_drops)
         for name in topology.hosts():
             (port,) = topology.ports(name)
             self.nics[name] = HostNic(port.link.rate_bps, port.link.delay_ns)
