@@ -44,6 +44,11 @@ class ShortestPaths:
         return (nic[0], nic[2]) if nic else self._ports[host][0].peer
 
     @cached_property
+    def _targets(self) -> dict:
+        """`_target` of every host."""
+        return {h: self._target(h) for h in self._hosts}
+
+    @cached_property
     def _switch_dist(self) -> dict:
         """Hop distances over the switch graph toward every target (`_target`). Hosts have a
         single link so they are never transit nodes: distance to a host is 1 + distance to its
@@ -51,8 +56,7 @@ class ShortestPaths:
         what keeps a 1024-host fat tree fast. A server's GPU gets a BFS of its own, which
         leaves the server by that GPU's NIC."""
         out = {}
-        for h in self._hosts:
-            t = self._target(h)
+        for t in self._targets.values():
             if t in out:
                 continue
             if isinstance(t, tuple):
@@ -78,7 +82,9 @@ class ShortestPaths:
         if want is None:
             return ()
         want -= 1
-        server, nic = target if isinstance(target, tuple) else (None, None)
+        if not isinstance(target, tuple):
+            return tuple(p.number for p in self._ports[switch] if p.peer in d and d[p.peer] == want)
+        server, nic = target
         return tuple(p.number for p in self._ports[switch]
                      if p.peer in d and d[p.peer] == want and (p.peer != server or p.peer_port == nic))
 
@@ -92,19 +98,21 @@ class ShortestPaths:
             per_target: dict = {}
             table = {}
             own = self._own_nics(switch)
+            targets, ports = self._targets, self._ports
             for h in self._hosts:
-                hp = self._ports[h][0]
+                hp = ports[h][0]
                 if hp.peer == switch:
                     table[h] = (hp.peer_port,)
                     continue
-                t = self._target(h)
+                t = targets[h]
                 if t not in per_target:
                     per_target[t] = self._hops_toward(switch, t)
                 table[h] = per_target[t]
-                nic = self._nic_of.get(h) if own else None
-                mine = own.get(nic[1]) if nic else None
-                if mine in table[h]:
-                    table[h] = (mine,)   # the sender's NIC of the destination's GPU index
+                if own:
+                    nic = self._nic_of.get(h)
+                    mine = own.get(nic[1]) if nic else None
+                    if mine in table[h]:
+                        table[h] = (mine,)   # the sender's NIC of the destination's GPU index
             cache[switch] = table
         return dict(cache[switch])
 

@@ -6,7 +6,7 @@
             --controller none --test pingall
 
 `--switch dlcp[,preset=NAME][,seed=N]`: a DlcpSwitch (one switch process each) running that
-preset (default fifo). `--topo leafspine|star|dumbbell|fattree[,ARGS]`: the project's
+preset (default fifo). `--topo leafspine|star|dumbbell|fattree|rails[,ARGS]`: the project's
 topologies, ARGS positional in the builder's order or by name; they carry link rates,
 delays and buffers to the switches, and the routes the switches need, so `--switch dlcp`
 needs one of them. Hosts get their IPs and MACs from the topology (no --mac needed) and
@@ -40,8 +40,10 @@ DEFAULTS = {
     "star": {"hosts": 4, "host_rate_bps": 100e6},
     "dumbbell": {"hosts_per_side": 2, "host_rate_bps": 100e6, "bottleneck_rate_bps": 50e6},
     "fat-tree": {"k": 4, "host_rate_bps": 100e6},
+    "rail-optimized": {"servers": 2, "gpus_per_server": 2, "nic_rate_bps": 100e6, "nvlink_rate_bps": 400e6},
 }
-NAMES = {"leafspine": "leaf-spine", "star": "star", "dumbbell": "dumbbell", "fattree": "fat-tree"}
+NAMES = {"leafspine": "leaf-spine", "star": "star", "dumbbell": "dumbbell", "fattree": "fat-tree",
+         "rails": "rail-optimized"}
 
 
 def venv_python():
