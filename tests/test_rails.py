@@ -179,3 +179,18 @@ def test_servers_run_their_own_fifo_under_the_experiment_s_policy_in_both_engine
         used = ports[(ports["role"] == "switch") & (ports["tx_packets"] > 0)]
         assert set(used["switch"]) <= {"l1", "l4"} and "l1" in set(used["switch"])
     assert out["python"][0] == out["native"][0]
+
+
+def test_packed_ranks_sit_where_the_schedules_layout_puts_them():
+    """`placement = "packed"`: rank r on GPU r % G of server r // G (workloads.schedule.layout's
+    divmod(rank, gpus_per_server)); `spread` deals ranks over the servers instead."""
+    from dlcp_emu.experiment.placement import place
+    spec = parse_spec({**INSIDE, "topology": {**INSIDE["topology"], "servers": 4},
+                       "workload": {**INSIDE["workload"], "workers": 16}})
+    topo = spec.build_topology()
+    servers = topo.servers()
+    hosts = place(spec, topo).host_of_rank
+    assert all((servers.index(topo.server_of(hosts[r])), topo.gpu_index(hosts[r])) == divmod(r, 4)
+               for r in range(16))
+    spread = place(spec.with_field("workload.placement", "spread"), topo).host_of_rank
+    assert [servers.index(topo.server_of(spread[r])) for r in range(8)] == [0, 1, 2, 3, 0, 1, 2, 3]
