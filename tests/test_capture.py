@@ -7,7 +7,7 @@ import pytest
 from scapy.utils import rdpcap
 
 from dlcp_emu.emu.capture import CaptureError, bytes_per_file, listing, select_ports
-from dlcp_emu.emu.datapath.config import ConfigError, load_config
+from dlcp_emu.emu.datapath.config import ConfigError, SwitchProcessConfig
 from dlcp_emu.emu.datapath.pcap import MIN_MAX_BYTES, PcapWriter
 from topologies import build
 from test_datapath_loop import Rig, frame
@@ -72,9 +72,8 @@ def test_switch_captures_only_the_chosen_ports(tmp_path):
 @pytest.mark.parametrize("field, value", [("pcap_ports", [7]), ("pcap_ports", "1"),
                                           ("pcap_max_bytes", 1000), ("pcap_max_bytes", 1.5e6)])
 def test_switch_config_refuses_bad_capture_settings(field, value):
-    cfg = {"name": "s1", "ports": [{"number": 1, "intf": "p1", "rate_bps": 1e6}], field: value}
     with pytest.raises(ConfigError, match=field):
-        load_config(cfg)
+        SwitchProcessConfig(name="s1", ports=[{"number": 1, "intf": "p1", "rate_bps": 1e6}], **{field: value})
 
 
 def test_ports_are_chosen_by_switch_and_interface():

@@ -1,6 +1,7 @@
 """dlcp_emu.emu.datapath.frames and the data path's pure parts: frames -> Packet, rewrites, flood
 tables, configs, lateness percentiles, pcap files. No root, no sockets."""
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +15,7 @@ from dlcp_emu.wire import (
     internet_checksum,
 )
 from switch_models import REWRITE_CE, REWRITE_TRIM
-from dlcp_emu.emu.datapath.config import ConfigError, build_switch, flood_table, load_config, mac_bytes
+from dlcp_emu.emu.datapath.config import ConfigError, SwitchProcessConfig, build_switch, flood_table, mac_bytes
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.wire.flow import flow_hash
 from dlcp_emu.emu.datapath.pcap import PcapWriter
@@ -172,35 +173,32 @@ def config(**kw):
     c = {"name": "s1", "ports": [{"number": 1, "intf": "a", "rate_bps": 1e6},
                                  {"number": 2, "intf": "b", "rate_bps": 1e6}],
          "routes": {H1: [1], H2: [2]}, "flood": [1, 2]}
-    c.update(kw)
-    return c
+    return SwitchProcessConfig(**{**c, **kw})
 
 
 def test_config_defaults_and_errors():
-    c = load_config(config())
-    assert c["mode"] == "model" and c["pipeline"] == "fifo" and c["batch"] == 64
-    assert c["wake_period_ns"] == 0
+    c = config()
+    assert c.mode == "model" and c.pipeline == "fifo" and c.rx_batch == 64
+    assert c.wake_period_ns == 0
     for bad in (-1, 0.5, True, "1ms"):
         with pytest.raises(ConfigError, match="wake_period_ns must be an integer >= 0"):
-            load_config(config(wake_period_ns=bad))
+            config(wake_period_ns=bad)
     with pytest.raises(ConfigError, match="mode"):
-        load_config(config(mode="fast"))
+        config(mode="fast")
     with pytest.raises(ConfigError, match="ports are"):
-        load_config(config(routes={H1: [9]}))
+        config(routes={H1: [9]})
     with pytest.raises(ConfigError, match="MAC"):
-        load_config(config(routes={"h1": [1]}))
+        config(routes={"h1": [1]})
     with pytest.raises(ConfigError, match="flood"):
-        load_config(config(flood=[7]))
+        config(flood=[7])
     with pytest.raises(ConfigError, match="rate_bps"):
-        load_config(config(ports=[{"number": 1, "intf": "a"}]))
-    assert load_config(config(mode="forward", ports=[{"number": 1, "intf": "a"}],
-                              routes={}, flood=[]))
-    with pytest.raises(ConfigError, match=r"unknown config fields \['batchsize'\]"):
-        load_config(config(batchsize=8))
+        config(ports=[{"number": 1, "intf": "a"}])
+    assert config(mode="forward", ports=[{"number": 1, "intf": "a"}],
+                              routes={}, flood=[])
     with pytest.raises(ConfigError, match=r"port 1: unknown fields \['rate'\]"):
-        load_config(config(ports=[{"number": 1, "intf": "a", "rate": 1e6}]))
+        config(ports=[{"number": 1, "intf": "a", "rate": 1e6}])
     with pytest.raises(ConfigError, match="peer_paced must be true or false"):
-        load_config(config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": 1}]))
+        config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": 1}])
 
 
 # -- arrivals: kernel times, a paced host's link, the model's clock ---------------------------
@@ -249,7 +247,7 @@ def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay
 
 
 def test_build_switch_routes_macs_and_flood_keys():
-    sw, engine, _ = build_switch(load_config(config(pipeline="dlcp", engine="python")))
+    sw, engine, _ = build_switch(config(pipeline="dlcp", engine="python"))
     assert engine == "python"
     assert set(sw.routes) == {mac_bytes(H1), mac_bytes(H2), 1, 2}
     assert [p.number for p in sw.routes[2]] == [2]
@@ -258,7 +256,7 @@ def test_build_switch_routes_macs_and_flood_keys():
 
 def test_build_switch_is_native_when_every_stage_is_and_says_why():
     from dlcp_native import NativeSwitch
-    sw, engine, why = build_switch(load_config(config(pipeline="dlcp")))
+    sw, engine, why = build_switch(config(pipeline="dlcp"))
     assert (type(sw), engine, why) == (NativeSwitch, "native", "every stage of the pipeline is native")
     assert sw.spec.name == "dlcp" and sw.port_numbers == (1, 2)
 
@@ -267,15 +265,15 @@ def test_build_switch_runs_a_python_only_stage_in_python_and_says_why(python_onl
     from switch_models import SCHEDULERS
     from switch_models.schedulers import Strict
     cfg = config(pipeline={"preset": "fifo", "scheduler": python_only_stage(SCHEDULERS, Strict)})
-    sw, engine, why = build_switch(load_config(cfg))
+    sw, engine, why = build_switch(cfg)
     assert engine == "python" and "scheduler 'mine' is a Python-only stage" in why
     with pytest.raises(ConfigError, match="engine: 'native' cannot run this pipeline .*'mine'"):
-        build_switch(load_config({**cfg, "engine": "native"}))
+        build_switch(replace(cfg, engine="native"))
 
 
 def test_an_unknown_switch_engine_is_named():
     with pytest.raises(ConfigError, match="engine must be one of auto, native, python, got 'fast'"):
-        load_config(config(engine="fast"))
+        config(engine="fast")
 
 
 def test_lateness_percentiles():

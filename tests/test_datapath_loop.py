@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from dlcp_emu.emu import cleanup
-from dlcp_emu.emu.mnswitch import flood_ports, switch_config
+from dlcp_emu.emu.datapath.config import SwitchProcessConfig
+from dlcp_emu.emu.mnswitch import flood_ports, switch_routes
 from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame
 from switch_models import REWRITE_CE, PortConfig, Switch
 from dlcp_emu.emu.datapath.process import Datapath
@@ -51,7 +52,7 @@ class Rig:
                "routes": {H[n]: [n] for n in range(1, nports + 1)},
                "flood": list(range(1, nports + 1)),
                "stats_path": str(tmp_path / "stats.json"), **kw}
-        self.dp = Datapath(cfg)
+        self.dp = Datapath(SwitchProcessConfig(**cfg))
         self.far = {}
         near = {}
         for n in range(1, nports + 1):
@@ -88,8 +89,8 @@ class Rig:
         assert not self.thread.is_alive()
         assert self.error is None, repr(self.error)
         stats = self.dp.stats(final=True)
-        if self.dp.cfg.get("engine") in ("native", "python"):
-            assert stats["loop"] == self.dp.cfg["engine"], stats["loop_note"]
+        if self.dp.cfg.engine in ("native", "python"):
+            assert stats["loop"] == self.dp.cfg.engine, stats["loop_note"]
         self.dp.close()
         for s in self.far.values():
             s.close()
@@ -402,13 +403,14 @@ def test_flood_tree_is_a_spanning_tree():
     assert all(tree.values())
 
 
-def test_switch_config_routes_by_host_mac():
+def test_switch_routes_by_host_mac():
     t = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=2, host_rate_bps=1e9)
     ports = [{"number": n, "intf": t.intf_name("l1", n), "rate_bps": 1e9} for n in range(1, 5)]
-    cfg = switch_config(t, "l1", ports, "dlcp")
-    assert cfg["routes"][t.host_mac("h1")] == [1]
-    assert cfg["routes"][t.host_mac("h3")] == [3, 4]          # both spines
-    Datapath(cfg)                                            # a valid config
+    routes = switch_routes(t, "l1")
+    assert routes[t.host_mac("h1")] == [1]
+    assert routes[t.host_mac("h3")] == [3, 4]                # both spines
+    Datapath(SwitchProcessConfig(name="l1", ports=ports, routes=routes, flood=flood_ports(t)["l1"],
+                                 pipeline="dlcp"))           # a valid config
 
 
 # -- cleanup records --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from dlcp_emu.emu.datapath.config import SwitchProcessConfig
 from dlcp_emu.emu.datapath.process import Datapath
 from dlcp_emu.emu.datapath.sockets import open_port_socket
 from dlcp_emu.wire import DlcpHeader, Flags, Frame, encode_frame
@@ -44,10 +45,10 @@ def veths():
 
 
 def test_a_frame_larger_than_a_ring_slot_is_counted_as_truncated(veths, tmp_path):
-    dp = Datapath({"name": "t1", "pipeline": "fifo",
-                   "ports": [{"number": n, "intf": a, "rate_bps": 1e9}
-                             for n, (a, _) in enumerate(veths, start=1)],
-                   "routes": {H2: [2]}, "flood": [], "stats_path": str(tmp_path / "stats.json")})
+    dp = Datapath(SwitchProcessConfig(name="t1", pipeline="fifo",
+                                      ports=[{"number": n, "intf": a, "rate_bps": 1e9}
+                                             for n, (a, _) in enumerate(veths, start=1)],
+                                      routes={H2: [2]}, flood=[], stats_path=str(tmp_path / "stats.json")))
     socks = {n: open_port_socket(a) for n, (a, _) in enumerate(veths, start=1)}
     dp.attach(socks, mtu=1500)                 # ring slots of 2048 bytes: 3000 do not fit
     far_in = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -101,10 +102,10 @@ def test_a_vlan_tag_is_carried_through_and_a_frame_too_short_for_one_is_counted(
     reader puts it back, so the frame leaves as it came (Python's ring and the compiled one).
     An 802.1Q frame of 14 bytes, too short for its tag, the kernel frees before any socket:
     the switch counts it, by its port's receive count, as discarded by the kernel."""
-    dp = Datapath({"name": "t1", "pipeline": "fifo", "mode": mode, "engine": engine,
-                   "ports": [{"number": n, "intf": a, "rate_bps": 1e9}
-                             for n, (a, _) in enumerate(veths, start=1)],
-                   "routes": {H2: [2]}, "flood": [], "stats_path": str(tmp_path / "stats.json")})
+    dp = Datapath(SwitchProcessConfig(name="t1", pipeline="fifo", mode=mode, engine=engine,
+                                      ports=[{"number": n, "intf": a, "rate_bps": 1e9}
+                                             for n, (a, _) in enumerate(veths, start=1)],
+                                      routes={H2: [2]}, flood=[], stats_path=str(tmp_path / "stats.json")))
     socks = {n: open_port_socket(a) for n, (a, _) in enumerate(veths, start=1)}
     dp.attach(socks, mtu=1500)
     far_in = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -144,11 +145,10 @@ def test_a_switch_told_to_stop_again_while_it_exits_still_exits_cleanly(veths, t
     import signal
     import sys
     import time
-    cfg = {"name": "t1", "pipeline": "fifo",
-           "ports": [{"number": n, "intf": a, "rate_bps": 1e9} for n, (a, _) in enumerate(veths, start=1)],
-           "routes": {H2: [2]}, "flood": [], "stats_path": str(tmp_path / "stats.json"),
-           "ready_path": str(tmp_path / "ready")}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    SwitchProcessConfig(name="t1", pipeline="fifo",
+                        ports=[{"number": n, "intf": a, "rate_bps": 1e9} for n, (a, _) in enumerate(veths, start=1)],
+                        routes={H2: [2]}, flood=[], stats_path=str(tmp_path / "stats.json"),
+                        ready_path=str(tmp_path / "ready")).write(tmp_path / "cfg.json")
     p = subprocess.Popen([sys.executable, "-m", "dlcp_emu.emu.datapath", "--config", str(tmp_path / "cfg.json")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dlcp_emu.emu import cleanup
+from dlcp_emu.emu.host_configs import BackgroundUdpConfig
 from dlcp_emu.emu.lifeline import PARENT_ENV, follow_parent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,17 +46,17 @@ def kill(p):
 def test_a_host_program_ends_with_its_runner_killed(tmp_path):
     """background_udp waiting for a start that never comes: SIGKILL of the process that
     started it ends it too (PR_SET_PDEATHSIG), where it would wait forever."""
-    cfg = {"index": 0, "bind": ["127.0.0.1", 0], "peers": {}, "flows": [], "mtu": 1500,
-           "link_rate_bps": 1e6, "ready_file": str(tmp_path / "ready"),
-           "start_file": str(tmp_path / "never"), "deadline_s": 600,
-           "out_path": str(tmp_path / "out.json")}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    cfg = BackgroundUdpConfig(index=0, bind=["127.0.0.1", 0], peers={}, flows=[], mtu=1500,
+                              link_rate_bps=1e6, engine="auto", transport_settings={},
+                              ready_file=str(tmp_path / "ready"), start_file=str(tmp_path / "never"),
+                              deadline_s=600, out_path=str(tmp_path / "out.json"))
+    cfg.write(tmp_path / "cfg.json")
     parent, info = start_parent(f"""
         import json, os, subprocess, sys, time
         env = dict(os.environ, {PARENT_ENV}=str(os.getpid()))
         child = subprocess.Popen([sys.executable, "-m", "dlcp_emu.emu.background_udp",
                                   "--config", {str(tmp_path / "cfg.json")!r}], env=env)
-        while not os.path.exists({cfg["ready_file"]!r}):
+        while not os.path.exists({cfg.ready_file!r}):
             time.sleep(0.01)
         print(json.dumps({{"pid": child.pid}}), flush=True)
         time.sleep(600)

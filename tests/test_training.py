@@ -153,20 +153,25 @@ def test_compare_runs_the_spec_variants_and_reports_accuracy(tmp_path):
     assert "accuracy.png" in pngs
 
 
-def test_emulated_hosts_build_the_same_training_worker():
+def test_emulated_hosts_build_the_same_training_worker(tmp_path):
     """The emulator's host process gets [training] in its config and trains like the simulator."""
-    import json
+    from dlcp_emu.emu.host_configs import HostProcessConfig
     from dlcp_emu.emu.hostd import build_agent
+    from dlcp_emu.emu.run_configs import host_config
     from dlcp_emu.experiment.placement import place
-    from dlcp_emu.experiment.runner import hostd_config
     from dlcp_emu.experiment.topology import scaled_topology
     spec = spec_of("ps")
     topo = scaled_topology(spec)
     placement = place(spec, topo)
-    cfg = json.loads(json.dumps(hostd_config(spec, placement, topo, 0, "dlcp")))
+
+    def as_read(rank):       # as the host process has it: written, then read
+        files = {k: str(tmp_path / k) for k in ("ready_file", "start_file", "out_path", "records_path")}
+        host_config(spec, placement, topo, rank, "dlcp", deadline_s=1, **files).write(tmp_path / "cfg.json")
+        return HostProcessConfig.read(tmp_path / "cfg.json")
+
+    cfg = as_read(0)
     plan, worker = build_agent(cfg)
     assert worker.training is not None and worker.training.spec == TrainingSpec(**spec.training)
     assert plan.bytes_per_iteration == 4 * worker.training.model.n_params
-    cfg = json.loads(json.dumps(hostd_config(spec, placement, topo, 4, "dlcp")))
-    _, server = build_agent(cfg)
+    _, server = build_agent(as_read(4))
     assert server.method == "topk" and not hasattr(server, "training")

@@ -9,14 +9,14 @@ selector loop, non-blocking sockets; bounded by the flow list and a deadline. Fl
 out_path as JSON lines (`flow`): each ended one within a second of its end, then those still
 under way when the process stops (SIGTERM too), and the bytes the sink read (`sink`).
 
-Config: {"bind": ip, "port": 5001, "flows": [[start_s, dst_ip, nbytes], ...] (emulated
-seconds after the common start), "ready_file", "start_file", "deadline_s", "out_path"}
+Config: `host_configs.BackgroundTcpConfig`.
 """
 import selectors
 import socket
 import sys
 import time
 
+from dlcp_emu.emu.host_configs import BackgroundTcpConfig
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.streams import JsonLinesWriter, process_row
 
@@ -36,20 +36,20 @@ def run(cfg, stopping):
     sel = selectors.DefaultSelector()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((cfg["bind"], cfg["port"]))
+    srv.bind((cfg.bind, cfg.port))
     srv.listen(256)
     srv.setblocking(False)
     sel.register(srv, selectors.EVENT_READ, ("accept", None))
     start = wait_for_start(cfg, stopping)
     if start is None:
         return 0
-    flows = [Flow(start + int(s * 1e9), dst, int(n)) for s, dst, n in cfg["flows"]]
+    flows = [Flow(start + int(s * 1e9), dst, int(n)) for s, dst, n in cfg.flows]
     pending = list(reversed(flows))        # next to start at the end
-    deadline = start + int(cfg["deadline_s"] * 1e9)
+    deadline = start + int(cfg.deadline_s * 1e9)
     received = 0
     next_write = 0
     clock = time.monotonic_ns
-    out = JsonLinesWriter(cfg["out_path"])
+    out = JsonLinesWriter(cfg.out_path)
     ended = []                             # flows ended since the last write
     while not stopping:
         now = clock()
@@ -60,7 +60,7 @@ def run(cfg, stopping):
             try:
                 f.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 f.sock.setblocking(False)
-                f.sock.connect_ex((f.dst, cfg["port"]))
+                f.sock.connect_ex((f.dst, cfg.port))
                 f.state = "sending"
                 sel.register(f.sock, selectors.EVENT_WRITE, ("flow", f))
             except OSError as e:
@@ -134,7 +134,7 @@ def _rows(flows, start):
 
 
 def main(argv=None):
-    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.background_tcp", argv)
+    cfg, stopping = config_and_stop_flag(BackgroundTcpConfig, argv)
     run(cfg, stopping)
     return 0
 

@@ -1,5 +1,5 @@
 """What every per-host process of an emulation (`hostd`, `background_udp`, `background_tcp`) starts
-with: its JSON config from `--config FILE`, a stop flag that SIGTERM and SIGINT raise, so the
+with: its config from `--config FILE` (`host_configs`), a stop flag that SIGTERM and SIGINT raise, so the
 loop ends in order and writes what it measured (the runner's death raises SIGTERM too), and
 the common start.
 
@@ -16,21 +16,26 @@ import signal
 import time
 
 from dlcp_emu.emu.lifeline import follow_parent_from_env
+from dlcp_emu.emu.process_config import ConfigError
 
 
-def config_and_stop_flag(prog, argv=None):
-    """(config dict, stopping): `stopping` is a list, non-empty once asked to stop. The
-    process ends with the runner that started it (`lifeline`), and runs on the config's
-    `cpus` if it names them (emu/placement.py), at its `nice` if it gives one."""
+def config_and_stop_flag(config_class, argv=None):
+    """(config, stopping): the config_class (a `host_configs.StartedProcessConfig`) read from
+    --config; `stopping` is a list, non-empty once asked to stop. The process ends with the
+    runner that started it (`lifeline`), and runs on the config's `cpus` if it names them
+    (emu/placement.py), at its `nice` if it gives one."""
+    prog = config_class.program
     follow_parent_from_env(prog)
     p = argparse.ArgumentParser(prog=prog)
     p.add_argument("--config", required=True)
-    with open(p.parse_args(argv).config) as f:
-        cfg = json.load(f)
-    if cfg.get("cpus"):
-        os.sched_setaffinity(0, cfg["cpus"])
-    if cfg.get("nice"):
-        os.setpriority(os.PRIO_PROCESS, 0, cfg["nice"])
+    try:
+        cfg = config_class.read(p.parse_args(argv).config)
+    except (OSError, ConfigError) as e:
+        raise SystemExit(f"{prog}: {e}") from None
+    if cfg.cpus:
+        os.sched_setaffinity(0, cfg.cpus)
+    if cfg.nice:
+        os.setpriority(os.PRIO_PROCESS, 0, cfg.nice)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
@@ -40,12 +45,12 @@ def config_and_stop_flag(prog, argv=None):
 def wait_for_start(cfg, stopping, clock=time.monotonic_ns):
     """Say this process is ready, wait for the runner's start time (CLOCK_MONOTONIC ns, the
     same in every namespace) and then for that time. Returns it; None if asked to stop first."""
-    with open(cfg["ready_file"], "w"):
+    with open(cfg.ready_file, "w"):
         pass
     start = None
     while start is None and not stopping:
         try:
-            with open(cfg["start_file"]) as f:
+            with open(cfg.start_file) as f:
                 start = json.load(f)["start_at_ns"]
         except FileNotFoundError:
             time.sleep(0.002)

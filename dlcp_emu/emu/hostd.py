@@ -18,17 +18,7 @@ that is stopped or crashes keeps it (`Reporter`):
   every SAMPLES_EVERY_NS and at the end.
 `run_records.read_host_records` puts the three back together.
 
-Config: {"rank", "role": "worker"|"ps", "workers", "ps_ranks", "peers": {rank: [ip, port]},
-"bind": [ip, port], "model" | "trace", "pattern", "iterations", "group_size", "seed",
-"transport", "mtu", "loss_bound", "droppable_fraction", "drop_order", "transport_settings"
-(`TransportSettings` fields), "scale", "training"
-([training] fields or null),
-"fusion_bytes", "fusion_cycle_ms", "link_rate_bps", "compression" (CompressionSpec fields),
-"engine" (the spec's; `experiment.engine.choose_engine` decides for the transport: python
-runs the Python endpoints over `UdpDriver`, native the compiled data plane, `native_host`),
-"transport_entry" (a transport not built in: `transport.registry.as_config`),
-"ready_file", "start_file", "deadline_s", "out_path", "records_path", "samples_path",
-"results_path"}
+Config: `host_configs.HostProcessConfig`, which says what each field means.
 """
 import gc
 import os
@@ -44,6 +34,7 @@ from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.compression import CompressionSpec
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.host.training import TrainingSpec, trace_of_training
+from dlcp_emu.emu.host_configs import HostProcessConfig
 from dlcp_emu.emu.host_process import config_and_stop_flag, wait_for_start
 from dlcp_emu.emu.streams import JsonLinesWriter, process_cpu_s, process_cpus
 from dlcp_emu.host.records import take_closed
@@ -71,14 +62,14 @@ SAMPLES_EVERY_NS = 10_000_000_000
 def run_kernel_tcp(cfg, agent, stopping):
     """The `tcp` transport: the agent's messages over kernel TCP connections."""
     from dlcp_emu.emu.tcp_messenger import TcpMessenger
-    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
-    bind = (cfg["bind"][0], TCP_PORT)
-    m = TcpMessenger(cfg["rank"], agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
+    peers = {int(r): tuple(a) for r, a in cfg.peers.items()}
+    bind = (cfg.bind[0], TCP_PORT)
+    m = TcpMessenger(cfg.rank, agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
     clock = time.monotonic_ns
     wait_for_start(cfg, stopping)
     started = clock()
     m.start(started)
-    deadline = started + int(cfg["deadline_s"] * 1e9)
+    deadline = started + int(cfg.deadline_s * 1e9)
     reporter = Reporter(cfg, agent, m)
     next_write, reported = started + 1_000_000_000, False
     while not stopping and clock() < deadline:
@@ -104,8 +95,8 @@ def run_kernel_tcp(cfg, agent, stopping):
 
 
 def tcp_status(cfg, m, started, finished):
-    engine, note = choose_engine(cfg.get("engine", "auto"), transport=cfg["transport"])   # the kernel's
-    return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished, "started_ns": started,
+    engine, note = choose_engine(cfg.engine, transport=cfg.transport)   # the kernel's
+    return {"rank": cfg.rank, "role": cfg.role, "finished": finished, "started_ns": started,
             "done": m.done, "engine": engine, "engine_note": note,
             "cpu_s": process_cpu_s(), "cpus": process_cpus()}
 
@@ -115,8 +106,8 @@ class Reporter:
 
     def __init__(self, cfg, agent, host):
         self.agent, self.host = agent, host
-        self.status_path, self.samples_path = cfg["out_path"], cfg.get("samples_path")
-        self.records = JsonLinesWriter(cfg["records_path"])
+        self.status_path, self.samples_path = cfg.out_path, cfg.samples_path
+        self.records = JsonLinesWriter(cfg.records_path)
         self.checkpoints = CheckpointWriter()
 
     def tick(self, status, samples=None):
@@ -135,18 +126,18 @@ class Reporter:
 
 
 def build_agent(cfg):
-    training = TrainingSpec(**cfg["training"]) if cfg.get("training") else None
-    trace = trace_of(cfg) if training is None else trace_of_training(training)
-    plan = make_plan(trace, Scale(**cfg["scale"]),
-                     fusion_bytes=cfg["fusion_bytes"], fusion_cycle_ms=cfg["fusion_cycle_ms"])
-    rank = cfg["rank"]
-    if cfg["role"] == "ps":
-        agent = ParameterServer(rank, range(cfg["workers"]), cfg["ps_ranks"], plan, cfg["iterations"],
-                                compression=CompressionSpec(**cfg.get("compression", {})), seed=cfg["seed"])
+    training = TrainingSpec(**cfg.training) if cfg.training else None
+    trace = trace_of(cfg.workload()) if training is None else trace_of_training(training)
+    plan = make_plan(trace, Scale(**cfg.scale),
+                     fusion_bytes=cfg.fusion_bytes, fusion_cycle_ms=cfg.fusion_cycle_ms)
+    rank = cfg.rank
+    if cfg.role == "ps":
+        agent = ParameterServer(rank, range(cfg.workers), cfg.ps_ranks, plan, cfg.iterations,
+                                compression=CompressionSpec(**cfg.compression), seed=cfg.seed)
     else:
-        agent = make_worker(rank, cfg["workers"], plan, trace, cfg, cfg["seed"], cfg["ps_ranks"],
-                            CompressionSpec(**cfg.get("compression", {})), cfg["link_rate_bps"],
-                            cfg["mtu"], keep_results=bool(cfg.get("results_path")), training=training)
+        agent = make_worker(rank, cfg.workers, plan, trace, cfg.workload(), cfg.seed, cfg.ps_ranks,
+                            CompressionSpec(**cfg.compression), cfg.link_rate_bps,
+                            cfg.mtu, keep_results=bool(cfg.results_path), training=training)
     return plan, agent
 
 
@@ -180,7 +171,7 @@ class Stalls:
 
 def status(cfg, stack, started_ns, finished, driver, stalls):
     turns = getattr(driver, "agent_turns", None)
-    return {"rank": cfg["rank"], "role": cfg["role"], "finished": finished,
+    return {"rank": cfg.rank, "role": cfg.role, "finished": finished,
             "started_ns": started_ns, "done": stack.done,
             "packets_sent": driver.sent, "packets_received": driver.received,
             "timer_lateness_sum_ns": stack.timer_lateness_sum,
@@ -195,29 +186,29 @@ def samples(stack, driver):
 
 
 def main(argv=None):
-    cfg, stopping = config_and_stop_flag("dlcp_emu.emu.hostd", argv)
-    adopt_transport(cfg)
+    cfg, stopping = config_and_stop_flag(HostProcessConfig, argv)
+    adopt_transport({"transport_entry": cfg.transport_entry})
     plan, agent = build_agent(cfg)
     if hasattr(agent, "pregenerate"):     # before the common start (the runner waits for us)
         agent.pregenerate(PREGENERATE_MAX_BYTES)
-    if transport(cfg["transport"]).kernel:
+    if transport(cfg.transport).kernel:
         return run_kernel_tcp(cfg, agent, stopping)
-    engine, engine_note = choose_engine(cfg.get("engine", "auto"), transport=cfg["transport"])
-    stack = HostStack(cfg["rank"], agent, cfg["transport"], mtu=cfg["mtu"], loss_bound=cfg["loss_bound"],
-                      droppable_fraction=cfg["droppable_fraction"], link_rate_bps=cfg["link_rate_bps"],
-                      drop_order=cfg.get("drop_order", "magnitude"), seed=cfg["seed"], endpoints=engine,
-                      settings=TransportSettings(**cfg.get("transport_settings", {})))
+    engine, engine_note = choose_engine(cfg.engine, transport=cfg.transport)
+    stack = HostStack(cfg.rank, agent, cfg.transport, mtu=cfg.mtu, loss_bound=cfg.loss_bound,
+                      droppable_fraction=cfg.droppable_fraction, link_rate_bps=cfg.link_rate_bps,
+                      drop_order=cfg.drop_order, seed=cfg.seed, endpoints=engine,
+                      settings=TransportSettings(**cfg.transport_settings))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(tuple(cfg["bind"]))
-    peers = {int(r): tuple(a) for r, a in cfg["peers"].items()}
+    sock.bind(tuple(cfg.bind))
+    peers = {int(r): tuple(a) for r, a in cfg.peers.items()}
     log = None
     if engine == "native":
         driver = NativeUdpHost(stack, sock, peers, job=0, agent_reads=True, measure_lag=True)
-        if cfg.get("packets_path"):
+        if cfg.packets_path:
             driver.record_packets(MAX_RECORDS)
     else:
-        log = PacketLog(stack) if cfg.get("packets_path") else None
+        log = PacketLog(stack) if cfg.packets_path else None
         driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
 
     clock = time.monotonic_ns
@@ -225,7 +216,7 @@ def main(argv=None):
     wait_for_start(cfg, stopping)
     started = clock()
     stack.start(started)
-    deadline = started + int(cfg["deadline_s"] * 1e9)
+    deadline = started + int(cfg.deadline_s * 1e9)
     next_write = started + 1_000_000_000
     next_samples = started + SAMPLES_EVERY_NS
     reporter = Reporter(cfg, agent, stack)
@@ -237,7 +228,7 @@ def main(argv=None):
         driver.serve(min(next_write, deadline), stopping, leave=lambda: stack.done and not reported_done)
         now = clock()
         if now >= deadline:
-            print(f"hostd rank {cfg['rank']}: deadline of {cfg['deadline_s']} s reached", file=sys.stderr)
+            print(f"hostd rank {cfg.rank}: deadline of {cfg.deadline_s} s reached", file=sys.stderr)
             break
         if now >= next_write or (stack.done and not reported_done):
             reported_done = stack.done
@@ -248,21 +239,21 @@ def main(argv=None):
             next_write = now + 1_000_000_000
             next_samples = now + SAMPLES_EVERY_NS if take_samples else next_samples
     reporter.close(status(cfg, stack, started, True, driver, stalls) | engine_status, samples(stack, driver))
-    records = log.records() if log is not None else driver.packet_records() if cfg.get("packets_path") else None
+    records = log.records() if log is not None else driver.packet_records() if cfg.packets_path else None
     if records is not None:
-        write_records(records, cfg["packets_path"])
+        write_records(records, cfg.packets_path)
     save_results(cfg, stack.agent)
     return 0
 
 
 def save_results(cfg, agent):
     """The reduced tensors and their zero-filled ranges, for verification (if asked)."""
-    if cfg.get("results_path") and cfg["role"] == "worker":
+    if cfg.results_path and cfg.role == "worker":
         arrays = {}
         for (it, b), (buf, lost) in agent.results.items():
             arrays[f"r_{it}_{b}"] = buf
             arrays[f"l_{it}_{b}"] = np.asarray(lost, dtype=np.int64).reshape(-1, 2)
-        np.savez(cfg["results_path"], **arrays)
+        np.savez(cfg.results_path, **arrays)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from collections import deque
 from mininet.node import Switch
 
 from dlcp_emu.emu import PROJECT_ROOT
+from dlcp_emu.emu.datapath.config import SwitchProcessConfig
 from dlcp_emu.emu.streams import tail_text
 
 READY_TIMEOUT_S = 20.0
@@ -31,6 +32,11 @@ STOP_TIMEOUT_S = 5.0
 # with a partial checksum (our re-sent copy then fails the receiver's check); with TSO/GSO/GRO
 # it hands over 64 KB super-frames that no port could serialise as one packet.
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
+# The switch process's config fields the switch fills in from its interfaces, its topology and
+# its stats_dir; every other field is an option of the switch, by the same name.
+DERIVED = ("name", "ports", "routes", "flood", "stats_path", "ready_path", "queue_path", "pcap_dir",
+           "pcap_ports", "parent_pid")
+OPTIONS = tuple(n for n in SwitchProcessConfig.field_names() if n not in DERIVED)
 
 
 def _run(cmd):
@@ -104,14 +110,6 @@ def switch_routes(topology, switch):
             for h, ports in topology.equal_cost_next_hops(switch).items()}
 
 
-def switch_config(topology, switch, ports, pipeline="fifo", *, seed=0, mode="model", **extra):
-    """The datapath config of one switch. ports: [{number, intf, rate_bps, delay_ns,
-    buffer_bytes}, ...]."""
-    return {"name": switch, "mode": mode, "pipeline": pipeline, "seed": seed,
-            "ports": ports, "routes": switch_routes(topology, switch),
-            "flood": flood_ports(topology)[switch], **extra}
-
-
 def _proc_start_time(pid):
     """Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat), or
     None: with the pid it names one process, whatever reuse the pid sees later."""
@@ -137,32 +135,19 @@ class DlcpSwitch(Switch):
 
     python = sys.executable      # the interpreter of the switch processes
 
-    def __init__(self, name, pipeline="fifo", topology=None, seed=0, stats_dir=None, pcap=False,
-                 mode="model", late_threshold_ns=1_000_000, rx_batch=64, cpu=None, on_spawn=None,
-                 ready_timeout=READY_TIMEOUT_S, rx_ring=True, stats_interval_s=1.0,
-                 rt_priority=None, paced_hosts=False, pcap_max_bytes=None, engine="auto",
-                 wake_period_ns=0, **params):
-        """pcap: capture every port (True), none (False), or the ports whose interface names
-        are given (a collection, e.g. {"l1-eth3"}); pcap_max_bytes bounds each capture file
-        (the newest frames are kept, `datapath.pcap`). engine: the switch model's, auto |
-        native | python, and wake_period_ns: how often at most its loop acts (`datapath.config`)."""
+    def __init__(self, name, topology=None, stats_dir=None, pcap=False, paced_hosts=False,
+                 on_spawn=None, ready_timeout=READY_TIMEOUT_S, **params):
+        """Options of the switch process are its config's fields, by name (`OPTIONS`:
+        pipeline=, seed=, mode=, engine=, rx_batch=, cpu=, ...; datapath/config.py); the rest
+        go to Mininet's Switch. pcap: capture every port (True), none (False), or the ports
+        whose interface names are given (a collection, e.g. {"l1-eth3"}), each file bounded by
+        the pcap_max_bytes option (the newest frames kept, `datapath.pcap`)."""
         # Mininet passes batch=True when the class has batchStartup, which then waits.
         self.batch_startup = params.pop("batch", False)
-        self.pipeline = pipeline
+        self.options = {k: params.pop(k) for k in OPTIONS if k in params}
         self.topology = topology
-        self.seed = seed
         self.stats_dir = stats_dir
         self.pcap = pcap
-        self.pcap_max_bytes = pcap_max_bytes
-        self.mode = mode
-        self.late_threshold_ns = late_threshold_ns
-        self.rx_batch = rx_batch
-        self.rx_ring = rx_ring
-        self.stats_interval_s = stats_interval_s
-        self.cpu = cpu
-        self.rt_priority = rt_priority
-        self.engine = engine
-        self.wake_period_ns = wake_period_ns
         self.paced_hosts = paced_hosts
         self.on_spawn = on_spawn
         self.ready_timeout = ready_timeout
@@ -171,6 +156,10 @@ class DlcpSwitch(Switch):
         self.final_stats = None
         self._stderr = None
         Switch.__init__(self, name, **params)
+
+    @property
+    def mode(self):
+        return self.options.get("mode", SwitchProcessConfig.mode)
 
     # -- config ---------------------------------------------------------------------------
     def port_list(self):
@@ -217,6 +206,8 @@ class DlcpSwitch(Switch):
                 ("config.json", "stats.json", "ready", "stderr", "stdout", "queues.i64")}
 
     def build_config(self):
+        """The SwitchProcessConfig of this switch: the fields in DERIVED from its interfaces,
+        topology and stats_dir, the others its options (their defaults the config's)."""
         if self.topology is None:
             raise ValueError(f"{self.name}: DlcpSwitch needs topology= (routes and the flood tree "
                              "come from it)")
@@ -224,17 +215,16 @@ class DlcpSwitch(Switch):
         ports = self.port_list()
         captured = None if self.pcap is True else \
             [p["number"] for p in ports if self.pcap and p["intf"] in self.pcap]
-        return switch_config(
-            self.topology, self.name, ports, self.topology.pipeline_of(self.name, self.pipeline),
-            seed=self.seed,
-            mode=self.mode, stats_path=paths["stats.json"], ready_path=paths["ready"],
+        # A server's fabric runs its own pipeline, whatever the run's (`pipeline_of`).
+        options = dict(self.options, pipeline=self.topology.pipeline_of(
+            self.name, self.options.get("pipeline", SwitchProcessConfig.pipeline)))
+        return SwitchProcessConfig(
+            name=self.name, ports=ports, routes=switch_routes(self.topology, self.name),
+            flood=flood_ports(self.topology)[self.name],
+            stats_path=paths["stats.json"], ready_path=paths["ready"],
             queue_path=paths["queues.i64"] if self.mode == "model" else None,
             pcap_dir=os.path.join(self.stats_dir, "pcap") if captured is None or captured else None,
-            pcap_ports=captured, pcap_max_bytes=self.pcap_max_bytes,
-            late_threshold_ns=self.late_threshold_ns, batch=self.rx_batch,
-            parent_pid=os.getpid(), cpu=self.cpu, rx_ring=self.rx_ring,
-            stats_interval_s=self.stats_interval_s, rt_priority=self.rt_priority, engine=self.engine,
-            wake_period_ns=self.wake_period_ns)
+            pcap_ports=captured, parent_pid=os.getpid(), **options)
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self, controllers=None):
@@ -245,9 +235,8 @@ class DlcpSwitch(Switch):
         for k in ("ready", "stats.json"):
             if os.path.exists(paths[k]):
                 os.unlink(paths[k])
-        with open(paths["config.json"], "w") as f:
-            json.dump(cfg, f, indent=1)
-        names = [p["intf"] for p in cfg["ports"]]
+        cfg.write(paths["config.json"])
+        names = [p["intf"] for p in cfg.ports]
         disable_offloads(names)
         for n in names:
             _disable_ipv6_root(n)

@@ -51,7 +51,7 @@ class EmulationRun:
                  pace_hosts=True):
         """topology: a topologies.Topology; pipeline: preset name or spec for every switch;
         switch: another Mininet switch class (e.g. LinuxBridge, for comparisons) instead of
-        DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, batch=, ...); run_dir: where
+        DlcpSwitch; switch_opts: more DlcpSwitch options (cpu=, rx_batch=, ...); run_dir: where
         configs, stats and pcaps go (a new temporary directory by default); pcap: capture
         every switch port (True) or the ports of these interface names, each file bounded by
         pcap_max_bytes (the newest frames kept; None: unbounded); pace_hosts: each

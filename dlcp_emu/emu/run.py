@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +20,7 @@ from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.emu.placement import split_cpus
 from dlcp_emu.emu.cpu import cpu_use, machine_cpu_s
+from dlcp_emu.emu.run_configs import background_config, host_config
 from dlcp_emu.emu.streams import tail_text
 from dlcp_emu.emu.run_records import (
     Progress, background_log, background_path, background_table, host_paths, queue_samples, read_host_records,
@@ -29,12 +29,7 @@ from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.fidelity_estimate import critical_steps
 from dlcp_emu.experiment.backend import Outcome
-from dlcp_emu.experiment.runner import hostd_config
-from dlcp_emu.experiment.settings import transport_settings
-from dlcp_emu.experiment.topology import host_frame_ns, host_link_rate
-from dlcp_emu.host.background import BACKGROUND_UDP_PORT
-from dlcp_emu.transport import TRANSPORTS
-from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
+from dlcp_emu.experiment.topology import host_frame_ns
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
@@ -120,18 +115,18 @@ def _emulate(setup, log, capture, live):
                 p.unlink(missing_ok=True)   # never read a previous run's records as this one's
             ready.append(run_dir / f"host-{rank}.ready")
             ready[-1].unlink(missing_ok=True)
-            cfg = hostd_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
-                               start_file=str(start_file),
-                               deadline_s=spec.time_limit_s, out_path=str(paths["status"]),
-                               records_path=str(paths["records"]),
-                               samples_path=str(paths["samples"]),
-                               packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
-                               results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None,
-                               cpus=host_cpus) | {"nice": HOST_NICE}
+            cfg = host_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
+                              start_file=str(start_file),
+                              deadline_s=spec.time_limit_s, out_path=str(paths["status"]),
+                              records_path=str(paths["records"]),
+                              samples_path=str(paths["samples"]),
+                              packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
+                              results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None,
+                              cpus=host_cpus, nice=HOST_NICE)
             cfg_path = run_dir / f"host-{rank}.config.json"
-            cfg_path.write_text(json.dumps(cfg))
+            cfg.write(cfg_path, indent=None)
             outs[rank] = paths
-            procs[rank] = run.popen(host, [sys.executable, "-m", "dlcp_emu.emu.hostd", "--config", str(cfg_path)],
+            procs[rank] = run.popen(host, [sys.executable, "-m", cfg.program, "--config", str(cfg_path)],
                                     output=paths["log"], cwd=PROJECT_ROOT)
         bg_outs, bg_ready, bg_procs = _start_background(setup, run, start_file, log, host_cpus)
         try:
@@ -314,30 +309,19 @@ def _start_background(setup, run, start_file, log, cpus):
     bg = spec.background
     log(f"  background: {sum(map(len, by_src.values()))} {bg['distribution']} flows at load "
         f"{bg['load']:g} over {'kernel TCP' if bg['transport'] == 'tcp' else 'the reliable transport'}")
-    peers = {i: [topo.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
     outs, ready, procs = {}, [], {}
-    for i, h in enumerate(hosts):
+    for h in hosts:
         out = background_path(run_dir, h)
         out.unlink(missing_ok=True)
         ready.append(run_dir / f"background-{h}.ready")
         ready[-1].unlink(missing_ok=True)
-        common = {"ready_file": str(ready[-1]), "start_file": str(start_file),
-                  "deadline_s": spec.time_limit_s + START_MARGIN_S, "out_path": str(out), "cpus": cpus,
-                  "nice": HOST_NICE}
-        if TRANSPORTS[bg["transport"]].kernel:
-            module = "dlcp_emu.emu.background_tcp"
-            cfg = {"bind": topo.host_ip(h), "port": BACKGROUND_TCP_PORT, **common,
-                   "flows": [[t / 1e9, topo.host_ip(hosts[dst]), n] for t, dst, n, _ in by_src[h]]}
-        else:
-            module = "dlcp_emu.emu.background_udp"
-            cfg = {"index": i, "bind": peers[i], "peers": peers, "flows": by_src[h], "mtu": spec.mtu,
-                   "link_rate_bps": host_link_rate(topo, h), "engine": spec.engine,
-                   "transport_settings": asdict(transport_settings(spec)),
-                   **common}
+        cfg = background_config(spec, topo, h, by_src[h], ready_file=str(ready[-1]),
+                                start_file=str(start_file), deadline_s=spec.time_limit_s + START_MARGIN_S,
+                                out_path=str(out), cpus=cpus, nice=HOST_NICE)
         path = run_dir / f"background-{h}.config.json"
-        path.write_text(json.dumps(cfg))
+        cfg.write(path, indent=None)
         outs[h] = out
-        procs[h] = run.popen(h, [sys.executable, "-m", module, "--config", str(path)],
+        procs[h] = run.popen(h, [sys.executable, "-m", cfg.program, "--config", str(path)],
                              output=background_log(run_dir, h), cwd=PROJECT_ROOT)
     return outs, ready, procs
 

@@ -1,10 +1,10 @@
 """`python -m dlcp_emu.emu.datapath --config FILE.json`: one emulated switch."""
 import argparse
-import json
 import os
 import signal
 import sys
 
+from dlcp_emu.emu.datapath.config import SwitchProcessConfig
 from dlcp_emu.emu.datapath.process import Datapath
 
 
@@ -14,9 +14,7 @@ def main(argv=None):
     ap.add_argument("--config", required=True, help="switch config JSON file")
     args = ap.parse_args(argv)
     try:
-        with open(args.config) as f:
-            cfg = json.load(f)
-        dp = Datapath(cfg)
+        dp = Datapath(SwitchProcessConfig.read(args.config))
     except (OSError, ValueError) as e:
         print(f"datapath: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import time
 def run_forward(dp):
     """No model: straight from the input socket to the output one."""
     sel = select.select
-    batch = dp.cfg["batch"]
+    batch = dp.cfg.rx_batch
     drains = dp._drains()
     sends = dp._senders()
     by_sock = {dp.socks[n]: (n, drains[n]) for n in dp.numbers}
@@ -18,7 +18,7 @@ def run_forward(dp):
     rx, tx, tx_errors = dp.rx_frames, dp.tx_frames, dp.tx_errors
     get = unicast.get
     housekeeping = dp._housekeeping_due()
-    idle = dp.cfg["stats_interval_s"]
+    idle = dp.cfg.stats_interval_s
     clock = time.monotonic_ns
     loops = 0
     while not dp.stopping:

@@ -53,7 +53,7 @@ class NativeForwarder:
             [s.fileno() for s in socks],
             [ring_frame_size if s.family == socket.AF_PACKET else 0 for s in socks],
             {int.from_bytes(mac, "big"): index[ports[0]] for mac, ports in dp.routes.items()},
-            flood, int(dp.cfg["batch"]), dp.wake_r, dp.bufsize)
+            flood, int(dp.cfg.rx_batch), dp.wake_r, dp.bufsize)
         self.numbers = dp.numbers
         self._rings = bool(ring_frame_size) and any(s.family == socket.AF_PACKET for s in socks)
 
@@ -91,12 +91,12 @@ class NativeLoop:
             ports.append((sock.fileno(), ring, dp.bufsize, bool(p.get("peer_paced")),
                           float(p["rate_bps"]), int(p.get("delay_ns", 0))))
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
-        sample_ns = int(dp.cfg["queue_sample_ns"]) if dp.queues is not None else 0
+        sample_ns = int(dp.cfg.queue_sample_ns) if dp.queues is not None else 0
         self.core = Datapath(sw.core, ports, routes, [sw.route_index(n) for n in dp.numbers],
-                                   flood_indices(dp)[1], int(dp.cfg["batch"]), dp.wake_r, sample_ns,
+                                   flood_indices(dp)[1], int(dp.cfg.rx_batch), dp.wake_r, sample_ns,
                                    PENDING_LIMIT, dp.lateness.edges.tolist(),
                                    (dp.lateness.threshold, dp.rx_wait.threshold))
-        self.core.wake_period_ns = int(dp.cfg["wake_period_ns"])
+        self.core.wake_period_ns = int(dp.cfg.wake_period_ns)
         self.numbers = dp.numbers
         self._rings = any(p[1] for p in ports)
         self.last = self.core.counters()
@@ -117,7 +117,7 @@ class NativeLoop:
                 housekeeping = dp._housekeeping_due()
                 took = housekeeping - now - dp.housekeeping_interval_ns
                 dp.housekeeping_max_ns = max(dp.housekeeping_max_ns, took)
-        core.drain(time.monotonic_ns() + int(dp.cfg["drain_s"] * 1e9))
+        core.drain(time.monotonic_ns() + int(dp.cfg.drain_s * 1e9))
         self.collect(dp)
 
     def collect(self, dp):

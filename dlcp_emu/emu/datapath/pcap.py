@@ -94,10 +94,10 @@ def open_captures(cfg, intf):
     """({port: writer of the frames read}, {port: writer of the frames sent}) for the
     config's `pcap_ports` (every port when null), files `<interface>-rx.pcap`/`-tx.pcap`
     in `pcap_dir`, each bounded by `pcap_max_bytes` (null: unbounded)."""
-    ports = sorted(intf) if cfg["pcap_ports"] is None else sorted(cfg["pcap_ports"])
-    os.makedirs(cfg["pcap_dir"], exist_ok=True)
+    ports = sorted(intf) if cfg.pcap_ports is None else sorted(cfg.pcap_ports)
+    os.makedirs(cfg.pcap_dir, exist_ok=True)
 
     def writer(n, direction):
-        return PcapWriter(os.path.join(cfg["pcap_dir"], f"{intf[n]}-{direction}.pcap"),
-                          max_bytes=cfg["pcap_max_bytes"])
+        return PcapWriter(os.path.join(cfg.pcap_dir, f"{intf[n]}-{direction}.pcap"),
+                          max_bytes=cfg.pcap_max_bytes)
     return {n: writer(n, "rx") for n in ports}, {n: writer(n, "tx") for n in ports}

@@ -14,7 +14,7 @@ Mode `forward` skips the model (recv -> route -> send): the bare cost of the I/O
 benchmark. Broadcast and multicast frames are flooded on the loop-free tree ports the config
 names; in model mode each copy is a Packet of its own, so it is paced and counted.
 
-The config is described in `config.py`.
+The config is a `config.SwitchProcessConfig`.
 
 On SIGTERM/SIGINT the loop stops taking frames in, lets what the model holds leave on
 schedule (at most drain_s), writes the final stats to `stats_path` and the process
@@ -32,7 +32,7 @@ import time
 
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
-from dlcp_emu.emu.datapath.config import build_switch, flood_table, load_config, mac_bytes
+from dlcp_emu.emu.datapath.config import SwitchProcessConfig, build_switch, flood_table, mac_bytes
 from dlcp_emu.emu.datapath.forward import run_forward
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED, make_parser
 from dlcp_emu.emu.datapath.ingress import Ingress
@@ -51,31 +51,33 @@ from dlcp_emu.emu.lifeline import follow_parent
 
 class Datapath:
     def __init__(self, cfg):
-        self.cfg = cfg = load_config(cfg)
-        self.name = cfg["name"]
-        self.mode = cfg["mode"]
-        self.ports = sorted(cfg["ports"], key=lambda p: p["number"])
+        if not isinstance(cfg, SwitchProcessConfig):
+            raise TypeError(f"Datapath takes a SwitchProcessConfig, got {type(cfg).__name__}")
+        self.cfg = cfg
+        self.name = cfg.name
+        self.mode = cfg.mode
+        self.ports = sorted(cfg.ports, key=lambda p: p["number"])
         self.numbers = [p["number"] for p in self.ports]
         self.intf = {p["number"]: p["intf"] for p in self.ports}
         self.switch, self.engine, self.engine_note = build_switch(cfg) if self.mode == "model" else (None, None, None)
-        self.queues = QueueSamples(cfg["queue_path"], self.numbers) if cfg["queue_path"] and self.mode == "model" else None
-        self.flood = flood_table(self.numbers, cfg["flood"])
-        self.routes = {mac_bytes(d): tuple(n) for d, n in cfg["routes"].items()}
+        self.queues = QueueSamples(cfg.queue_path, self.numbers) if cfg.queue_path and self.mode == "model" else None
+        self.flood = flood_table(self.numbers, cfg.flood)
+        self.routes = {mac_bytes(d): tuple(n) for d, n in cfg.routes.items()}
         self.lateness = Lateness()
-        self.lateness.threshold = int(cfg["late_threshold_ns"])
+        self.lateness.threshold = int(cfg.late_threshold_ns)
         self.rx_wait = Lateness()              # how long frames waited in the rx rings
-        self.rx_wait.threshold = int(cfg["late_threshold_ns"])
+        self.rx_wait.threshold = int(cfg.late_threshold_ns)
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # ring times -> monotonic
         self.ingress = Ingress(self.ports)
         self.parse = make_parser()
-        self.housekeeping_interval_ns = int(cfg["stats_interval_s"] * 1e9)
+        self.housekeeping_interval_ns = int(cfg.stats_interval_s * 1e9)
         self.housekeeping_max_ns = 0    # the longest the loop spent on its stats, once a second
         self.send_ahead = 0         # ns before a departure the loop wakes (see _send_due)
         self.stopping = False
         self.report_now = False     # SIGUSR1: write the stats at once (a drain's poll)
         self.snapshots = 0          # stats written so far: tells a reader a fresh one
         # Stats while running, written off the forwarding loop (no thread without a file).
-        self.checkpoints = CheckpointWriter() if cfg["stats_path"] else None
+        self.checkpoints = CheckpointWriter() if cfg.stats_path else None
         self.socks = {}
         self.pcaps = []
         zero = dict.fromkeys(self.numbers, 0)
@@ -103,17 +105,17 @@ class Datapath:
     # -- set-up ------------------------------------------------------------------------
     def open(self):
         cfg = self.cfg
-        if cfg["parent_pid"]:
-            follow_parent(cfg["parent_pid"], self.name)
-        if cfg["cpu"] is not None:
-            os.sched_setaffinity(0, {int(c) for c in cfg["cpu"]})
-        if cfg["rt_priority"]:
+        if cfg.parent_pid:
+            follow_parent(cfg.parent_pid, self.name)
+        if cfg.cpu is not None:
+            os.sched_setaffinity(0, {int(c) for c in cfg.cpu})
+        if cfg.rt_priority:
             # A switch sleeps until its next departure; under the ordinary scheduler a busy
             # host process can hold the CPU for milliseconds past that time (lateness). As a
             # real-time task it runs as soon as it wakes; it sleeps between events, and the
             # kernel's RT throttling still bounds it if it ever spins.
             try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(cfg["rt_priority"])))
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(cfg.rt_priority)))
                 self.realtime = True
             except OSError:
                 self.realtime = False
@@ -137,10 +139,10 @@ class Datapath:
         cfg = self.cfg
         self.socks = dict(socks)
         self.rings = {}
-        self.loop, self.loop_note = choose_loop(self.mode, self.engine or cfg["engine"], cfg["pcap_dir"])
+        self.loop, self.loop_note = choose_loop(self.mode, self.engine or cfg.engine, cfg.pcap_dir)
         # A ring slot holds the frame after the kernel's tpacket header: the next power of
         # two above a full frame (2048 for 1500, 16384 for jumbo 9000).
-        frame_size = max(2048, 1 << (mtu + 18 + 128 - 1).bit_length()) if cfg["rx_ring"] else 0
+        frame_size = max(2048, 1 << (mtu + 18 + 128 - 1).bit_length()) if cfg.rx_ring else 0
         if frame_size and self.loop != "native":
             for n, sock in self.socks.items():
                 if sock.family == socket.AF_PACKET:
@@ -148,7 +150,7 @@ class Datapath:
         # Room for the largest frame (Ethernet header and a VLAN tag on top of the MTU):
         # recv allocates this much per call, so not 64 KB.
         self.bufsize = mtu + 18 + 1
-        if cfg["pcap_dir"]:
+        if cfg.pcap_dir:
             self.pcap_rx, self.pcap_tx = open_captures(cfg, self.intf)
             self.pcaps = [*self.pcap_rx.values(), *self.pcap_tx.values()]
         self.wake_r, self.wake_w = os.pipe()
@@ -194,8 +196,8 @@ class Datapath:
     def ready(self):
         info = {"pid": os.getpid(), "name": self.name, "mode": self.mode,
                 "ports": {n: self.intf[n] for n in self.numbers}}
-        if self.cfg["ready_path"]:
-            write_json_atomic(self.cfg["ready_path"], info, indent=1, default=str)
+        if self.cfg.ready_path:
+            write_json_atomic(self.cfg.ready_path, info, indent=1, default=str)
         print(f"READY {self.name} pid={os.getpid()}", flush=True)
 
     def _senders(self):
@@ -229,7 +231,7 @@ class Datapath:
             gc.enable()
 
     def _housekeeping_due(self):
-        return time.monotonic_ns() + int(self.cfg["stats_interval_s"] * 1e9)
+        return time.monotonic_ns() + int(self.cfg.stats_interval_s * 1e9)
 
     def _run_model(self):
         if self.native_loop is not None:
@@ -266,14 +268,14 @@ class Datapath:
             p.flush()
         if self.queues is not None:
             self.queues.flush(final)
-        if not self.cfg["stats_path"]:
+        if not self.cfg.stats_path:
             return
         if final:
             self.checkpoints.close()
-            write_json_atomic(self.cfg["stats_path"], self.stats(True), indent=1, default=str)
+            write_json_atomic(self.cfg.stats_path, self.stats(True), indent=1, default=str)
         else:
             # No indent: the indenting encoder leaves closure cycles the disabled gc keeps.
-            self.checkpoints.write(self.cfg["stats_path"], self.stats(False), default=str)
+            self.checkpoints.write(self.cfg.stats_path, self.stats(False), default=str)
 
     def count_kernel(self):
         """Each port's counts: the interface's first, then its socket's, so that a frame that

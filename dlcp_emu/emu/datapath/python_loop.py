@@ -15,7 +15,7 @@ def run_model(dp):
     next_event = sw.next_event_time
     clock = time.monotonic_ns
     sel = select.select
-    batch = dp.cfg["batch"]
+    batch = dp.cfg.rx_batch
     lat = dp.lateness.pending
     lat_limit = 1 << 16
     waits = dp.rx_wait.pending
@@ -31,13 +31,13 @@ def run_model(dp):
     rx_frames = dp.rx_frames
     waits_append = waits.append
     housekeeping = dp._housekeeping_due()
-    idle = dp.cfg["stats_interval_s"]
+    idle = dp.cfg.stats_interval_s
     samples = dp.queues.rows if dp.queues is not None else None
     queued_bytes = sw.queued_bytes     # per port, in port number order (dp.numbers)
-    sample_ns, next_sample = int(dp.cfg["queue_sample_ns"]), 0
+    sample_ns, next_sample = int(dp.cfg.queue_sample_ns), 0
     floor = 0           # the model's clock so far: arrivals are never given one earlier
     loops = 0
-    period = dp.cfg["wake_period_ns"]
+    period = dp.cfg.wake_period_ns
     acted = -period     # when the loop last acted: it acts at most once a period (config.py)
     while not dp.stopping:
         if period:
@@ -127,7 +127,7 @@ def drain_model(dp, sends, floor):
     on a link at the deadline are given to the model then, so that they are counted."""
     sw = dp.switch
     clock = time.monotonic_ns
-    deadline = clock() + int(dp.cfg["drain_s"] * 1e9)
+    deadline = clock() + int(dp.cfg.drain_s * 1e9)
     arriving = dp.ingress.arriving
     while True:
         t = sw.next_event_time()

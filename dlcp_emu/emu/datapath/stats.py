@@ -33,7 +33,7 @@ def datapath_stats(dp, final=False):
         "queue_samples": dp.queues.stats() if dp.queues is not None else None,
         "lateness": lat,
         "send_ahead_ns": dp.send_ahead,
-        "wake_period_ns": dp.cfg["wake_period_ns"],
+        "wake_period_ns": dp.cfg.wake_period_ns,
         "housekeeping_max_ns": dp.housekeeping_max_ns,
         "rx_wait": dp.rx_wait.summary(),
         # Each capture file: frames written, kept (a bounded capture keeps the newest), bytes.
@@ -92,6 +92,6 @@ def datapath_stats(dp, final=False):
         })
     p99, worst = lat["p99_ns"], lat.get("max_ns")
     out["fell_behind"] = bool(sock_drops > 0 or (p99 is not None and p99 > dp.lateness.threshold)
-                              or (worst is not None and worst > dp.cfg["stall_limit_ns"]))
+                              or (worst is not None and worst > dp.cfg.stall_limit_ns))
     return out
 

@@ -1,0 +1,51 @@
+"""The configs an emulation run writes for its per-host processes (`host_configs`), from the
+spec: each rank's agent, and each host's background traffic."""
+from dataclasses import asdict
+
+from dlcp_emu.emu.host_configs import BackgroundTcpConfig, BackgroundUdpConfig, HostProcessConfig
+from dlcp_emu.experiment.settings import compression_for, transport_settings
+from dlcp_emu.experiment.topology import host_link_rate
+from dlcp_emu.host.background import BACKGROUND_UDP_PORT
+from dlcp_emu.transport import TRANSPORTS
+from dlcp_emu.transport.registry import as_config as transport_config
+from dlcp_emu.wire import DLCP_UDP_PORT
+from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
+
+
+def host_config(spec, placement, topology, rank, transport, **files):
+    """The HostProcessConfig of one rank; files: its process's ready_file, start_file,
+    deadline_s, out_path, records_path, ... (`host_configs`)."""
+    w, t = spec.workload, spec.transport
+    host = placement.host_of_rank[rank]
+    return HostProcessConfig(
+        rank=rank, role="ps" if rank in placement.ps_ranks else "worker",
+        workers=placement.workers, ps_ranks=list(placement.ps_ranks),
+        model=w.get("model"), trace=w.get("trace"), pattern=w["pattern"],
+        iterations=w["iterations"], group_size=w["group_size"], seed=spec.seed,
+        transport=transport, transport_entry=transport_config(transport).get("transport_entry"),
+        mtu=spec.mtu, loss_bound=t["loss_bound"],
+        droppable_fraction=t["droppable_fraction"], drop_order=t["drop_order"],
+        transport_settings=asdict(transport_settings(spec)),
+        scale=spec.scale.as_config(), training=spec.training,
+        fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"],
+        peers={str(r): [topology.host_ip(h), DLCP_UDP_PORT] for r, h in placement.host_of_rank.items()},
+        bind=[topology.host_ip(host), DLCP_UDP_PORT],
+        link_rate_bps=host_link_rate(topology, host),
+        compression=asdict(compression_for(spec)), engine=spec.engine, **files)
+
+
+def background_config(spec, topology, host, flows, **files):
+    """The config of one host's background process (`experiment.background.background_flows`: flows its
+    [(start_ns, dst host index, nbytes, flow id), ...]): BackgroundTcpConfig when the spec's
+    background runs over kernel TCP, else BackgroundUdpConfig."""
+    hosts = topology.hosts()
+    if TRANSPORTS[spec.background["transport"]].kernel:
+        return BackgroundTcpConfig(
+            bind=topology.host_ip(host), port=BACKGROUND_TCP_PORT,
+            flows=[[t / 1e9, topology.host_ip(hosts[dst]), n] for t, dst, n, _ in flows], **files)
+    peers = {str(i): [topology.host_ip(h), BACKGROUND_UDP_PORT] for i, h in enumerate(hosts)}
+    index = hosts.index(host)
+    return BackgroundUdpConfig(
+        index=index, bind=peers[str(index)], peers=peers, flows=[list(f) for f in flows],
+        mtu=spec.mtu, link_rate_bps=host_link_rate(topology, host), engine=spec.engine,
+        transport_settings=asdict(transport_settings(spec)), **files)
