@@ -246,7 +246,7 @@ class DlcpSwitch(Switch):
         # Own session: a Ctrl-C at the runner's terminal must not kill the switch before the
         # runner has stopped it and collected its stats.
         self.proc = subprocess.Popen(
-            [self.python, "-m", "dlcp_emu.emu.datapath", "--config", paths["config.json"]],
+            [self.python, "-m", cfg.program, "--config", paths["config.json"]],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=self._stderr, env=env,
             start_new_session=True, cwd=PROJECT_ROOT)
         stdout.close()

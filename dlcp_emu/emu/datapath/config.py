@@ -34,7 +34,7 @@ bytes of each port, one row at most every queue_sample_ns, appended each stats i
 null: none are taken.
 """
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from dlcp_native.switch import NativeSwitch
 
@@ -65,6 +65,8 @@ def mac_bytes(text):
 class SwitchProcessConfig(ProcessConfig):
     """One switch process's config (the module's docstring says what each field means); a
     bad value raises ConfigError naming the field, whether built here or read from a file."""
+
+    program: ClassVar[str] = "dlcp_emu.emu.datapath"     # the module that runs it (`python -m`)
 
     name: str
     ports: list
