@@ -2,11 +2,12 @@
 presets), each run's summary without its wall-clock keys, as one JSON: what a restructuring
 must leave identical.
 
-    .venv/bin/python scripts/example_summaries.py OUT.json [--skip NAME ...]
+    .venv/bin/python scripts/example_summaries.py OUT.json [--skip NAME ...] [--iterations-cap N]
     .venv/bin/python scripts/example_summaries.py --diff BEFORE.json AFTER.json
 """
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -19,15 +20,35 @@ def _wall_clock_keys():
     return WALL_CLOCK_KEYS | {"elapsed_s", "started"}
 
 
-def collect(skip):
+def _capped(path, cap):
+    """The spec's text with `iterations` at most `cap` (a soak's 10,000 are hours), or None."""
+    text = path.read_text()
+    m = re.search(r"^iterations\s*=\s*(\d+)", text, re.M)
+    if cap is None or not m or int(m.group(1)) <= cap:
+        return None
+    return text[:m.start(1)] + str(cap) + text[m.end(1):]
+
+
+def collect(skip, cap=None):
     import dlcp_emu
     out = {}
     for path in sorted((ROOT / "examples").glob("*.toml")):
         if path.stem in skip:
             continue
-        print(f"{path.name} ...", file=sys.stderr, flush=True)
+        capped = _capped(path, cap)
+        print(f"{path.name} ...{f' (iterations capped at {cap})' if capped else ''}",
+              file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory() as root:
-            dlcp_emu.compare(dlcp_emu.load_spec(path), root=root)
+            spec_path = path
+            if capped:   # beside the original, so its relative paths hold
+                spec_path = path.with_name(f".{path.stem}-capped.toml")
+                spec_path.write_text(capped)
+            try:
+                spec = dlcp_emu.load_spec(spec_path)
+            finally:
+                if capped:
+                    spec_path.unlink()
+            dlcp_emu.compare(spec, root=root)
             for f in sorted(Path(root).rglob("summary.json")):
                 s = json.loads(f.read_text())
                 key = "/".join((path.stem, *f.parent.relative_to(root).parts[1:]))
@@ -61,10 +82,11 @@ def main():
     ap.add_argument("out", nargs="?")
     ap.add_argument("--skip", nargs="*", default=[])
     ap.add_argument("--diff", nargs=2)
+    ap.add_argument("--iterations-cap", type=int, help="run specs of more iterations with this many")
     a = ap.parse_args()
     if a.diff:
         return diff(*(json.loads(Path(p).read_text()) for p in a.diff))
-    Path(a.out).write_text(json.dumps(collect(set(a.skip)), indent=1, sort_keys=True))
+    Path(a.out).write_text(json.dumps(collect(set(a.skip), a.iterations_cap), indent=1, sort_keys=True))
     return 0
 
 
