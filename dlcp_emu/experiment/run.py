@@ -16,17 +16,25 @@ from dlcp_emu.experiment.placement import place
 from dlcp_emu.experiment.summary import finish, summary
 from dlcp_emu.experiment.tables import active_seconds, port_table, queue_table, tables
 from dlcp_emu.experiment.topology import scaled_topology
+from dlcp_emu.experiment.schedule_results import add_schedule_results
+from dlcp_emu.experiment.spec_schedule import is_schedule, schedule_of
 from dlcp_emu.host.plan import make_plan
+from dlcp_emu.host.schedule_plan import make_schedule_plan
 
 
 def prepare(spec, backend: Backend, pipeline, run_dir=None, keep_results=False) -> Setup:
     """The run as the backend is given it (nothing started, nothing written)."""
     transport = backend.transport(spec, pipeline)
     topology = scaled_topology(spec)
-    trace = trace_for(spec)
     w = spec.workload
-    return Setup(spec, pipeline, transport, topology, place(spec, topology), trace,
-                 make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"]),
+    if is_schedule(w):   # the schedule as `trace`, the ranks' programs as `plan`
+        trace = schedule_of(w)
+        per = w["gpus_per_server"]
+        plan = make_schedule_plan(trace, spec.scale, w["algorithms"], server_of=lambda r: r // per)
+    else:
+        trace = trace_for(spec)
+        plan = make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
+    return Setup(spec, pipeline, transport, topology, place(spec, topology), trace, plan,
                  background_flows(spec, topology) if spec.background else {},
                  None if run_dir is None else Path(run_dir).resolve(), keep_results)
 
@@ -50,6 +58,8 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queue_table(out.queue_samples, t0, scale), **out.frames}
     add_accuracy(spec, out.records, scale, s, frames, t0)
+    if is_schedule(spec.workload):
+        add_schedule_results(setup.plan, out.records, scale, s, frames, t0)
     finish(setup.run_dir, s, frames, out.interrupted)
     backend.close(setup, out, s)
     return s, {**frames, **out.handles}

@@ -103,8 +103,10 @@ from dlcp_emu.experiment.engine import ENGINES
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_pipeline
 from dlcp_emu.experiment.spec_transport import TRANSPORT_SETTINGS_FIELDS, check_congestion
 from dlcp_emu.experiment.spec_checks import (
-    _check_background, _check_scaled_rates, _check_topology, _check_workload_memory,
+    _check_background, _check_scaled_rates, _check_sizes, _check_topology, _check_training,
+    _check_workload_memory,
 )
+from dlcp_emu.experiment.spec_schedule import WORKLOAD_KINDS, is_schedule, take_schedule_workload
 from topologies import build as build_topology
 from workloads import PATTERNS
 
@@ -214,6 +216,8 @@ def _workload_fields():
     from workloads import list_models
     models = list_models()
     return {
+        "kind": ("trace", one_of(WORKLOAD_KINDS), f"one of {', '.join(WORKLOAD_KINDS)}: trace replays a "
+                 "data-parallel trace (these fields); the others run a schedule ([workload] of a schedule)"),
         "model": (None, one_of(models), f"one of {', '.join(models)}"),
         "trace": (None, lambda v: isinstance(v, str) and v != "", "a path to a trace file (CSV or Parquet)"),
         "pattern": ("ring", one_of(PATTERNS), f"one of {', '.join(PATTERNS)}"),
@@ -276,7 +280,10 @@ def parse_spec(raw, source="spec"):
     dilation_auto = top.get("time_dilation") == AUTO_DILATION
     if dilation_auto:
         top["time_dilation"] = 1.0   # what the checks below see; the choice is checked again
-    workload = c.take(top.get("workload") or {}, "workload", _workload_fields())
+    raw_workload = top.get("workload") or {}
+    schedule = isinstance(raw_workload, dict) and is_schedule(raw_workload)
+    workload = take_schedule_workload(c, raw_workload, source) if schedule else \
+        c.take(raw_workload, "workload", _workload_fields())
     transport = c.take(top.get("transport") or {}, "transport", TRANSPORT_FIELDS)
     compression = c.take(top.get("compression") or {}, "compression", COMPRESSION_FIELDS)
     background = None
@@ -290,7 +297,10 @@ def parse_spec(raw, source="spec"):
         training = c.take(top["training"], "training", TRAINING_FIELDS)
         _check_training(c, workload, top)
 
-    if training is None and workload and (workload.get("model") is None) == (workload.get("trace") is None):
+    if schedule and (training is not None or compression.get("mode", "none") != "none"):
+        c.problems.append("workload.kind: a schedule runs without [training] and [compression]")
+    if not schedule and training is None and workload and \
+            (workload.get("model") is None) == (workload.get("trace") is None):
         c.problems.append("workload: give exactly one of model (a zoo name) or trace (a file)")
     if isinstance(workload.get("trace"), str) and workload["trace"]:
         path = Path(workload["trace"])
@@ -312,7 +322,7 @@ def parse_spec(raw, source="spec"):
         _check_background(c, background, topo, top)   # flows per wall second: needs the dilation
     if top["payload"] == "sizes":
         _check_sizes(c, workload, compression, training)
-    elif not c.problems:
+    elif not c.problems and not schedule:
         _check_workload_memory(c, workload, top)
     switch = top.get("switch") or {}
     try:
@@ -354,29 +364,6 @@ def _check_variants(c, variants, raw, source):
             _variant(raw, name, source)
         except SpecError as e:
             c.problems.extend(f"variants.{name}: {p}" for p in e.problems)
-
-
-def _check_sizes(c, workload, compression, training):
-    """Payload-free runs carry no values: nothing that computes with them can run."""
-    if compression.get("mode", "none") != "none":
-        c.problems.append("payload: 'sizes' carries no values to compress; use payload = \"values\" "
-                          "or compression.mode = \"none\"")
-    if training is not None:
-        c.problems.append("payload: 'sizes' carries no values to train with; use payload = \"values\"")
-    if workload.get("pattern") in PATTERNS and PATTERNS[workload["pattern"]].uses_ps:
-        c.problems.append("payload: 'sizes' runs the collective patterns (ring, ds-sync), not "
-                          "parameter servers, which sum values")
-
-
-def _check_training(c, workload, top):
-    """A trained model is its own workload: its layers are the trace, its values the payloads."""
-    for name in ("model", "trace"):
-        if workload.get(name) is not None:
-            c.problems.append(f"workload.{name}: not with [training] (the trained model's "
-                              "layers are the workload); remove it")
-    if top.get("byte_scale") != 1.0 and top.get("byte_scale") != 1:
-        c.problems.append(f"byte_scale: {top.get('byte_scale')!r} is not allowed with [training]; "
-                          "must be 1 (the payloads are the model's real gradients)")
 
 
 def load_spec(path):

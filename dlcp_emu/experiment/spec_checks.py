@@ -148,3 +148,26 @@ def _check_background(c, background, topo, top):
             f"hosts and host_rate_bps), above the {MAX_BACKGROUND_FLOWS:,} a run holds; lower "
             f"background.load, time_limit_s (at most {MAX_BACKGROUND_FLOWS / per_s:.3g} s here) or the "
             f"topology's hosts or host_rate_bps")
+
+
+def _check_sizes(c, workload, compression, training):
+    """Payload-free runs carry no values: nothing that computes with them can run."""
+    if compression.get("mode", "none") != "none":
+        c.problems.append("payload: 'sizes' carries no values to compress; use payload = \"values\" "
+                          "or compression.mode = \"none\"")
+    if training is not None:
+        c.problems.append("payload: 'sizes' carries no values to train with; use payload = \"values\"")
+    if workload.get("pattern") in PATTERNS and PATTERNS[workload["pattern"]].uses_ps:
+        c.problems.append("payload: 'sizes' runs the collective patterns (ring, ds-sync), not "
+                          "parameter servers, which sum values")
+
+
+def _check_training(c, workload, top):
+    """A trained model is its own workload: its layers are the trace, its values the payloads."""
+    for name in ("model", "trace"):
+        if workload.get(name) is not None:
+            c.problems.append(f"workload.{name}: not with [training] (the trained model's "
+                              "layers are the workload); remove it")
+    if top.get("byte_scale") != 1.0 and top.get("byte_scale") != 1:
+        c.problems.append(f"byte_scale: {top.get('byte_scale')!r} is not allowed with [training]; "
+                          "must be 1 (the payloads are the model's real gradients)")

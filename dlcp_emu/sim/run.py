@@ -17,6 +17,8 @@ from dlcp_emu.experiment.settings import compression_for, transport_settings
 from dlcp_emu.experiment.topology import host_link_rate
 from dlcp_emu.host.agent import Worker, make_worker
 from dlcp_emu.host.prefetch import Prefetch
+from dlcp_emu.host.schedule_agent import ScheduleAgent
+from dlcp_emu.host.schedule_plan import SchedulePlan
 from dlcp_emu.host.parameter_server import ParameterServer
 from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB, BackgroundEndpoint
 from dlcp_emu.host.packet_log import PacketLog, packet_table
@@ -114,7 +116,9 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
         return host_link_rate(topo, placement.host_of_rank[rank])
 
     for rank in placement.host_of_rank:
-        if rank in placement.ps_ranks:
+        if isinstance(plan, SchedulePlan):
+            agent = ScheduleAgent(rank, plan.programs[rank], w["iterations"], payload=spec.payload, seed=spec.seed)
+        elif rank in placement.ps_ranks:
             agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"],
                                     compression=compression, seed=spec.seed)
         else:
@@ -221,7 +225,7 @@ def _simulate(setup, log, hosts, prefetch):
     def progress():
         nonlocal shown
         its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
-                  for s in hosts.stacks.values() if isinstance(s.agent, Worker))
+                  for s in hosts.stacks.values() if isinstance(s.agent, (Worker, ScheduleAgent)))
         shown = (time.monotonic(), net.loop.events)
         log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
             f"events {shown[1]:,}  wall {shown[0] - wall:.1f} s")
@@ -273,4 +277,9 @@ def _records(rank, stack):
         out["tensors"] = [r.__dict__ for r in a.tensors]
         if a.training is not None:
             out["accuracy"] = a.training.evaluations
+    elif isinstance(a, ScheduleAgent):
+        out["iterations"] = [r.__dict__ for r in a.iteration_records]
+        out["busy_ns"] = list(a.busy)
+        out["messages_sent"] = [tuple(m.__dict__.values()) for m in a.sent]
+        out["messages_received"] = [tuple(m.__dict__.values()) for m in a.received]
     return out

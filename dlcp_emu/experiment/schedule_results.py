@@ -1,0 +1,64 @@
+"""A schedule run's own results (`host.schedule_agent`): every message with its traffic class
+and completion time (sent by its source's agent to whole at its destination's), per class the
+tail of those completions, and the communication each rank's iterations exposed (iteration
+time beyond the rank's compute: communication it waited on, pipeline bubbles included)."""
+import pandas as pd
+
+from workloads.schedule import TrafficClass
+
+from dlcp_emu.experiment.results import measured_iterations, percentile
+
+MESSAGE_COLUMNS = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_s", "done_s", "fct_s", "lost_bytes"]
+
+
+def message_table(records, scale, t0_ns=0):
+    sent = [m for rec in records for m in rec.get("messages_sent", [])]
+    got = [m for rec in records for m in rec.get("messages_received", [])]
+    if not sent:
+        return pd.DataFrame(columns=MESSAGE_COLUMNS)
+    cols = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_ns"]
+    s = pd.DataFrame([m[:7] for m in sent], columns=cols)
+    r = pd.DataFrame([(m[0], m[1], m[7], m[8]) for m in got], columns=["iteration", "gid", "done_ns", "lost_bytes"])
+    d = s.merge(r, on=["iteration", "gid"], how="left")
+    d["sent_s"] = (d["sent_ns"] - t0_ns) * scale.s_per_ns
+    d["done_s"] = (d["done_ns"] - t0_ns) * scale.s_per_ns
+    d["fct_s"] = d["done_s"] - d["sent_s"]
+    d["tclass"] = [TrafficClass(int(c)).label for c in d["tclass"]]
+    return d[MESSAGE_COLUMNS].sort_values(["iteration", "gid"], ignore_index=True)
+
+
+def class_table(messages):
+    """Per traffic class: messages, bytes, completion p50/p99 (s), bytes lost, unfinished."""
+    rows = []
+    for tclass, m in messages.groupby("tclass", sort=True):
+        fct = m["fct_s"].dropna()
+        rows.append({"tclass": tclass, "messages": int(len(m)), "bytes": int(m["nbytes"].sum()),
+                     "fct_p50_s": percentile(fct, 50), "fct_p99_s": percentile(fct, 99),
+                     "lost_bytes": int(m["lost_bytes"].fillna(0).sum()),
+                     "unfinished": int(m["done_s"].isna().sum())})
+    return pd.DataFrame(rows, columns=["tclass", "messages", "bytes", "fct_p50_s", "fct_p99_s", "lost_bytes",
+                                       "unfinished"])
+
+
+def exposed_table(records, iterations, scale):
+    """Per rank and iteration: time beyond the rank's compute (busy) time."""
+    busy = {(rec["rank"], i): b * scale.s_per_ns for rec in records for i, b in enumerate(rec.get("busy_ns", []))}
+    if not len(iterations):
+        return pd.DataFrame(columns=["rank", "iteration", "total_s", "busy_s", "exposed_s"])
+    d = iterations[["rank", "iteration", "total_s"]].copy()
+    d["busy_s"] = [busy.get((r, i)) for r, i in zip(d["rank"], d["iteration"])]
+    d["exposed_s"] = d["total_s"] - d["busy_s"]
+    return d
+
+
+def add_schedule_results(plan, records, scale, s, frames, t0_ns=0):
+    msgs = message_table(records, scale, t0_ns)
+    classes = class_table(msgs)
+    frames["messages"], frames["traffic_classes"] = msgs, classes
+    s["traffic_classes"] = {r["tclass"]: {k: r[k] for k in ("messages", "bytes", "fct_p50_s", "fct_p99_s",
+                                                              "lost_bytes", "unfinished")}
+                            for r in classes.to_dict("records")}
+    exposed = exposed_table(records, measured_iterations(frames["iterations"]), scale)
+    s["exposed_comm_mean_s"] = float(exposed["exposed_s"].mean()) if len(exposed) else None
+    s["schedule"] = {"ranks": plan.n_ranks, "messages_per_iteration": plan.n_messages,
+                     "generator": (plan.schedule.meta or {}).get("generator") if plan.schedule is not None else None}

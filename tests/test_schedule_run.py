@@ -1,0 +1,128 @@
+"""Training schedules (docs/schedules.md) run over the simulated network: closed forms on a
+network much faster than compute (the ideal evaluator's iteration, the 1F1B bubble), bytes
+each rank sends, traffic classes (only gradients may lose bytes), both engines alike."""
+import numpy as np
+import pytest
+
+from workloads.llm import Parallelism, TransformerConfig, llm_schedule
+from workloads.schedule import ideal_iteration, validate, wire_bytes
+
+from dlcp_emu.experiment import run as experiment_run
+from dlcp_emu.experiment.checks import SpecError
+from dlcp_emu.experiment.spec import parse_spec
+from dlcp_emu.sim.run import SimBackend
+
+
+def llm_spec(fast=True, engine="python", iterations=1, byte_scale=1.0, **workload):
+    par = workload.pop("parallelism", {"dp": 2, "tp": 2, "pp": 2, "micro_batches": 2, "seq_len": 128})
+    ranks = par.get("dp", 1) * par.get("tp", 1) * par.get("pp", 1)
+    return parse_spec({
+        "name": "sched", "seed": 3, "byte_scale": byte_scale, "engine": engine, "time_limit_s": 30,
+        "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": ranks // 2,
+                     "host_rate_bps": 1e13 if fast else 1e9, "oversubscription": 1.0,
+                     "delay_ns": 1 if fast else 1000},
+        "workload": {"kind": "llm", "model": "gpt3-1.3b", "layers": 2, "workers": ranks,
+                     "iterations": iterations, "gpus_per_server": 2, "parallelism": par, **workload},
+    })
+
+
+def simulate(spec, tmp_path, preset="fifo"):
+    return experiment_run.run(spec, SimBackend(), preset, tmp_path / preset, log=lambda *_: None)
+
+
+def test_a_fast_network_gives_the_ideal_iteration(tmp_path):
+    spec = llm_spec()
+    s, f = simulate(spec, tmp_path)
+    assert s["completed"]
+    ideal = ideal_iteration(experiment_run.schedule_of(spec.workload)).iteration_us * 1e-6
+    assert f["iterations"]["total_s"].max() == pytest.approx(ideal, rel=0.01)
+
+
+def test_the_1f1b_bubble_shows_with_a_fast_network(tmp_path, monkeypatch):
+    p, m = 2, 4
+    # vocabulary 1: embedding and head cost nothing, every stage is the same
+    even = TransformerConfig("even", hidden=512, layers=2 * p, heads=8, ffn=1376, vocab=1)
+    sched = validate(llm_schedule(even, Parallelism(dp=1, tp=2, pp=p, micro_batches=m, seq_len=256)))
+    monkeypatch.setattr(experiment_run, "schedule_of", lambda w: sched)
+    s, f = simulate(llm_spec(parallelism={"tp": 2, "pp": p, "micro_batches": m, "seq_len": 256}), tmp_path)
+    its = f["iterations"]
+    compute = sched.duration_us.sum() / sched.n_ranks * 1e-6     # every rank computes the same
+    bubble = 1 - compute / its["total_s"].to_numpy()
+    assert bubble == pytest.approx(np.full(4, (p - 1) / (m + p - 1)), abs=0.01)
+
+
+def test_each_rank_sends_the_closed_form_bytes(tmp_path):
+    spec = llm_spec(iterations=2, parallelism={"dp": 2, "tp": 2, "pp": 2, "zero": 1, "micro_batches": 2,
+                                                "seq_len": 128})
+    s, f = simulate(spec, tmp_path)
+    sched = experiment_run.schedule_of(spec.workload)
+    want = wire_bytes(sched, server_of=lambda r: r // 2)
+    msgs = f["messages"]
+    for it in (0, 1):
+        sent = msgs[msgs["iteration"] == it].groupby("src")["nbytes"].sum().reindex(range(8), fill_value=0)
+        assert sent.to_numpy() == pytest.approx(want, abs=0.5)
+    # what the receivers' transports delivered: the same, each message rounded up to whole float32s
+    d = f["deliveries"].groupby("src")["nbytes"].sum().reindex(range(8), fill_value=0).to_numpy()
+    per_src = msgs.groupby("src").size().reindex(range(8), fill_value=0).to_numpy()
+    assert np.all(d >= 2 * want) and np.all(d - 2 * want <= 3 * per_src)
+
+
+def test_only_gradients_lose_bytes_under_dlcp(tmp_path):
+    spec = llm_spec(fast=False, iterations=2, byte_scale=1.0,
+                    parallelism={"dp": 4, "tp": 2, "pp": 1, "micro_batches": 1, "seq_len": 128})
+    spec = spec.with_field("transport.loss_bound", 0.2).with_field("transport.droppable_fraction", 1.0)
+    s, f = simulate(spec, tmp_path, "dlcp")
+    assert s["completed"]
+    classes = f["traffic_classes"].set_index("tclass")
+    assert classes.loc["gradient", "lost_bytes"] > 0          # the bounded-loss path did act
+    others = classes.drop(index="gradient")
+    assert len(others) and (others["lost_bytes"] == 0).all() and (others["unfinished"] == 0).all()
+    # counted at the receivers' transports too: nothing but gradients was zero-filled
+    msgs = f["messages"]
+    assert msgs[msgs["tclass"] != "gradient"]["lost_bytes"].sum() == 0
+
+
+@pytest.mark.parametrize("preset", ["fifo", "dlcp"])
+def test_both_engines_give_the_same_run(tmp_path, preset):
+    out = {}
+    for engine in ("python", "native"):
+        spec = llm_spec(fast=False, engine=engine, iterations=2, byte_scale=0.1)
+        s, f = simulate(spec, tmp_path / engine, preset)
+        out[engine] = (s, f)
+    (a, fa), (b, fb) = out["python"], out["native"]
+    for key in ("iteration_time_mean_s", "traffic_classes", "exposed_comm_mean_s", "loss_fraction"):
+        assert a[key] == b[key], key
+    assert fa["messages"].equals(fb["messages"])
+
+
+def test_a_dependency_ignored_changes_the_iteration(tmp_path, monkeypatch):
+    """The agent waits for each step's dependency: a ring step sent before it received the one
+    before it would make the run faster than the ideal network allows."""
+    spec = llm_spec(fast=False)
+    s, f = simulate(spec, tmp_path)
+    net = f["iterations"]["total_s"].max()
+    ideal = ideal_iteration(experiment_run.schedule_of(spec.workload)).iteration_us * 1e-6
+    assert net > ideal     # a 1 Gbit/s network costs time beyond compute
+
+
+@pytest.mark.parametrize("change,says", [
+    ({"workers": 4}, "workload.workers: 4 ranks, but workload.parallelism has dp x tp x pp = 8"),
+    ({"parallelism": {"dp": 2, "tp": 2, "pp": 2, "bogus": 1}}, "workload.parallelism.bogus: unknown field"),
+    ({"path": "x.et"}, "workload.path: only with kind = 'chakra' or 'astra-text'"),
+    ({"model": "resnet50"}, "workload.model: 'resnet50' is not allowed"),
+    ({"algorithms": {"all-reduce": "star"}}, "workload.algorithms.all-reduce: 'star' is not allowed"),
+])
+def test_bad_schedule_workloads_are_named(change, says):
+    raw = {"name": "x", "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4},
+           "workload": {"kind": "llm", "model": "gpt3-1.3b", "workers": 8,
+                        "parallelism": {"dp": 2, "tp": 2, "pp": 2}, **change}}
+    with pytest.raises(SpecError) as e:
+        parse_spec(raw)
+    assert says in str(e.value)
+
+
+def test_more_ranks_than_hosts_is_an_error_before_the_run():
+    raw = {"name": "x", "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2},
+           "workload": {"kind": "llm", "model": "gpt3-1.3b", "workers": 8, "parallelism": {"dp": 2, "tp": 2, "pp": 2}}}
+    with pytest.raises(SpecError, match="workload: needs 8 hosts"):
+        parse_spec(raw)
