@@ -13,6 +13,7 @@ from topologies import BUILDERS
 from topologies.builders import RENAMED
 
 from dlcp_emu.experiment import spec as S
+from dlcp_emu.experiment import spec_schedule as SS
 from dlcp_emu.experiment.checks import REQUIRED
 
 # A field's unit from how its name ends (the spec's own convention; rates are real-world),
@@ -28,6 +29,10 @@ TABLES = (   # (heading, prefix, fields, what the table is)
     ("Top level", "", lambda: S.TOP_FIELDS, "The experiment as a whole."),
     ("[workload]", "workload", S._workload_fields,
      "What trains: a zoo model or a trace, the collective pattern, the ranks."),
+    ("[workload] of a schedule", "workload", SS.schedule_fields,
+     "With kind llm, chakra or astra-text: a training schedule (docs/schedules.md), one rank a host."),
+    ("[workload.parallelism]", "workload.parallelism", lambda: SS.PARALLELISM_FIELDS,
+     "kind llm: how the model is split (Megatron's rank order: tp inside, then pp, then dp)."),
     ("[transport]", "transport", lambda: S.TRANSPORT_FIELDS, "How the workers' messages travel."),
     ("[compression]", "compression", lambda: S.COMPRESSION_FIELDS,
      "Optional: sparsification or quantisation of every gradient message."),
