@@ -1,6 +1,7 @@
 """Training schedules (docs/schedules.md) run over the simulated network: closed forms on a
 network much faster than compute (the ideal evaluator's iteration, the 1F1B bubble), bytes
 each rank sends, traffic classes (only gradients may lose bytes), both engines alike."""
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,20 @@ def test_more_ranks_than_hosts_is_an_error_before_the_run():
            "workload": {"kind": "llm", "model": "gpt3-1.3b", "workers": 8, "parallelism": {"dp": 2, "tp": 2, "pp": 2}}}
     with pytest.raises(SpecError, match="workload: needs 8 hosts"):
         parse_spec(raw)
+
+
+def test_an_imported_text_workload_runs_as_generated(tmp_path):
+    """ASTRA-sim text, written from a generated workload and run as kind astra-text: the
+    simulated iteration is the generated schedule's ideal one (a fast network)."""
+    from workloads.llm import ZOO, to_astra_text
+    model = dataclasses.replace(ZOO["gpt3-1.3b"], layers=2)
+    par = Parallelism(dp=4, tp=2, seq_len=2048, bucket_bytes=0)
+    path = tmp_path / "gpt.txt"
+    path.write_text(to_astra_text(model, par))
+    raw = llm_spec().raw
+    raw["workload"] = {"kind": "astra-text", "path": str(path), "workers": 8, "tp": 2, "iterations": 1,
+                       "gpus_per_server": 2}
+    s, f = simulate(parse_spec(raw), tmp_path)
+    assert s["completed"] and s["schedule"]["ranks"] == 8
+    ideal = ideal_iteration(validate(llm_schedule(model, par))).iteration_us * 1e-6
+    assert f["iterations"]["total_s"].max() == pytest.approx(ideal, rel=0.01)

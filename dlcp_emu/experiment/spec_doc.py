@@ -29,8 +29,9 @@ TABLES = (   # (heading, prefix, fields, what the table is)
     ("Top level", "", lambda: S.TOP_FIELDS, "The experiment as a whole."),
     ("[workload]", "workload", S._workload_fields,
      "What trains: a zoo model or a trace, the collective pattern, the ranks."),
-    ("[workload] of a schedule", "workload", SS.schedule_fields,
-     "With kind llm, chakra or astra-text: a training schedule (docs/schedules.md), one rank a host."),
+    ("[workload] of a schedule", "workload", lambda: SS.doc_fields(S._workload_fields()),
+     "With kind llm, chakra or astra-text: a training schedule (docs/schedules.md), one rank a host. "
+     + SS.shared_fields_text(S._workload_fields())),
     ("[workload.parallelism]", "workload.parallelism", lambda: SS.PARALLELISM_FIELDS,
      "kind llm: how the model is split (Megatron's rank order: tp inside, then pp, then dp)."),
     ("[transport]", "transport", lambda: S.TRANSPORT_FIELDS, "How the workers' messages travel."),

@@ -42,6 +42,19 @@ def schedule_fields():
     }
 
 
+def doc_fields(trace_fields):
+    """The schedule fields the data-parallel [workload] table does not have (docs/spec.md)."""
+    return {k: v for k, v in schedule_fields().items() if k not in trace_fields}
+
+
+def shared_fields_text(trace_fields):
+    """What the schedule kinds read of the fields both tables have."""
+    f = schedule_fields()
+    shared = [k for k in f if k in trace_fields]
+    return " ".join(f"`{k}`: {f[k][2]}{'' if f[k][0] in (REQUIRED, None) else f' (default {f[k][0]!r})'}."
+                    for k in shared)
+
+
 PARALLELISM_FIELDS = {
     "dp": (1, integer(1, 4096), "an integer in 1..4096"),
     "tp": (1, integer(1, 4096), "an integer in 1..4096"),

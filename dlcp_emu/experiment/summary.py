@@ -21,7 +21,7 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
               "transport": transport,
               "transport_settings": None if TRANSPORTS[transport].kernel
               else transport_settings(spec).describe(spec.time_dilation),
-              "model": spec.workload.get("model") or spec.workload.get("trace")
+              "model": spec.workload.get("model") or spec.workload.get("trace") or spec.workload.get("path")
               or f"{spec.training['model']}-{spec.training['dataset']}",
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
               "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})
