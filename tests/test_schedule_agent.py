@@ -94,6 +94,8 @@ def test_only_gradients_are_sent_droppable():
         assert len(a.sent) == len(a.outgoing)
         for rec, m in zip(a.sent, a.outgoing):
             seen.setdefault(TrafficClass(rec.tclass), set()).add(m.exact)
+            # what blocks compute is sent first; gradients after it
+            assert (m.priority == 0) == (rec.tclass != TrafficClass.GRADIENT)
     assert seen.pop(TrafficClass.GRADIENT) == {False}
     assert set(seen) == {TrafficClass.ACTIVATION, TrafficClass.ACTIVATION_GRADIENT, TrafficClass.PARAMETERS,
                          TrafficClass.ALL_TO_ALL}

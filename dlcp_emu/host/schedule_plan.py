@@ -42,7 +42,7 @@ class RankProgram:
     sends: list           # [[Send]]
     recvs: list           # [[gid]]
     tclass: list          # TrafficClass of each op (NONE for compute)
-    priority: list        # 0..7 of each op's messages: gradients by layer, the rest 0 (first)
+    priority: list        # 0..7 of each op's messages: 0 (first) but for gradients (1..7)
     recv_gid: dict        # (src, tid) -> gid of a message this rank receives
     compute_ns: int = 0   # the sum of the rank's compute
 
@@ -120,7 +120,9 @@ def _program(s, r, op_sends, op_recvs, src, dst, nbytes, tids, scale):
     deps = [tuple(s.dep_idx[s.dep_ptr[i]:s.dep_ptr[i + 1]].tolist()) for i in range(lo, hi)]
     n_layers = max(1, int(s.layer.max(initial=0)) + 1)
     tcl = s.tclass[lo:hi].tolist()
-    prio = [min(7, max(0, layer) * 8 // n_layers) if tc == TrafficClass.GRADIENT else 0
+    # What blocks compute (activations, their gradients, parameters, all-to-all) goes first;
+    # gradients, which overlap backward, after: front layers first, a bucket of no one layer last.
+    prio = [0 if tc != TrafficClass.GRADIENT else 7 if layer < 0 else 1 + min(6, layer * 7 // n_layers)
             for tc, layer in zip(tcl, s.layer[lo:hi].tolist())]
     sends = [[Send(g, dst[g], nbytes[g], after, tids[g]) for g, after in op_sends[i]] for i in range(lo, hi)]
     recvs = [list(op_recvs[i]) for i in range(lo, hi)]
