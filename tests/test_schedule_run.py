@@ -159,3 +159,22 @@ def test_an_imported_text_workload_runs_as_generated(tmp_path):
     assert s["completed"] and s["schedule"]["ranks"] == 8
     ideal = ideal_iteration(validate(llm_schedule(model, par))).iteration_us * 1e-6
     assert f["iterations"]["total_s"].max() == pytest.approx(ideal, rel=0.01)
+
+
+def test_a_chakra_trace_runs(tmp_path):
+    """Chakra .et files (written by mlc-chakra's converter from a text workload) as kind chakra:
+    on a fast network the simulated iteration is the imported schedule's ideal one."""
+    converter = pytest.importorskip("chakra.src.converter.text_converter")
+    src = tmp_path / "model.txt"
+    src.write_text("HYBRID_DATA_MODEL model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4\n2\n"
+                   "attn -1 3000 ALLREDUCE 4096 6000 ALLREDUCE 4096 2000 ALLREDUCE 16000 0\n"
+                   "mlp -1 5000 ALLREDUCE 4096 5000 ALLREDUCE 4096 5000 ALLREDUCE 32000 100\n")
+    converter.TextConverter(str(src), str(tmp_path / "trace"), 4, 1).convert()
+    raw = llm_spec().raw
+    raw["topology"]["hosts_per_leaf"] = 2
+    raw["workload"] = {"kind": "chakra", "path": str(tmp_path / "trace"), "workers": 4, "iterations": 1}
+    spec = parse_spec(raw)
+    s, f = simulate(spec, tmp_path)
+    assert s["completed"] and s["schedule"]["ranks"] == 4
+    ideal = ideal_iteration(experiment_run.schedule_of(spec.workload)).iteration_us * 1e-6
+    assert f["iterations"]["total_s"].max() == pytest.approx(ideal, rel=0.01)
