@@ -127,6 +127,19 @@ def test_bad_schedule_workloads_are_named(change, says):
     assert says in str(e.value)
 
 
+def test_a_schedules_server_is_the_topologys():
+    """On a topology of servers the hierarchical algorithms group ranks by its servers: the
+    workload takes the topology's gpus_per_server, and a different one is an error."""
+    topo = {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4, "host_rate_bps": 1e10,
+            "gpus_per_server": 2}
+    work = {"kind": "llm", "model": "gpt3-1.3b", "workers": 8, "parallelism": {"dp": 2, "tp": 2, "pp": 2}}
+    assert parse_spec({"name": "x", "topology": topo, "workload": work}).workload["gpus_per_server"] == 2
+    assert parse_spec({"name": "x", "topology": {**topo, "gpus_per_server": 1},
+                       "workload": work}).workload["gpus_per_server"] == 8   # no servers: the default
+    with pytest.raises(SpecError, match="workload.gpus_per_server: 4, but topology.gpus_per_server is 2"):
+        parse_spec({"name": "x", "topology": topo, "workload": {**work, "gpus_per_server": 4}})
+
+
 def test_more_ranks_than_hosts_is_an_error_before_the_run():
     raw = {"name": "x", "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2, "host_rate_bps": 1e10},
            "workload": {"kind": "llm", "model": "gpt3-1.3b", "workers": 8, "parallelism": {"dp": 2, "tp": 2, "pp": 2}}}

@@ -106,7 +106,8 @@ from dlcp_emu.experiment.spec_checks import (
     _check_background, _check_scaled_rates, _check_sizes, _check_topology, _check_training,
     _check_workload_memory,
 )
-from dlcp_emu.experiment.spec_schedule import WORKLOAD_KINDS, is_schedule, take_schedule_workload
+from dlcp_emu.experiment.spec_schedule import (WORKLOAD_KINDS, is_schedule, servers_of_schedule,
+                                              take_schedule_workload)
 from topologies import build as build_topology
 from workloads import PATTERNS
 
@@ -315,6 +316,8 @@ def parse_spec(raw, source="spec"):
         c.problems.append("workload.group_size: must be at most workload.workers")
 
     topology = top.get("topology") or {}
+    if schedule and isinstance(topology, dict):
+        servers_of_schedule(c, workload, raw_workload, topology)
     topo = _check_topology(c, topology, workload) if isinstance(topology, dict) else None
     if topo is not None and not c.problems:
         _check_scaled_rates(c, topo, top, raw)

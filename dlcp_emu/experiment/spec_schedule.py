@@ -33,7 +33,7 @@ def schedule_fields():
                       "group in a rack)"),
         "gpu": ("A100", one_of(GPUS), f"kind llm: one of {', '.join(GPUS)} (the compute roofline)"),
         "efficiency": (0.5, number(0, 1, lo_open=True), "kind llm: a fraction of the GPU's peak in (0, 1]"),
-        "gpus_per_server": (8, integer(1, 64), "an integer in 1..64: ranks a server (hierarchical algorithms)"),
+        "gpus_per_server": (8, integer(1, 64), "an integer in 1..64: ranks a server (hierarchical algorithms); on a topology of servers, its gpus_per_server"),
         "tp": (None, integer(1, 4096), "kind astra-text: the tensor-parallel size (default: the file's)"),
         "time_unit": ("ns", one_of(("ns", "us")), "kind astra-text: ns or us (the file's compute times)"),
         "parallelism": ({}, lambda v: isinstance(v, dict), "kind llm: a table (see [workload.parallelism])"),
@@ -102,6 +102,20 @@ def take_schedule_workload(c, raw, source="spec"):
         w["path"] = str(Path(source).parent / w["path"])
     w.update(pattern="ring", ps=1)   # what the data-parallel run's placement and summary read
     return w
+
+
+def servers_of_schedule(c, workload, raw_workload, topology):
+    """A schedule's server (its hierarchical algorithms' groups) is the topology's, when the
+    topology has servers: taken from it when the workload names none, an error when they differ."""
+    g = topology.get("gpus_per_server", 1)
+    if not isinstance(g, int) or g <= 1:
+        return
+    if "gpus_per_server" not in raw_workload:
+        workload["gpus_per_server"] = g
+    elif raw_workload["gpus_per_server"] != g:
+        c.problems.append(f"workload.gpus_per_server: {raw_workload['gpus_per_server']}, but "
+                          f"topology.gpus_per_server is {g}; leave it out (it follows the topology) "
+                          "or make them equal")
 
 
 def is_schedule(workload):
