@@ -33,7 +33,8 @@ def schedule_fields():
                       "group in a rack)"),
         "gpu": ("A100", one_of(GPUS), f"kind llm: one of {', '.join(GPUS)} (the compute roofline)"),
         "efficiency": (0.5, number(0, 1, lo_open=True), "kind llm: a fraction of the GPU's peak in (0, 1]"),
-        "gpus_per_server": (8, integer(1, 64), "an integer in 1..64: ranks a server (hierarchical algorithms); on a topology of servers, its gpus_per_server"),
+        "gpus_per_server": (8, integer(1, 64), "an integer in 1..64: ranks a server (hierarchical "
+                            "algorithms); on a topology of servers, its gpus_per_server"),
         "tp": (None, integer(1, 4096), "kind astra-text: the tensor-parallel size (default: the file's)"),
         "time_unit": ("ns", one_of(("ns", "us")), "kind astra-text: ns or us (the file's compute times)"),
         "parallelism": ({}, lambda v: isinstance(v, dict), "kind llm: a table (see [workload.parallelism])"),
