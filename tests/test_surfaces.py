@@ -3,7 +3,6 @@ backends (`experiment.backend.Backend`), the endpoints (`transport.endpoint`), t
 network and loop (`sim.network.Network`, `sim.events.Loop`) and a host process's data plane
 (`emu.driver.HostDriver`). A member taken out of a twin fails here, not in the other backend."""
 import socket
-import typing
 
 import pytest
 
@@ -27,8 +26,15 @@ from test_experiments_sim import TINY
 
 
 def members(proto):
-    """The protocol's own members (methods, properties and annotated attributes)."""
-    return typing._get_protocol_attrs(proto)   # what isinstance checks on a runtime protocol
+    """The protocol's own members (methods, properties and annotated attributes), read from
+    its class bodies as isinstance does (Python 3.13's typing.get_protocol_members)."""
+    out = set()
+    for cls in proto.__mro__[:-1]:
+        if cls.__name__ in ("Protocol", "Generic"):
+            continue
+        out |= {k for k in (*vars(cls), *getattr(cls, "__annotations__", {}))
+                if not k.startswith("_")}
+    return out
 
 
 def without(obj, name):
