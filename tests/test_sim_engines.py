@@ -36,7 +36,8 @@ CASES = [   # (spec, preset, fields set): every example's mechanism at a byte sc
     ("examples/rail-optimized.toml", "dlcp", {"byte_scale": 0.0002}),   # servers: their own FIFO, PXN
 ]
 IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}" for p, s, _ in CASES]
-FAST = {"default-dlcp", "ps-vgg16-ndp", "rail-optimized-dlcp"}   # the rest run in `make test`, not in the fast tier
+# the rest run in `make test`, not in the fast tier (servers are held both ways there by test_rails)
+FAST = {"default-dlcp", "ps-vgg16-ndp"}
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 
