@@ -35,9 +35,15 @@ MISSES = {
 }
 
 
+# The fast tier runs one case of each transport (each case is 8 runs); `make test` runs all.
+FAST_CASES = {("dctcp", 16, 64), ("tcp", 8, 15)}
+
+
 def _cases():
     for key in REFERENCE_DRAWS:
         marks = [pytest.mark.xfail(strict=True, reason=MISSES[key])] if key in MISSES else []
+        if key not in FAST_CASES:
+            marks.append(pytest.mark.slow)
         yield pytest.param(key, marks=marks, id="{}-incast-{}-q{}".format(*key))
 
 
@@ -107,6 +113,7 @@ def test_reference_rows_are_what_htsims_logs_say():
         assert {k: str(v) for k, v in row.items()} == refs[row["seed"] - 1]
 
 
+@pytest.mark.slow
 def test_bench_htsim_dctcp_incast_prints_ours_beside_htsims(capsys):
     assert main(["bench", "htsim", "--dctcp-incast", "--draws", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
