@@ -71,3 +71,37 @@ def test_streamed_records_make_the_same_tables_and_agents_keep_only_open_ones(pa
     n_buckets = max(len(r.get("tensors", [])) for r in expected) // 4
     assert held["iterations"] <= 2 and held["tensors"] <= 2 * n_buckets, held
     assert held["deliveries"] == 0
+
+
+def test_a_schedules_streamed_records_make_the_same_messages_and_exposed_communication(tmp_path):
+    """A schedule's ranks (`ScheduleAgent`) stream their iterations with the compute each
+    held, and every message sent and received: read back, the messages, traffic classes and
+    exposed communication are the simulator's own."""
+    from dlcp_emu.experiment.results import measured_iterations
+    from dlcp_emu.experiment.schedule_results import class_table, exposed_table, message_table
+    spec = load_spec("examples/llm-emu.toml").with_field("workload.iterations", 3)
+    kept = simulate(spec, "dlcp")
+    expected = [_records(rank, s) for rank, s in kept.stacks.items()]
+    paths = {rank: host_paths(tmp_path, rank) for rank in kept.stacks}
+    writers = {rank: JsonLinesWriter(p["records"]) for rank, p in paths.items()}
+    held = []
+
+    def stream(hosts):
+        for rank, st in hosts.stacks.items():
+            writers[rank].append(take_closed(st.agent, st))
+            held.append(len(st.agent.sent) + len(st.agent.received) + len(st.agent.iteration_records))
+
+    streamed = simulate(spec, "dlcp", stream)
+    for rank, st in streamed.stacks.items():
+        writers[rank].append(take_closed(st.agent, st, final=True))
+        writers[rank].close()
+        paths[rank]["status"].write_text(f'{{"rank": {rank}, "role": "worker", "started_ns": 0}}')
+    records, problems = read_host_records(paths)
+    assert problems == {}
+    want, got = message_table(expected, spec.scale), message_table(records, spec.scale)
+    assert len(want) and want["lost_bytes"].sum() > 0
+    pd.testing.assert_frame_equal(want, got)
+    pd.testing.assert_frame_equal(class_table(want), class_table(got))
+    its = [measured_iterations(tables(r, spec.scale)[0]) for r in (expected, records)]
+    pd.testing.assert_frame_equal(exposed_table(expected, its[0], spec.scale), exposed_table(records, its[1], spec.scale))
+    assert max(held) <= 1    # messages leave at once; at most the open iteration stays

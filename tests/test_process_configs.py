@@ -117,3 +117,29 @@ def test_a_process_given_an_older_config_says_which_field_and_exits(tmp_path, pr
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert f"{kind.__name__}: unknown field(s) ['batch']" in r.stderr, r.stderr
+
+
+def test_a_schedules_host_derives_the_program_the_simulator_runs(tmp_path):
+    """A schedule's [workload] and its ranks' servers reach each host process in its config
+    (written and read back as the runner and hostd do); the host derives the rank's program
+    equal to the run's set-up's, hierarchical groups included: ranks placed `spread` share
+    servers 0-4, 1-5, ... (not blocks of gpus_per_server): a DP group of four spans two servers,
+    not four."""
+    from dlcp_emu.emu.hostd import build_schedule_agent
+    from dlcp_emu.experiment.run import prepare
+    from dlcp_emu.sim.run import SimBackend
+    spec = parse_spec({
+        "name": "x", "byte_scale": 1e-3,
+        "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4, "host_rate_bps": 1e10,
+                     "gpus_per_server": 2},
+        "workload": {"kind": "llm", "model": "gpt3-1.3b", "layers": 2, "workers": 8, "placement": "spread",
+                     "algorithms": {"all-reduce": "hierarchical"},
+                     "parallelism": {"dp": 4, "tp": 2, "seq_len": 256}}})
+    setup = prepare(spec, SimBackend(), "fifo")
+    for cfg in host_configs(spec, tmp_path):
+        cfg.write(tmp_path / "c.json")
+        read = HostProcessConfig.read(tmp_path / "c.json")
+        assert read.servers == [0, 1, 2, 3, 0, 1, 2, 3]
+        plan, agent = build_schedule_agent(read)
+        assert agent.p == setup.plan.programs[read.rank]
+        assert plan.n_messages == setup.plan.n_messages

@@ -145,14 +145,14 @@ def test_a_schedules_server_is_the_topologys():
 def test_a_ranks_server_is_the_one_its_host_sits_in(placement, servers):
     """The hierarchical algorithms' groups: packed ranks fill servers in order; spread ones are
     dealt over the racks, so ranks 0 and 4 share a server (r // gpus_per_server would say 0, 2)."""
-    from dlcp_emu.experiment.run import _server_of, prepare
+    from dlcp_emu.experiment.run import prepare
+    from dlcp_emu.experiment.schedule_setup import servers_of
     raw = {"name": "x", "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4,
                                      "host_rate_bps": 1e10, "gpus_per_server": 2},
            "workload": {"kind": "llm", "model": "gpt3-1.3b", "workers": 8, "placement": placement,
                         "parallelism": {"dp": 2, "tp": 2, "pp": 2}}}
     setup = prepare(parse_spec(raw), SimBackend(), "fifo")
-    server_of = _server_of(setup.placement, setup.topology, 2)
-    assert [server_of(r) for r in range(8)] == servers
+    assert servers_of(setup.placement, setup.topology, 2) == servers
 
 
 def test_more_ranks_than_hosts_is_an_error_before_the_run():

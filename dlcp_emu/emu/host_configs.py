@@ -37,7 +37,12 @@ class HostProcessConfig(StartedProcessConfig):
     pattern, iterations, group_size, fusion), the transport and its settings
     (`TransportSettings` fields), `Scale` and `CompressionSpec` fields, [training] or None,
     the host's link rate, and engine (python: the Python endpoints over `UdpDriver`, else the
-    compiled data plane, `native_host`)."""
+    compiled data plane, `native_host`).
+
+    schedule: the spec's [workload] of a schedule kind (docs/schedules.md), or None; with it,
+    servers: each rank's server number (the hierarchical algorithms' groups). The process
+    derives the plan from these as the run's set-up does (`experiment.schedule_setup`) and
+    runs its rank's program (`host.schedule_agent`); the data-parallel fields are then unread."""
 
     program: ClassVar[str] = "dlcp_emu.emu.hostd"
 
@@ -67,6 +72,8 @@ class HostProcessConfig(StartedProcessConfig):
     link_rate_bps: float
     compression: dict
     engine: str
+    schedule: dict | None
+    servers: list | None
     records_path: str
     samples_path: str | None = None
     packets_path: str | None = None

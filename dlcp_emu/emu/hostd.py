@@ -2,8 +2,8 @@
 
     python -m dlcp_emu.emu.hostd --config FILE.json
 
-Builds the plan from the trace, the agent (worker or parameter server) and its transport
-stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
+Builds the plan from the trace (or the schedule: `build_schedule_agent`), the agent (worker,
+parameter server or a schedule's rank) and its transport stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
 (`hostproc.wait_for_start`: CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
 deadline, and, if asked, writes its reduced tensors (`results_path`, .npz) for verification.
 
@@ -41,6 +41,9 @@ from dlcp_emu.host.records import take_closed
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 from dlcp_emu.host.packet_log import MAX_RECORDS, PacketLog, write_records
 from dlcp_emu.host.plan import make_plan
+from dlcp_emu.host.schedule_agent import ScheduleAgent
+from dlcp_emu.experiment.schedule_setup import schedule_plan
+from dlcp_emu.experiment.spec_schedule import schedule_of
 from dlcp_emu.emu.native_host import NativeUdpHost
 from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.emu.udp_driver import UdpDriver
@@ -126,6 +129,8 @@ class Reporter:
 
 
 def build_agent(cfg):
+    if cfg.schedule is not None:
+        return build_schedule_agent(cfg)
     training = TrainingSpec(**cfg.training) if cfg.training else None
     trace = trace_of(cfg.workload()) if training is None else trace_of_training(training)
     plan = make_plan(trace, Scale(**cfg.scale),
@@ -139,6 +144,14 @@ def build_agent(cfg):
                             CompressionSpec(**cfg.compression), cfg.link_rate_bps,
                             cfg.mtu, keep_results=bool(cfg.results_path), training=training)
     return plan, agent
+
+
+def build_schedule_agent(cfg):
+    """(plan, agent) of a schedule run: the plan derived as the run's set-up derives it, this
+    rank's program in a ScheduleAgent, the simulator's agent of that rank."""
+    w = cfg.schedule
+    plan = schedule_plan(schedule_of(w), w, Scale(**cfg.scale), cfg.servers)
+    return plan, ScheduleAgent(cfg.rank, plan.programs[cfg.rank], cfg.iterations, payload="values", seed=cfg.seed)
 
 
 class Stalls:
@@ -248,7 +261,7 @@ def main(argv=None):
 
 def save_results(cfg, agent):
     """The reduced tensors and their zero-filled ranges, for verification (if asked)."""
-    if cfg.results_path and cfg.role == "worker":
+    if cfg.results_path and cfg.role == "worker" and cfg.schedule is None:   # a schedule reduces nothing
         arrays = {}
         for (it, b), (buf, lost) in agent.results.items():
             arrays[f"r_{it}_{b}"] = buf

@@ -30,6 +30,7 @@ from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.fidelity_estimate import critical_steps
 from dlcp_emu.experiment.backend import Outcome
 from dlcp_emu.experiment.topology import host_frame_ns
+from dlcp_emu.host.schedule_plan import SchedulePlan
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
@@ -187,9 +188,10 @@ def _summarize(setup, out, s, capture):
     fidelity.update(judge(fidelity, frame_ns=kept.frame_ns, compute_share=s["scaling_factor"],
                           iteration_s=s["iteration_time_mean_s"], dilation=spec.time_dilation,
                           tolerance=spec.fidelity_tolerance,
-                          steps=critical_steps(spec.workload["pattern"], len(plan.buckets),
-                                               workers=placement.workers, ps_ranks=placement.ps_ranks,
-                                               group_size=spec.workload["group_size"])))
+                          steps=plan.critical_steps if isinstance(plan, SchedulePlan) else
+                          critical_steps(spec.workload["pattern"], len(plan.buckets),
+                                         workers=placement.workers, ps_ranks=placement.ps_ranks,
+                                         group_size=spec.workload["group_size"])))
     s["engine"] = spec.engine
     s["data_planes"] = data_planes(records, run.stats)
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)

@@ -72,6 +72,10 @@ def read_host_records(paths_by_rank):
         rec["tensors"] = sorted(by_kind.get("tensor", []), key=lambda t: (t["iteration"], t["bucket"]))
         rec["deliveries"] = by_kind.get("delivery", [])
         rec["sends"] = by_kind.get("send", [])
+        if "message_sent" in by_kind or "message_received" in by_kind:   # a schedule's rank
+            rec["messages_sent"] = [tuple(m) for m in by_kind.get("message_sent", [])]
+            rec["messages_received"] = [tuple(m) for m in by_kind.get("message_received", [])]
+            rec["busy_ns"] = [r["busy_ns"] for r in sorted(rec["iterations"], key=lambda r: r["iteration"])]
         if "accuracy" in by_kind:
             rec["accuracy"] = by_kind["accuracy"]
         if rec.get("role") == "ps" or "lost" in by_kind:

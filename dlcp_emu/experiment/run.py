@@ -17,9 +17,9 @@ from dlcp_emu.experiment.summary import finish, summary
 from dlcp_emu.experiment.tables import active_seconds, port_table, queue_table, tables
 from dlcp_emu.experiment.topology import scaled_topology
 from dlcp_emu.experiment.schedule_results import add_schedule_results
+from dlcp_emu.experiment.schedule_setup import schedule_plan, servers_of
 from dlcp_emu.experiment.spec_schedule import is_schedule, schedule_of
 from dlcp_emu.host.plan import make_plan
-from dlcp_emu.host.schedule_plan import make_schedule_plan
 
 
 def prepare(spec, backend: Backend, pipeline, run_dir=None, keep_results=False) -> Setup:
@@ -30,26 +30,13 @@ def prepare(spec, backend: Backend, pipeline, run_dir=None, keep_results=False) 
     placement = place(spec, topology)
     if is_schedule(w):   # the schedule as `trace`, the ranks' programs as `plan`
         trace = schedule_of(w)
-        plan = make_schedule_plan(trace, spec.scale, w["algorithms"],
-                                  server_of=_server_of(placement, topology, w["gpus_per_server"]))
+        plan = schedule_plan(trace, w, spec.scale, servers_of(placement, topology, w["gpus_per_server"]))
     else:
         trace = trace_for(spec)
         plan = make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
     return Setup(spec, pipeline, transport, topology, placement, trace, plan,
                  background_flows(spec, topology) if spec.background else {},
                  None if run_dir is None else Path(run_dir).resolve(), keep_results)
-
-
-def _server_of(placement, topology, per):
-    """rank -> server number, the hierarchical algorithms' groups: the server of the GPU the
-    rank was placed on, when the topology has servers (whatever the placement); else ranks
-    in blocks of the workload's gpus_per_server."""
-    hosts = placement.host_of_rank
-    names = [topology.server_of(hosts[r]) for r in sorted(hosts)]
-    if not any(names):
-        return lambda r: r // per
-    number = {name: i for i, name in enumerate(dict.fromkeys(names))}
-    return lambda r: number[topology.server_of(hosts[r])]
 
 
 def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=False):

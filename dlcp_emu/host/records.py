@@ -6,9 +6,13 @@ record to the end, as they always did, and its tables are built from those lists
 Kinds (the data is what the records held before: the tables read the same fields):
 `iteration` (its communication ended), `tensor` (synchronised), `delivery` (a message
 received whole), `send` (a message the sender learnt complete), `accuracy` (an evaluation of
-a training worker), `lost` (a range a parameter server zero-filled).
+a training worker), `lost` (a range a parameter server zero-filled); a schedule's rank
+(`ScheduleAgent`): `iteration` with the ns it computed in it (`busy_ns`), `message_sent`
+and `message_received` (its MessageRecords as tuples, the simulator's `messages_sent` and
+`messages_received`).
 """
 from dlcp_emu.host.agent import Worker
+from dlcp_emu.host.schedule_agent import ScheduleAgent
 
 
 def take_closed(agent, host, final=False):
@@ -16,7 +20,12 @@ def take_closed(agent, host, final=False):
     its host (a `HostStack`, or anything with its `deliveries` and `completions` lists).
     final: every record, open ones too (the process is ending)."""
     out = []
-    if isinstance(agent, Worker):
+    if isinstance(agent, ScheduleAgent):
+        out += [(kind, {**data, "busy_ns": agent.busy[data["iteration"]]})
+                for kind, data in _take(agent.iteration_records, "iteration", final, lambda r: r.comm_end_ns >= 0)]
+        out += [("message_sent", tuple(m.__dict__.values())) for m in _pop_all(agent.sent)]
+        out += [("message_received", tuple(m.__dict__.values())) for m in _pop_all(agent.received)]
+    elif isinstance(agent, Worker):
         # An iteration is closed once its backward pass and its communication have ended:
         # the agent still writes the open ones (the current, and the one still syncing).
         out += _take(agent.iteration_records, "iteration", final,

@@ -62,6 +62,13 @@ class SchedulePlan:
     def n_messages(self):
         return len(self.gid_src)
 
+    @property
+    def critical_steps(self):
+        """The messages a rank waits for in an iteration, the most of any rank: the steps
+        whose every receive pays a host's wait (`fidelity_estimate`; a data-parallel worker's
+        is its buckets' collective steps, the same count)."""
+        return max((sum(map(len, p.recvs)) for p in self.programs), default=0)
+
 
 def make_schedule_plan(s, scale, algorithms=None, server_of=None):
     """The programs of a valid schedule `s` on a run of this `scale` (dlcp_emu.scale.Scale).
