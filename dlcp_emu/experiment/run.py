@@ -16,7 +16,7 @@ from dlcp_emu.experiment.placement import place
 from dlcp_emu.experiment.summary import finish, summary
 from dlcp_emu.experiment.tables import active_seconds, port_table, queue_table, tables
 from dlcp_emu.experiment.topology import scaled_topology
-from dlcp_emu.experiment.schedule_results import add_schedule_results
+from dlcp_emu.experiment.schedule_results import add_schedule_results, message_table
 from dlcp_emu.experiment.schedule_setup import schedule_plan, servers_of
 from dlcp_emu.experiment.spec_schedule import is_schedule, schedule_of
 from dlcp_emu.host.plan import make_plan
@@ -49,7 +49,10 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     out = backend.execute(setup, log)
     scale, t0 = spec.scale, out.t0_ns
     its, tens, dels = tables(out.records, scale, t0_ns=t0)
-    ports = port_table(out.counters, active_seconds(tens), scale,
+    # A schedule's messages are its tensors: utilisation is averaged up to the last one done.
+    msgs = message_table(out.records, scale, t0) if is_schedule(spec.workload) else None
+    active = active_seconds(tens) if msgs is None else active_seconds(msgs)
+    ports = port_table(out.counters, active, scale,
                        roles={sw: setup.topology.role_of(sw) for sw in out.counters})
     s = summary(spec, pipeline, setup.transport, its, tens, dels, ports, out.fidelity, out.duration_s,
                 setup.plan)
@@ -59,7 +62,7 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
               "queues": queue_table(out.queue_samples, t0, scale), **out.frames}
     add_accuracy(spec, out.records, scale, s, frames, t0)
     if is_schedule(spec.workload):
-        add_schedule_results(setup.plan, out.records, scale, s, frames, t0)
+        add_schedule_results(setup.plan, out.records, scale, s, frames, msgs)
     finish(setup.run_dir, s, frames, out.interrupted)
     backend.close(setup, out, s)
     return s, {**frames, **out.handles}

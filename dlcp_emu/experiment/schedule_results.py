@@ -1,7 +1,8 @@
 """A schedule run's own results (`host.schedule_agent`): every message with its traffic class
 and completion time (sent by its source's agent to whole at its destination's), per class the
 tail of those completions, and the communication each rank's iterations exposed (iteration
-time beyond the rank's compute: communication it waited on, pipeline bubbles included)."""
+time beyond the rank's compute: communication it waited on, pipeline bubbles included).
+Tables: `messages`, `traffic_classes`, `exposed` (the measured iterations of every rank)."""
 import pandas as pd
 
 from workloads.schedule import TrafficClass
@@ -51,14 +52,14 @@ def exposed_table(records, iterations, scale):
     return d
 
 
-def add_schedule_results(plan, records, scale, s, frames, t0_ns=0):
-    msgs = message_table(records, scale, t0_ns)
+def add_schedule_results(plan, records, scale, s, frames, msgs):
+    """msgs: message_table(records, ...)."""
     classes = class_table(msgs)
     frames["messages"], frames["traffic_classes"] = msgs, classes
     s["traffic_classes"] = {r["tclass"]: {k: r[k] for k in ("messages", "bytes", "fct_p50_s", "fct_p99_s",
                                                               "lost_bytes", "unfinished")}
                             for r in classes.to_dict("records")}
-    exposed = exposed_table(records, measured_iterations(frames["iterations"]), scale)
+    exposed = frames["exposed"] = exposed_table(records, measured_iterations(frames["iterations"]), scale)
     s["exposed_comm_mean_s"] = float(exposed["exposed_s"].mean()) if len(exposed) else None
     s["schedule"] = {"ranks": plan.n_ranks, "messages_per_iteration": plan.n_messages,
                      "generator": (plan.schedule.meta or {}).get("generator") if plan.schedule is not None else None}

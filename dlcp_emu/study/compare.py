@@ -35,7 +35,7 @@ from dlcp_emu.study.pools import side_by_side as _side_by_side
 from dlcp_emu.study.compare_table import print_json, table  # noqa: F401 (compare.table)
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
-           "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor")
+           "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor", "exposed_comm_mean_s")
 
 
 def backend_for(name, emu_options=None):
@@ -91,6 +91,7 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
     """What `compare` would run, every variant checked as far as a run's set-up goes (the
     scaled topology, the plan from the trace, the transport the backend has), without
     running: lines to print. Raises what the set-up would (ValueError, RuntimeError)."""
+    from dlcp_emu.experiment.spec_schedule import is_schedule
     from dlcp_emu.experiment.topology import scaled_topology
     from dlcp_emu.host.plan import make_plan
     from dlcp_emu.sim.run import sim_transport
@@ -103,6 +104,9 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
             v.transport_for(preset)
         topo = scaled_topology(v)
         w = v.workload
+        if is_schedule(w):
+            lines.append(f"  {label}: {transport} transport ({v.transport['congestion']}), " + _schedule_line(v, topo))
+            continue
         plan = make_plan(trace_of(w), v.scale, fusion_bytes=w["fusion_bytes"],
                          fusion_cycle_ms=w["fusion_cycle_ms"])
         lines.append(f"  {label}: {transport} transport ({v.transport['congestion']}), {w['workers']} workers ({w['pattern']}) "
@@ -111,6 +115,17 @@ def dry_run(spec, presets, seeds=1, backend="emu", vary=None, jobs=1):
                      + (", time_dilation auto: chosen before the runs from the spec's simulated "
                         "packet demand and this machine's measured costs" if v.dilation_auto else ""))
     return lines
+
+
+def _schedule_line(spec, topo):
+    """What a dry run says of a schedule run: its ranks, messages and bytes an iteration."""
+    from dlcp_emu.experiment.placement import place
+    from dlcp_emu.experiment.schedule_setup import schedule_plan, servers_of
+    from dlcp_emu.experiment.spec_schedule import schedule_of
+    w = spec.workload
+    plan = schedule_plan(schedule_of(w), w, spec.scale, servers_of(place(spec, topo), topo, w["gpus_per_server"]))
+    return (f"{w['workers']} ranks of a {w['kind']} schedule ({w.get('model') or w.get('path')}) on {topo.name}, "
+            f"{plan.n_messages} messages, {int(plan.gid_nbytes.sum()):,} bytes an iteration")
 
 
 def dilations(runs, log=print, machine=None):
@@ -224,10 +239,14 @@ class Task:
 
 def _combine(per_seed):
     out = dict(per_seed[0])
-    for key in FIGURES:
+    for key in (k for k in FIGURES if k in out):   # exposed_comm_mean_s: schedule runs only
         values = [s[key] for s in per_seed if s.get(key) is not None]
         out[key] = float(np.mean(values)) if values else None
     out["compression"] = _mean_numbers([s.get("compression", {}) for s in per_seed])
+    if "traffic_classes" in out:   # a schedule's: each class's figures, the mean over the seeds that have it
+        out["traffic_classes"] = {c: _mean_numbers([s["traffic_classes"][c] for s in per_seed
+                                                    if c in (s.get("traffic_classes") or {})])
+                                  for c in dict.fromkeys(c for s in per_seed for c in s.get("traffic_classes") or {})}
     if "accuracy" in out:
         acc = [s["accuracy"] for s in per_seed]
         out["accuracy"] = _mean_numbers(acc)

@@ -1,6 +1,8 @@
 """`compare`'s plain-text table of the presets' figures side by side."""
 import json
 
+from workloads.schedule import CLASS_BY_LABEL
+
 from dlcp_emu.experiment import results
 from dlcp_emu.experiment.fidelity_estimate import worst_pct
 
@@ -10,15 +12,18 @@ def table(summary):
     compressed = any(s.get("compression", {}).get("mode", "none") != "none"
                      for s in summary["presets"].values())
     trained = any("accuracy" in s for s in summary["presets"].values())
-    head = ["preset", "transport", "iter mean", "iter p99", "fct p50", "fct p99", "fct p99.9",
+    classes = schedule_classes(summary)
+    completion = [f"{SHORT[c]} p99" for c in classes] + ["exposed"] if classes else ["fct p50", "fct p99", "fct p99.9"]
+    head = ["preset", "transport", "iter mean", "iter p99", *completion,
             "loss", "util", "scaling", *(["sent", "energy"] if compressed else []),
             *(["accuracy", "vs lossless", "to target"] if trained else []), "fidelity"]
     rows = []
     for preset, s in summary["presets"].items():
         fid_text = fidelity_cell(s)
         rows.append([preset, results.transport_label(s), _ms(s["iteration_time_mean_s"]),
-                     _ms(s["iteration_time_p99_s"]), _ms(s["tensor_fct_p50_s"]),
-                     _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"]),
+                     _ms(s["iteration_time_p99_s"]),
+                     *(_schedule_cells(s, classes) if classes else
+                       [_ms(s["tensor_fct_p50_s"]), _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"])]),
                      f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
                      "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
                      "-" if s["scaling_factor"] is None else f"{s['scaling_factor']:.2f}",
@@ -29,13 +34,38 @@ def table(summary):
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + (
-        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (
+        "\n(times in ms, real-world; loss = zero-filled gradient bytes)" + (SCHEDULE_LEGEND if classes else "") + (
             "\n(sent: gradient bytes sent against uncompressed; energy: share of the gradients'"
             "\n sum of squares the compressed messages kept)" if compressed else "") + (
             "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
             "\n same training in one process, points; to target: iterations and real-world seconds"
             "\n to reach the target accuracy)" if trained else "") +
         (FIDELITY_LEGEND if summary.get("backend") == "emu" else ""))
+
+
+SHORT = {"gradient": "grad", "activation": "act", "activation-gradient": "act-grad", "parameters": "params",
+         "all-to-all": "a2a"}   # a schedule's traffic classes in the table's head
+
+
+def schedule_classes(summary):
+    """The traffic classes of a comparison's schedule runs, in `TrafficClass` order (none:
+    no run is a schedule's)."""
+    seen = {c for s in summary["presets"].values() for c in s.get("traffic_classes") or {}}
+    return [label for label in CLASS_BY_LABEL if label in seen]
+
+
+def _schedule_cells(s, classes):
+    """Per class the p99 completion of its messages, then the exposed communication."""
+    by_class = s.get("traffic_classes") or {}
+    return [_ms_fine((by_class.get(c) or {}).get("fct_p99_s")) for c in classes] + [_ms(s.get("exposed_comm_mean_s"))]
+
+
+def _ms_fine(v):
+    """ms with the digits a small figure needs (a TP all-reduce's tens of microseconds)."""
+    if v is None:
+        return "-"
+    ms = v * 1e3
+    return f"{ms:.1f}" if ms >= 10 else f"{ms:.2f}" if ms >= 0.1 else f"{ms:.3f}"
 
 
 def _accuracy_cells(a):
@@ -70,6 +100,13 @@ def fidelity_cell(s):
     text = "-" if est is None else f"~{worst_pct(est):+.1f}%" + ("!" if fid.get("estimate_flagged") else "")
     return ("behind! " if fid.get("fell_behind") else "") + text
 
+
+# For schedule runs (docs/schedules.md): the classes' parallelism in generated LLM schedules.
+SCHEDULE_LEGEND = (
+    "\n(<class> p99: completion of the class's messages, sent to whole at their destination;"
+    "\n grad(ient): DP (ZeRO: its reduce-scatter), act(ivation) and act(ivation)-grad(ient): TP"
+    "\n and PP, params: ZeRO's all-gathers, a2a: EP's all-to-all; exposed: iteration time beyond each"
+    "\n rank's compute, mean: communication waited on, pipeline bubbles included)")
 
 # For emulated runs only: simulated ones run in virtual time, exact by construction.
 FIDELITY_LEGEND = (

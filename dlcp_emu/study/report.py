@@ -14,6 +14,9 @@ table say: iteration 0 left out, each figure a mean over seeds of that seed's fi
   DC2 steers by;
 - accuracy.png (runs that trained): held-out accuracy against real-world time and against
   iterations, mean of the replicas and seeds, with the lossless one-process baseline;
+- schedule_classes.png (schedule runs, in place of fct_cdf.png): per traffic class the
+  messages' completion, and each preset's compute and exposed communication
+  (study/report_schedule.py);
 - report.html: all of it on one self-contained page (study/report_page.py).
 """
 import json
@@ -24,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dlcp_emu.experiment.results import measured_iterations, percentile
+from dlcp_emu.study import report_schedule
 
 
 def _frames(run_dir, name):
@@ -80,7 +84,14 @@ def draw(run_dir, port=None):
     presets, summary = _order(run_dir, tensors)
     title = f"{summary['spec']} ({'emulation' if summary['backend'] == 'emu' else 'simulation'})"
     colors = {p: f"C{i}" for i, p in enumerate(presets)}
-    pngs.append(_fct_plot(plt, tensors, presets, colors, title, run_dir))
+    messages = _frames(run_dir, "messages")
+    if tensors or not messages:   # a schedule's messages have their own plot (below)
+        pngs.append(_fct_plot(plt, tensors, presets, colors, title, run_dir))
+    else:
+        presets = _order(run_dir, messages)[0]
+        colors = {p: f"C{i}" for i, p in enumerate(presets)}
+        pngs.append(report_schedule.plot(plt, messages, _frames(run_dir, "exposed"), presets, colors, title,
+                                         run_dir / "schedule_classes.png", _seed_mean, _save))
     its = _frames(run_dir, "iterations")
     pngs.append(_iteration_plot(plt, its, [p for p in presets if p in its], colors, title, run_dir))
     queues = _frames(run_dir, "queues")
@@ -90,7 +101,7 @@ def draw(run_dir, port=None):
     dels = _frames(run_dir, "deliveries")
     if dels:
         pngs.append(_loss_plot(plt, dels, [p for p in presets if p in dels], colors, title, run_dir))
-    compressed = [p for p in presets if "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
+    compressed = [p for p in presets if p in tensors and "ratio" in tensors[p] and (tensors[p]["ratio"] < 1).any()]
     if compressed:
         pngs.append(_compression_plot(plt, tensors, compressed, colors, title, run_dir))
     accuracy = _frames(run_dir, "accuracy")
