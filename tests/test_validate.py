@@ -135,3 +135,14 @@ def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
     (row,) = report["presets"]
     assert row["preset"] == compare.preset_name(table) != "fifo"
     assert row["iteration_time_mean_s"]["difference"] == pytest.approx(-0.2)
+
+
+def test_a_schedule_runs_fct_is_its_gradient_messages():
+    """A schedule has no tensors (buckets): validate compares its DP gradient messages' p99."""
+    from dlcp_emu.study.validate import _per_seed
+    runs = {"per_seed": [{"tensor_fct_p99_s": None, "traffic_classes": {"gradient": {"fct_p99_s": 0.02},
+                                                                        "activation": {"fct_p99_s": 1e-4}}},
+                         {"tensor_fct_p99_s": None, "traffic_classes": {"gradient": {"fct_p99_s": 0.03}}}]}
+    assert _per_seed(runs, "tensor_fct_p99_s") == [0.02, 0.03]
+    assert _per_seed({"tensor_fct_p99_s": 0.5, "traffic_classes": {"gradient": {"fct_p99_s": 0.02}}},
+                     "tensor_fct_p99_s") == [0.5]
