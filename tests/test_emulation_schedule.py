@@ -83,3 +83,14 @@ def test_the_iteration_is_the_simulators(runs):
     estimate = abs(worst_pct(s["fidelity"]["estimate"])) / 100
     diff = s["iteration_time_mean_s"] / sim["iteration_time_mean_s"] - 1
     assert abs(diff) <= NOISE + estimate, (diff, estimate)
+
+
+def test_the_waits_are_laid_to_the_parallelism_as_simulated(runs):
+    """The exposed time by parallelism (the agent replayed on the arrivals the hosts
+    recorded): DP waits dominate as in the simulator, and the replayed waits add up to the
+    measured exposed time but for what the hosts' late timers added."""
+    _, (s, f), (sim, _) = runs
+    dims, want = s["exposed_comm_by_dim_s"], sim["exposed_comm_by_dim_s"]
+    assert set(dims) == set(want) == {"tp", "dp"}
+    assert dims["dp"] > 5 * dims["tp"] > 0
+    assert sum(dims.values()) == pytest.approx(s["exposed_comm_mean_s"], rel=0.1)

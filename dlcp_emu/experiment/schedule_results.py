@@ -2,12 +2,14 @@
 and completion time (sent by its source's agent to whole at its destination's), per class the
 tail of those completions, and the communication each rank's iterations exposed (iteration
 time beyond the rank's compute: communication it waited on, pipeline bubbles included).
-Tables: `messages`, `traffic_classes`, `exposed` (the measured iterations of every rank)."""
+Tables: `messages`, `traffic_classes`, `exposed` (the measured iterations of every rank),
+`exposure` (what each rank's waits were on: `schedule_exposure`)."""
 import pandas as pd
 
 from workloads.schedule import TrafficClass
 
 from dlcp_emu.experiment.results import measured_iterations, percentile
+from dlcp_emu.experiment.schedule_exposure import exposure_by_dim, exposure_table
 
 MESSAGE_COLUMNS = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_s", "done_s", "fct_s", "lost_bytes"]
 
@@ -61,5 +63,7 @@ def add_schedule_results(plan, records, scale, s, frames, msgs):
                             for r in classes.to_dict("records")}
     exposed = frames["exposed"] = exposed_table(records, measured_iterations(frames["iterations"]), scale)
     s["exposed_comm_mean_s"] = float(exposed["exposed_s"].mean()) if len(exposed) else None
+    by_dim = frames["exposure"] = exposure_table(plan, records, scale)
+    s["exposed_comm_by_dim_s"] = exposure_by_dim(by_dim, exposed)
     s["schedule"] = {"ranks": plan.n_ranks, "messages_per_iteration": plan.n_messages,
                      "generator": (plan.schedule.meta or {}).get("generator") if plan.schedule is not None else None}

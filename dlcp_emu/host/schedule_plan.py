@@ -57,6 +57,8 @@ class SchedulePlan:
     n_ranks: int
     compute_ns: int       # the largest rank's compute (the summary's compute time)
     schedule: object = None
+    gid_dim: tuple = ()   # the parallelism of every message: its group's kind (tp, pp, dp, ep, ...),
+                          # a send's pp when a pp group holds both ranks, else p2p
 
     @property
     def n_messages(self):
@@ -76,11 +78,12 @@ def make_schedule_plan(s, scale, algorithms=None, server_of=None):
     n_ops = s.n_ops
     op_sends = [[] for _ in range(n_ops)]
     op_recvs = [[] for _ in range(n_ops)]
-    src, dst, nbytes, tclass, layer_of = [], [], [], [], []
+    src, dst, nbytes, tclass, layer_of, dims = [], [], [], [], [], []
     op_layer = s.layer.tolist()
 
-    def add(op_s, op_r, a, b, n, after, tc):
+    def add(op_s, op_r, a, b, n, after, tc, dim):
         gid = len(src)
+        dims.append(dim)
         src.append(a)
         dst.append(b)
         nbytes.append(max(1, scale.nbytes(n)))
@@ -93,18 +96,27 @@ def make_schedule_plan(s, scale, algorithms=None, server_of=None):
     for _, row in collectives(s).iterrows():
         st = steps(s, row, algorithms, server_of)
         op_of = dict(zip(s.groups[int(row["group"])], (int(o) for o in row["ops"])))
+        dim = _kind(s.group_names[int(row["group"])])
         g0 = len(src)
         for k, (a, b, n, d) in enumerate(zip(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(),
                                               st.dep.tolist())):
-            add(op_of[a], op_of[b], a, b, n, g0 + d if d >= 0 else -1, int(row["tclass"]))
+            add(op_of[a], op_of[b], a, b, n, g0 + d if d >= 0 else -1, int(row["tclass"]), dim)
+    pp = [set(g) for g, name in zip(s.groups, s.group_names) if _kind(name) == "pp"]
     for m in messages(s).itertuples(index=False):
-        add(int(m.send_op), int(m.recv_op), int(m.src), int(m.dst), int(m.nbytes), -1, int(m.tclass))
+        a, b = int(m.src), int(m.dst)
+        add(int(m.send_op), int(m.recv_op), a, b, int(m.nbytes), -1, int(m.tclass),
+            "pp" if any(a in g and b in g for g in pp) else "p2p")
     tids = _tensor_ids(src, dst, layer_of)
     programs = tuple(_program(s, r, op_sends, op_recvs, src, dst, nbytes, tids, scale)
                      for r in range(s.n_ranks))
     return SchedulePlan(programs, np.asarray(tclass, dtype=np.int8), np.asarray(src), np.asarray(dst),
                         np.asarray(nbytes, dtype=np.int64), s.n_ranks,
-                        max((p.compute_ns for p in programs), default=0), s)
+                        max((p.compute_ns for p in programs), default=0), s, tuple(dims))
+
+
+def _kind(group_name):
+    """`tp[3]` -> `tp` (workloads.schedule.layout's names; an imported group's name whole)."""
+    return group_name.split("[", 1)[0]
 
 
 def _tensor_ids(src, dst, layer_of):

@@ -243,6 +243,10 @@ def _combine(per_seed):
         values = [s[key] for s in per_seed if s.get(key) is not None]
         out[key] = float(np.mean(values)) if values else None
     out["compression"] = _mean_numbers([s.get("compression", {}) for s in per_seed])
+    if "exposed_comm_by_dim_s" in out:   # a schedule's: a dimension a seed did not wait on counts 0
+        dims = dict.fromkeys(d for s in per_seed for d in s.get("exposed_comm_by_dim_s") or {})
+        out["exposed_comm_by_dim_s"] = {d: float(np.mean([(s.get("exposed_comm_by_dim_s") or {}).get(d, 0.0)
+                                                          for s in per_seed])) for d in dims}
     if "traffic_classes" in out:   # a schedule's: each class's figures, the mean over the seeds that have it
         out["traffic_classes"] = {c: _mean_numbers([s["traffic_classes"][c] for s in per_seed
                                                     if c in (s.get("traffic_classes") or {})])

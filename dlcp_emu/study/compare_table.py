@@ -13,7 +13,9 @@ def table(summary):
                      for s in summary["presets"].values())
     trained = any("accuracy" in s for s in summary["presets"].values())
     classes = schedule_classes(summary)
-    completion = [f"{SHORT[c]} p99" for c in classes] + ["exposed"] if classes else ["fct p50", "fct p99", "fct p99.9"]
+    dims = exposed_dims(summary)
+    completion = [f"{SHORT[c]} p99" for c in classes] + ["exposed"] + [f"exp {d}" for d in dims] if classes \
+        else ["fct p50", "fct p99", "fct p99.9"]
     head = ["preset", "transport", "iter mean", "iter p99", *completion,
             "loss", "util", "scaling", *(["sent", "energy"] if compressed else []),
             *(["accuracy", "vs lossless", "to target"] if trained else []), "fidelity"]
@@ -22,7 +24,7 @@ def table(summary):
         fid_text = fidelity_cell(s)
         rows.append([preset, results.transport_label(s), _ms(s["iteration_time_mean_s"]),
                      _ms(s["iteration_time_p99_s"]),
-                     *(_schedule_cells(s, classes) if classes else
+                     *(_schedule_cells(s, classes, dims) if classes else
                        [_ms(s["tensor_fct_p50_s"]), _ms(s["tensor_fct_p99_s"]), _ms(s["tensor_fct_p999_s"])]),
                      f"{s['loss_fraction'] * 100:.3f}%" + ("" if s["loss_within_bound"] else " > bound"),
                      "-" if s["link_utilization"] is None else f"{s['link_utilization'] * 100:.0f}%",
@@ -54,10 +56,21 @@ def schedule_classes(summary):
     return [label for label in CLASS_BY_LABEL if label in seen]
 
 
-def _schedule_cells(s, classes):
-    """Per class the p99 completion of its messages, then the exposed communication."""
-    by_class = s.get("traffic_classes") or {}
-    return [_ms_fine((by_class.get(c) or {}).get("fct_p99_s")) for c in classes] + [_ms(s.get("exposed_comm_mean_s"))]
+DIMS = ("tp", "pp", "dp", "ep", "edp", "embed", "p2p")   # the order of the exposed columns
+
+
+def exposed_dims(summary):
+    """The parallelism dimensions the schedule runs' ranks waited on (`schedule_exposure`)."""
+    seen = {d for s in summary["presets"].values() for d in s.get("exposed_comm_by_dim_s") or {}}
+    return [d for d in DIMS if d in seen] + sorted(seen - set(DIMS))
+
+
+def _schedule_cells(s, classes, dims):
+    """Per class the p99 completion of its messages, the exposed communication, and its
+    share waited on each dimension."""
+    by_class, by_dim = s.get("traffic_classes") or {}, s.get("exposed_comm_by_dim_s") or {}
+    return [_ms_fine((by_class.get(c) or {}).get("fct_p99_s")) for c in classes] + \
+        [_ms(s.get("exposed_comm_mean_s"))] + [_ms_fine(by_dim.get(d, 0.0 if by_dim else None)) for d in dims]
 
 
 def _ms_fine(v):
@@ -106,7 +119,8 @@ SCHEDULE_LEGEND = (
     "\n(<class> p99: completion of the class's messages, sent to whole at their destination;"
     "\n grad(ient): DP (ZeRO: its reduce-scatter), act(ivation) and act(ivation)-grad(ient): TP"
     "\n and PP, params: ZeRO's all-gathers, a2a: EP's all-to-all; exposed: iteration time beyond each"
-    "\n rank's compute, mean: communication waited on, pipeline bubbles included)")
+    "\n rank's compute, mean: communication waited on, pipeline bubbles included; exp <dim>: the"
+    "\n part of it each parallelism's messages ended (tp, pp, dp, ...: docs/schedules.md))")
 
 # For emulated runs only: simulated ones run in virtual time, exact by construction.
 FIDELITY_LEGEND = (

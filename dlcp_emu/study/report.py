@@ -90,7 +90,8 @@ def draw(run_dir, port=None):
     else:
         presets = _order(run_dir, messages)[0]
         colors = {p: f"C{i}" for i, p in enumerate(presets)}
-        pngs.append(report_schedule.plot(plt, messages, _frames(run_dir, "exposed"), presets, colors, title,
+        pngs.append(report_schedule.plot(plt, messages, _frames(run_dir, "exposed"), _frames(run_dir, "exposure"),
+                                         presets, colors, title,
                                          run_dir / "schedule_classes.png", _seed_mean, _save))
     its = _frames(run_dir, "iterations")
     pngs.append(_iteration_plot(plt, its, [p for p in presets if p in its], colors, title, run_dir))

@@ -2,7 +2,8 @@
 - left: per traffic class, each preset's p99 completion of the class's messages (bar) and
   p50 (tick), log time axis: the figures of `compare`'s `<class> p99` columns;
 - right: each preset's mean iteration split into the ranks' compute and the communication
-  they waited on (exposed), over the measured iterations: `compare`'s `exposed` column.
+  they waited on (exposed), by the parallelism waited on, over the measured iterations:
+  `compare`'s `exposed` and `exp <dim>` columns.
 Every figure by the statistics' own rules, a mean over seeds of each seed's figure."""
 import numpy as np
 
@@ -11,7 +12,7 @@ from workloads.schedule import CLASS_BY_LABEL
 from dlcp_emu.experiment.results import percentile
 
 
-def rows(messages, exposed, names, seed_mean):
+def rows(messages, exposed, exposure, names, seed_mean):
     """The plot's figures: a row per preset and class (p50/p99 ms, messages, bytes lost) and
     a row per preset of its iteration split (class "iteration": busy and exposed ms)."""
     out = []
@@ -26,14 +27,18 @@ def rows(messages, exposed, names, seed_mean):
                         "lost_bytes": seed_mean(one, lambda x: float(x["lost_bytes"].fillna(0).sum()))})
         e = exposed.get(p)
         if e is not None and len(e):
-            out.append({"preset": p, "tclass": "iteration",
-                        "busy_ms": _ms(seed_mean(e, lambda x: x["busy_s"].mean())),
-                        "exposed_ms": _ms(seed_mean(e, lambda x: x["exposed_s"].mean()))})
+            row = {"preset": p, "tclass": "iteration", "busy_ms": _ms(seed_mean(e, lambda x: x["busy_s"].mean())),
+                   "exposed_ms": _ms(seed_mean(e, lambda x: x["exposed_s"].mean()))}
+            w = exposure.get(p)
+            if w is not None and len(w):   # each dimension's share, over the same iterations
+                for dim in sorted(set(w["dim"])):
+                    row[f"exposed_{dim}_ms"] = _ms(seed_mean(e, lambda x, d=dim: _dim_mean(x, w, d)))
+            out.append(row)
     return out
 
 
-def plot(plt, messages, exposed, names, colors, title, path, seed_mean, save):
-    figures = rows(messages, exposed, names, seed_mean)
+def plot(plt, messages, exposed, exposure, names, colors, title, path, seed_mean, save):
+    figures = rows(messages, exposed, exposure, names, seed_mean)
     classes = [r for r in figures if r["tclass"] != "iteration"]
     split = [r for r in figures if r["tclass"] == "iteration"]
     labels = list(dict.fromkeys(r["tclass"] for r in classes))
@@ -52,18 +57,36 @@ def plot(plt, messages, exposed, names, colors, title, path, seed_mean, save):
     left.grid(alpha=0.3, axis="y", which="both")
     left.legend(fontsize=8)
     left.set_title("Completion by traffic class", fontsize=9)
+    hatches = {}
     for i, r in enumerate(split):
         right.bar(i, r["busy_ms"], color="grey", alpha=0.6, label="compute" if i == 0 else None)
-        right.bar(i, r["exposed_ms"], bottom=r["busy_ms"], color=colors[r["preset"]], alpha=0.85)
+        parts = [(k[len("exposed_"):-len("_ms")], v) for k, v in r.items() if k.startswith("exposed_") and k != "exposed_ms"]
+        bottom = r["busy_ms"]
+        for dim, v in parts or [("", r["exposed_ms"])]:
+            new = dim not in hatches
+            hatch = hatches.setdefault(dim, ["", "//", "..", "xx", "--", "oo"][len(hatches) % 6])
+            right.bar(i, v, bottom=bottom, color=colors[r["preset"]], alpha=0.85, hatch=hatch, edgecolor="white",
+                      label=f"waited on {dim}" if dim and new else None)
+            bottom += v
         right.text(i, r["busy_ms"] + r["exposed_ms"], f"{r['exposed_ms']:.1f}", ha="center", va="bottom", fontsize=8)
     right.set_xticks(range(len(split)), [r["preset"] for r in split])
     right.set_ylabel("mean iteration (ms, real-world)")
     right.grid(alpha=0.3, axis="y")
     if split:
         right.legend(fontsize=8)
-    right.set_title("Compute and exposed communication\n(iteration 0 left out; label: exposed ms)", fontsize=9)
+    right.set_title("Compute, and communication waited on by parallelism\n"
+                    "(iteration 0 left out; label: exposed ms)", fontsize=9)
     fig.suptitle(f"Schedule traffic: {title}", fontsize=10)
     return save(fig, path, figures)
+
+
+def _dim_mean(one_seed, exposure, dim):
+    """One seed's mean over its measured rank-iterations (`one_seed`, the exposed table) of
+    the seconds waited on `dim`, 0 where it waited on none."""
+    w = exposure[(exposure["seed"] == one_seed["seed"].iloc[0]) & (exposure["dim"] == dim)]
+    per = w.groupby(["rank", "iteration"])["exposed_s"].sum()
+    keys = list(zip(one_seed["rank"], one_seed["iteration"]))
+    return float(np.mean([per.get(k, 0.0) for k in keys]))
 
 
 def _ms(v):
