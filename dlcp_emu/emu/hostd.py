@@ -3,7 +3,8 @@
     python -m dlcp_emu.emu.hostd --config FILE.json
 
 Builds the plan from the trace (or the schedule: `build_schedule_agent`), the agent (worker,
-parameter server or a schedule's rank) and its transport stack, binds a UDP socket on the host's address at the DLCP port, waits for the common start
+parameter server or a schedule's rank) and its transport stack, binds a UDP socket on the
+host's address at the DLCP port, waits for the common start
 (`hostproc.wait_for_start`: CLOCK_MONOTONIC is shared by all namespaces), runs until the agent is done or the
 deadline, and, if asked, writes its reduced tensors (`results_path`, .npz) for verification.
 
