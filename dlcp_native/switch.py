@@ -24,6 +24,7 @@ from switch_models.pipeline import STAGES, PipelineSpec
 from switch_models.port import check_link
 from switch_models.registry import SpecError
 from switch_models.switch import switch_seed
+from switch_models.traffic import TOP_TRAFFIC_CLASS, TRAFFIC_CLASSES
 
 from . import _core
 
@@ -46,7 +47,7 @@ NATIVE_STAGES = {
 }
 
 _INT64 = (-(1 << 63), 1 << 63)
-_INT_COLUMNS = ("uid", "size", "flow", "prio", "mag", "layer", "header_size", "rewrite")
+_INT_COLUMNS = ("uid", "size", "flow", "prio", "mag", "tclass", "layer", "header_size", "rewrite")
 _BOOL_COLUMNS = ("droppable", "dlcp", "ect", "ce")
 
 
@@ -114,7 +115,7 @@ class NativeSwitch:
             port, slot, cls, size, rewrite, ce, drops = self._core.receive(
                 self._route_index.get(pkt.dst, -1), index, now, pkt.uid, pkt.size, pkt.flow,
                 pkt.prio, pkt.mag, pkt.layer, pkt.droppable, pkt.dlcp, pkt.ect, pkt.ce,
-                pkt.header_size, pkt.rewrite)
+                pkt.header_size, pkt.rewrite, pkt.tclass)
         except TypeError:
             _explain(pkt, now)
             raise
@@ -179,7 +180,7 @@ class NativeSwitch:
 
     def run_batch(self, *, uid, size, dst, in_port, arrival, flow=None, prio=None, mag=None,
                   layer=None, droppable=None, dlcp=None, ect=None, ce=None, header_size=None,
-                  rewrite=None):
+                  rewrite=None, tclass=None):
         """Run a sequence of arrivals to the end with no Python per packet: each packet is
         received at its `arrival` (ns) and the switch polled at that time, as a caller of
         receive and poll would, then polled at each next event until idle.
@@ -193,7 +194,7 @@ class NativeSwitch:
                              f"{self._core.backlog()} (poll it until next_event_time() is None)")
         given = dict(uid=uid, size=size, flow=flow, prio=prio, mag=mag, layer=layer,
                      header_size=header_size, rewrite=rewrite, droppable=droppable, dlcp=dlcp,
-                     ect=ect, ce=ce)
+                     ect=ect, ce=ce, tclass=tclass)
         n = len(np.atleast_1d(uid))
         cols = {}
         for field, value in given.items():
@@ -204,6 +205,7 @@ class NativeSwitch:
         cols["dst"] = _column("dst", dst, n, np.int64)
         _check_range(cols, "prio", 0, 7)
         _check_range(cols, "mag", 0, 7)
+        _check_range(cols, "tclass", 0, TOP_TRAFFIC_CLASS)
         _check_range(cols, "rewrite", 0, 255)
         _check_range(cols, "dst", -1, len(self._route_index) - 1)
         if self._port_lut is None:
@@ -215,7 +217,7 @@ class NativeSwitch:
             self._core.run_batch(cols["uid"], cols["size"], cols["dst"], cols["flow"], cols["prio"],
                                  cols["mag"], cols["layer"], cols["header_size"], cols["rewrite"],
                                  index, cols["arrival"], cols["droppable"], cols["dlcp"], cols["ect"],
-                                 cols["ce"])
+                                 cols["ce"], cols["tclass"])
         return BatchResult(
             departures=dict(uid=d_uid, port=d_port, depart=d_depart, cls=d_cls, rewrite=d_rewrite,
                             size=d_size),
@@ -307,6 +309,8 @@ def native_stages(spec, seed):
         if stage == "load_balancer":
             params["seed"] = seed   # as PipelineSpec.load_balancer_for: a given seed wins
         params.update(s.params)
+        if "loss_tolerant" in params:   # names, checked by the spec: the core takes a flag a class
+            params["loss_tolerant"] = [int(n in params["loss_tolerant"]) for n in TRAFFIC_CLASSES]
         if stage == "load_balancer" and not _INT64[0] <= params["seed"] < _INT64[1]:
             raise ValueError(f"the native switch needs a load balancer seed in 64 bits, got {params['seed']}")
         stages[stage] = (s.name, params)
@@ -324,7 +328,7 @@ def port_tuple(number, cfg):
 def _explain(pkt, now):
     """Raise a TypeError naming the field the core could not take, if one is to blame."""
     for field, value in (("now", now), ("uid", pkt.uid), ("size", pkt.size), ("flow", pkt.flow),
-                         ("prio", pkt.prio), ("mag", pkt.mag), ("layer", pkt.layer),
+                         ("prio", pkt.prio), ("mag", pkt.mag), ("tclass", pkt.tclass), ("layer", pkt.layer),
                          ("header_size", pkt.header_size), ("rewrite", pkt.rewrite)):
         if not isinstance(value, (int, np.integer)) or not _INT64[0] <= value < _INT64[1]:
             raise TypeError(f"packet uid {pkt.uid!r}: the native switch needs {field} as an integer "

@@ -4,6 +4,7 @@ per-flow state (PIAS) is shared by its ports as a switch's would be."""
 from bisect import bisect_left
 
 from switch_models.registry import Registry, require
+from switch_models.traffic import LOSS_TOLERANT, NONE, tolerant_table
 
 CLASSIFIERS = Registry("classifier")
 
@@ -85,21 +86,29 @@ class Layer:
 @CLASSIFIERS.register("dlcp")
 class Dlcp:
     """DLCP packet-level priority: layer priority and gradient magnitude class together onto
-    n classes, by a precomputed table. `layer_weight` 1 means layer only, 0 magnitude only."""
+    n classes, by a precomputed table. `layer_weight` 1 means layer only, 0 magnitude only.
+    A DLCP packet of a traffic class that must arrive whole (any class but `loss_tolerant`'s
+    and `none`, which says nothing: activations, parameters, ...) goes to class 0, above
+    every gradient; the table then spreads over classes 1..n-1."""
 
-    def __init__(self, *, n_classes=8, layer_weight=0.5, other_class=None):
+    def __init__(self, *, n_classes=8, layer_weight=0.5, other_class=None, loss_tolerant=LOSS_TOLERANT):
         _check_classes("dlcp", n_classes)
         require(isinstance(layer_weight, (int, float)) and 0 <= layer_weight <= 1,
                 "dlcp", "layer_weight", "a number in [0, 1]")
         self.n_classes = n_classes
         self.other = _other_class("dlcp", other_class, n_classes)
+        self.lossless = tuple(not t and c != NONE
+                              for c, t in enumerate(tolerant_table("dlcp", loss_tolerant)))
+        top = 1 if n_classes > 1 and any(self.lossless) else 0   # class 0 kept for them
         w = float(layer_weight)
         # Urgency in [0, 7]: low layer priority number and high magnitude are both urgent.
-        self.table = [round((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1) / 7)
+        self.table = [top + round((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1 - top) / 7)
                       for prio in range(8) for mag in range(8)]
 
     def classify(self, pkt):
         if pkt.dlcp:
+            if self.lossless[pkt.tclass]:
+                return 0
             return self.table[(pkt.prio << 3) | pkt.mag]
         return self.other
 

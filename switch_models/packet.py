@@ -5,6 +5,8 @@ with struct at fixed offsets and applies `rewrite` flags (trim, ECN CE) when it 
 the simulator builds them directly. Times are integer nanoseconds on the caller's clock.
 """
 
+from switch_models.traffic import GRADIENT
+
 # Bits of Packet.rewrite: what the model changed that the driver must apply to the frame.
 REWRITE_TRIM = 1
 REWRITE_CE = 2
@@ -17,6 +19,7 @@ class Packet:
         "flow",        # flow hash (5-tuple); ECMP and PIAS key on it
         "prio",        # sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
         "mag",         # gradient magnitude class 0..7, 7 = largest (DLCP data only)
+        "tclass",      # traffic class code (switch_models.traffic): a gradient unless it says otherwise
         "layer",       # tensor / layer id, 0 = first layer of the model
         "droppable",   # the sender allows this packet to be lost (bounded-loss transport)
         "dlcp",        # carries a DLCP header (only those can be trimmed)
@@ -34,12 +37,13 @@ class Packet:
     )
 
     def __init__(self, size, dst, flow=0, prio=7, mag=0, layer=0, droppable=False,
-                 dlcp=False, ect=False, ce=False, header_size=90, frame=None, uid=0):
+                 dlcp=False, ect=False, ce=False, header_size=90, frame=None, uid=0, tclass=GRADIENT):
         self.size = size
         self.dst = dst
         self.flow = flow
         self.prio = prio
         self.mag = mag
+        self.tclass = tclass
         self.layer = layer
         self.droppable = droppable
         self.dlcp = dlcp
@@ -56,7 +60,7 @@ class Packet:
 
     def __repr__(self):
         return (f"Packet(uid={self.uid}, size={self.size}, dst={self.dst!r}, flow={self.flow}, "
-                f"prio={self.prio}, mag={self.mag}, droppable={self.droppable}, cls={self.cls})")
+                f"prio={self.prio}, mag={self.mag}, tclass={self.tclass}, droppable={self.droppable}, cls={self.cls})")
 
 
 # Every field a packet built from only `size` and `dst` has, with its value: what an adapter

@@ -6,6 +6,11 @@ of the four stages overriding it; a stage is a name or a table with `name` and p
     {"preset": "dlcp", "queue_manager": {"name": "dlcp", "threshold": 0.3}}
     {"load_balancer": "ecmp", "classifier": "single", "queue_manager": "droptail",
      "scheduler": "fifo"}
+    {"preset": "dlcp", "loss_tolerant": ["gradient", "activation"]}
+
+`loss_tolerant` names the traffic classes bounded loss may act on (`switch_models.traffic`;
+default gradients only): it goes to every stage that takes it (the dlcp classifier and queue
+manager), so that what may be dropped and what is served above it agree.
 """
 from dataclasses import dataclass, field
 
@@ -14,7 +19,9 @@ from switch_models.load_balancers import LOAD_BALANCERS
 from switch_models.queue_managers import QUEUE_MANAGERS
 from switch_models.registry import SpecError
 from switch_models.schedulers import SCHEDULERS
+from switch_models.traffic import tolerant_table
 
+LOSS_TOLERANT = "loss_tolerant"   # the switch-wide field (and the stages' parameter)
 STAGES = {
     "load_balancer": LOAD_BALANCERS,
     "classifier": CLASSIFIERS,
@@ -82,21 +89,23 @@ class PipelineSpec:
             spec = {"preset": spec}
         if not isinstance(spec, dict):
             raise SpecError(f"switch spec must be a preset name or a table, got {type(spec).__name__}")
-        unknown = sorted(set(spec) - set(STAGES) - {"preset"})
+        unknown = sorted(set(spec) - set(STAGES) - {"preset", LOSS_TOLERANT})
         if unknown:
             raise SpecError(f"switch spec has no field {', '.join(map(repr, unknown))}; "
-                            f"allowed: preset, {', '.join(STAGES)}")
+                            f"allowed: preset, {LOSS_TOLERANT}, {', '.join(STAGES)}")
         preset = spec.get("preset")
         if preset is not None and (not isinstance(preset, str) or preset not in PRESETS):
             raise SpecError(f"unknown preset {preset!r}; known: {', '.join(preset_names())}")
         merged = dict(PRESETS.get(preset, {}))
-        merged.update({k: v for k, v in spec.items() if k != "preset"})
+        merged.update({k: v for k, v in spec.items() if k not in ("preset", LOSS_TOLERANT)})
         missing = [s for s in STAGES if s not in merged]
         if missing:
             raise SpecError(f"switch spec needs {', '.join(missing)} (or a preset: {', '.join(preset_names())})")
         stages = {stage: _stage(stage, merged[stage]) for stage in STAGES}
-        name = preset if preset is not None and merged == PRESETS[preset] else (
-            "custom" if preset is None else f"{preset}+custom")
+        custom = preset is None or merged != PRESETS[preset]
+        if LOSS_TOLERANT in spec:
+            stages, custom = _loss_tolerant(stages, spec[LOSS_TOLERANT]), True
+        name = preset if not custom else ("custom" if preset is None else f"{preset}+custom")
         return cls(name=name, **stages, preset=preset)
 
     # One classifier and load balancer per switch (switch-wide state such as PIAS flow
@@ -116,6 +125,26 @@ class PipelineSpec:
     def describe(self):
         return (f"{self.name}: lb={self.load_balancer.describe()} cls={self.classifier.describe()} "
                 f"qm={self.queue_manager.describe()} sched={self.scheduler.describe()}")
+
+
+def _loss_tolerant(stages, names):
+    """The stages with the switch-wide `loss_tolerant` given to each that takes it; a stage
+    that names its own as well is an error (which would win is not obvious)."""
+    tolerant_table("switch", names)   # unknown names: an error naming the field
+    takers = [s for s, spec in stages.items() if LOSS_TOLERANT in STAGES[s].parameters(spec.name)]
+    if not takers:
+        raise SpecError(f"switch spec: {LOSS_TOLERANT} needs a stage that takes it (classifier or "
+                        f"queue_manager dlcp); this pipeline has none")
+    both = [s for s in takers if LOSS_TOLERANT in stages[s].params]
+    if both:
+        raise SpecError(f"switch spec gives {LOSS_TOLERANT} both switch-wide and in {', '.join(both)}; "
+                        f"give it once")
+    out = dict(stages)
+    for s in takers:
+        params = {**stages[s].params, LOSS_TOLERANT: list(names)}
+        STAGES[s].create(stages[s].name, **params)
+        out[s] = StageSpec(stages[s].name, params)
+    return out
 
 
 def _stage(stage, value):

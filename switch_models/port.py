@@ -78,6 +78,7 @@ class EgressPort:
         # Queued droppable packets by magnitude class, for a queue manager that evicts them
         # (DLCP); None for the others, which saves eight deques a port at fat-tree scale.
         self.droppable = [deque() for _ in range(8)] if qm.evicts_droppable else None
+        self.tolerant = qm.tolerant       # the classes whose droppable packets it indexes
         self.busy_until = 0
         self.last_arrival = 0             # newest arrival queued (all older ones: fast path)
         self.inflight = deque()           # serialised or serialising, waiting for pkt.depart
@@ -100,7 +101,7 @@ class EgressPort:
         self.mask |= 1 << q
         self.bytes += size
         self.packets += 1
-        if pkt.droppable and self.droppable:
+        if pkt.droppable and self.droppable and self.tolerant[pkt.tclass]:
             self.droppable[pkt.mag].append(pkt)
         c = self.counters
         c.enqueued += 1
@@ -237,7 +238,7 @@ class EgressPort:
                 self.mask &= ~(1 << q)
             self.bytes -= size
             self.packets -= 1
-            if pkt.droppable and self.droppable:
+            if pkt.droppable and self.droppable and self.tolerant[pkt.tclass]:
                 idx = self.droppable[pkt.mag]
                 while idx and idx[0].queued is not self:
                     idx.popleft()

@@ -7,6 +7,7 @@ so that a spec means the same thing at every link rate.
 """
 from switch_models.packet import REWRITE_CE, REWRITE_TRIM
 from switch_models.registry import Registry, require
+from switch_models.traffic import LOSS_TOLERANT, TRAFFIC_CLASSES, tolerant_table
 
 QUEUE_MANAGERS = Registry("queue manager")
 
@@ -26,6 +27,9 @@ def _fraction(kind, field, value):
 
 class _Base:
     evicts_droppable = False   # True: the port keeps an index of its queued droppable packets
+    # By traffic class code: whether this manager may drop a droppable packet of that class
+    # (the port indexes only those).
+    tolerant = (True,) * len(TRAFFIC_CLASSES)
 
     def attach(self, port):
         self.limit_bytes = port.buffer_bytes
@@ -84,12 +88,16 @@ class Dlcp(_Base):
     threshold + (1 - threshold) * m / 8, so the bottom class goes at `threshold` and the top
     one just before the buffer is full. A packet that does not fit in the full buffer evicts
     queued droppable packets of lower magnitude (any magnitude, for a non-droppable arrival);
-    a non-droppable packet is dropped only when no droppable one is left to evict."""
+    a non-droppable packet is dropped only when no droppable one is left to evict.
+    Droppable means the sender flagged it so and its traffic class is one of `loss_tolerant`
+    (by default gradients only): a packet of any other class is never dropped to make room,
+    nor evicted, whatever its flag says."""
 
     evicts_droppable = True
 
-    def __init__(self, *, threshold=0.5):
+    def __init__(self, *, threshold=0.5, loss_tolerant=LOSS_TOLERANT):
         self.threshold = _fraction("dlcp", "threshold", threshold)
+        self.tolerant = tolerant_table("dlcp", loss_tolerant)
 
     def attach(self, port):
         super().attach(port)
@@ -101,7 +109,8 @@ class Dlcp(_Base):
 
     def enqueue(self, port, pkt, now):
         size = pkt.size
-        if pkt.droppable:
+        droppable = pkt.droppable and self.tolerant[pkt.tclass]
+        if droppable:
             if port.bytes + size > self.mag_limit[pkt.mag]:
                 port.drop(pkt, DLCP_THRESHOLD, now)
                 return
@@ -111,7 +120,7 @@ class Dlcp(_Base):
         while not self.fits(port, size):
             victim = port.lowest_droppable(below)
             if victim is None:
-                port.drop(pkt, DLCP_THRESHOLD if pkt.droppable else BUFFER_FULL, now)
+                port.drop(pkt, DLCP_THRESHOLD if droppable else BUFFER_FULL, now)
                 return
             port.evict(victim, DLCP_EVICTED, now)
         port.push(pkt)

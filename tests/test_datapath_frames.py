@@ -68,8 +68,8 @@ def test_dlcp_needs_the_port_magic_and_sane_fields():
 
 
 @pytest.mark.parametrize("offset, value, why", [
-    (44, 2, "version"), (45, 9, "type"), (46, 0x10, "flag bit"), (46, 0x80, "flag bit"),
-    (47, 8, "priority"), (48, 8, "magnitude class"), (49, 1, "reserved"), (78, 1, "reserved2"),
+    (44, 1, "version"), (45, 9, "type"), (46, 0x10, "flag bit"), (46, 0x80, "flag bit"),
+    (47, 8, "priority"), (48, 8, "magnitude class"), (49, 6, "traffic class"), (78, 1, "reserved2"),
     (81, 0x80, "reserved2"),
 ])
 def test_a_dlcp_header_the_codec_refuses_is_invalid_not_plain(offset, value, why):

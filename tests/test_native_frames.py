@@ -13,7 +13,7 @@ from dlcp_emu.wire import DlcpHeader, Flags, Frame, WireError, encode_frame, mar
 
 from test_datapath_frames import H1, H2, ipv4
 
-FIELDS = ("size", "flow", "prio", "mag", "layer", "droppable", "dlcp", "ect", "ce", "header_size")
+FIELDS = ("size", "flow", "prio", "mag", "layer", "droppable", "dlcp", "ect", "ce", "header_size", "tclass")
 
 
 def python_parse(frame):
@@ -25,7 +25,7 @@ def python_parse(frame):
 def dlcp_frames(draw):
     payload = draw(st.integers(0, 300))
     h = DlcpHeader(flags=Flags(draw(st.integers(0, 15)) & ~Flags.TRIMMED), priority=draw(st.integers(0, 7)),
-                   mag_class=draw(st.integers(0, 7)), payload_len=payload,
+                   mag_class=draw(st.integers(0, 7)), tclass=draw(st.integers(0, 5)), payload_len=payload,
                    tensor_id=draw(st.integers(0, 2**32 - 1)), type=draw(st.integers(0, 3)))
     f = bytearray(encode_frame(Frame(src_mac=H1, dst_mac=H2, src_ip=f"10.0.{draw(st.integers(0, 255))}.1",
                                      dst_ip="10.0.0.2", sport=draw(st.integers(1, 65535)),
@@ -72,7 +72,7 @@ def test_each_kind_is_met():
     kinds = {"malformed", "invalid_dlcp"}
     dlcp = encode_frame(Frame(src_mac=H1, dst_mac=H2, src_ip="10.0.0.1", dst_ip="10.0.0.2", sport=5,
                               header=DlcpHeader(priority=2, mag_class=6, tensor_id=3 << 16)))
-    bad_version = dlcp[:44] + b"\x02" + dlcp[45:]
+    bad_version = dlcp[:44] + b"\x01" + dlcp[45:]
     for f in (dlcp, ipv4(6), ipv4(17, ihl=15, size=80), bad_version, dlcp[:40]):
         r = compiled.parse_frame(f)
         assert r == python_parse(f)

@@ -34,6 +34,8 @@ def test_header_says_what_the_layout_says():
         "HEADER_LEN", "FRAME_OVERHEAD", "MAX_PAYLOAD", "IP_OFF", "UDP_OFF", "DLCP_OFF", "PAYLOAD_OFF",
         "ETHERTYPE_IPV4", "IPPROTO_UDP", "IP_FLAG_DF", "IP_FLAG_MF", "IP_FRAG_OFFSET_MASK",
         "TENSOR_LAYER_SHIFT", "TENSOR_PHASE_SHIFT", "TENSOR_STEP_MASK")})
-    want.update(FLAG_MASK=layout._FLAG_MASK, TOP_PRIORITY=7, TOP_MAG_CLASS=7)
+    want.update(FLAG_MASK=layout._FLAG_MASK, TOP_PRIORITY=7, TOP_MAG_CLASS=7,
+                TOP_TRAFFIC_CLASS=len(layout.TRAFFIC_CLASSES) - 1)
+    want.update({"TCLASS_" + n.upper().replace("-", "_"): code for code, n in enumerate(layout.TRAFFIC_CLASSES)})
     assert {k: got.get(k) for k in want} == want
     assert not set(got) - set(want), f"the header declares what the test does not check: {set(got) - set(want)}"

@@ -15,6 +15,7 @@ from switch_models import (CLASSIFIERS, QUEUE_MANAGERS, Packet, PortConfig, Swit
                            preset_names)
 from switch_models.pipeline import STAGES
 from switch_models.queue_managers import DropTail
+from switch_models.traffic import TRAFFIC_CLASSES
 
 SETTINGS = settings(max_examples=120, deadline=None)
 
@@ -61,6 +62,7 @@ def custom_pipelines(draw):
     if isinstance(lb, dict) and lb["name"] == "spray" and "mode" not in lb:
         lb["mode"] = "random"
     n = draw(st.integers(1, 8))
+    tolerant = st.lists(st.sampled_from(TRAFFIC_CLASSES), unique=True)
     other = st.none() | st.integers(0, n - 1)
     classifier = draw(st.sampled_from(["single", "dscp", "pias", "layer", "dlcp"])
                       | st.builds(lambda c: {"name": "single", "cls": c}, st.integers(0, 7))
@@ -69,13 +71,14 @@ def custom_pipelines(draw):
                                   st.sets(st.sampled_from([64, 1500, 1564, 3000, 4500, 9000])
                                           | st.integers(1, 100_000), min_size=1, max_size=7))
                       | st.builds(lambda o: {"name": "layer", "n_classes": n, "other_class": o}, other)
-                      | st.builds(lambda w, o: {"name": "dlcp", "n_classes": n, "layer_weight": w,
-                                                "other_class": o},
-                                  st.sampled_from([0, 1, 0.5, 0.25, 1 / 3]) | st.floats(0, 1), other))
+                      | st.builds(lambda w, o, t: {"name": "dlcp", "n_classes": n, "layer_weight": w,
+                                                   "other_class": o, "loss_tolerant": t},
+                                  st.sampled_from([0, 1, 0.5, 0.25, 1 / 3]) | st.floats(0, 1), other, tolerant))
     fraction = st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5]) | st.floats(0, 1, exclude_min=True)
     qm = draw(st.sampled_from(["droptail", "ecn", "dlcp", "pfabric", "trim"])
               | st.builds(lambda f: {"name": "ecn", "mark_fraction": f}, fraction)
               | st.builds(lambda f: {"name": "dlcp", "threshold": f}, fraction)
+              | st.builds(lambda t: {"name": "dlcp", "loss_tolerant": t}, tolerant)
               | st.builds(lambda k: {"name": "trim", "trim_packets": k}, st.integers(1, 20)))
     name, params = _name_params(classifier)
     classes = CLASSIFIERS.create(name, **params).n_classes
@@ -134,7 +137,7 @@ def packet(uid, a, dsts):
     _, size, prio, mag, droppable, dlcp, ect, ce, rewrite, flow, _, d, header, _ = a
     dst = dsts[d] if d < len(dsts) else UNKNOWN
     pkt = Packet(size, dst, flow=flow, prio=prio, mag=mag, layer=uid % 5, droppable=droppable,
-                 dlcp=dlcp, ect=ect, ce=ce, header_size=header, uid=uid)
+                 dlcp=dlcp, ect=ect, ce=ce, header_size=header, uid=uid, tclass=(uid + mag) % 6)
     pkt.rewrite = rewrite
     return pkt
 
@@ -416,6 +419,10 @@ def test_bad_packet_fields_name_the_field():
         sw.run_batch(uid=[1], size=[100], dst=[0], in_port=[9], arrival=[0])
     with pytest.raises(ValueError, match="mag must be in 0..7"):
         sw.run_batch(uid=[1], size=[100], dst=[0], in_port=[1], arrival=[0], mag=[9])
+    with pytest.raises(ValueError, match="tclass must be in 0..5"):
+        sw.receive(Packet(100, "x", tclass=6), 1, 0)
+    with pytest.raises(ValueError, match="tclass must be in 0..5"):
+        sw.run_batch(uid=[1], size=[100], dst=[0], in_port=[1], arrival=[0], tclass=[6])
     with pytest.raises(TypeError, match="size must be integers"):
         sw.run_batch(uid=[1], size=[100.5], dst=[0], in_port=[1], arrival=[0])
     with pytest.raises(ValueError, match="dst must be in -1..0"):

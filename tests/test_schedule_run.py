@@ -80,9 +80,13 @@ def test_each_rank_sends_the_closed_form_bytes(tmp_path):
     assert np.all(got >= sent) and np.all(got - sent <= 3 * count)
 
 
-def test_only_gradients_lose_bytes_under_dlcp(tmp_path):
-    # the example: DP gradients cross an oversubscribed spine, and dlcp's switches trim them
+@pytest.mark.parametrize("buffer_bytes", [None, 16_384])
+def test_only_gradients_lose_bytes_under_dlcp(tmp_path, buffer_bytes):
+    # the example: DP gradients cross an oversubscribed spine, and dlcp's switches trim them;
+    # with tiny buffers every class meets full queues, and still only gradients lose bytes
     spec = load_spec(EXAMPLE).with_field("engine", "native").with_field("workload.iterations", 1)
+    if buffer_bytes is not None:
+        spec = spec.with_field("topology.buffer_bytes", buffer_bytes)
     s, f = simulate(spec, tmp_path, "dlcp")
     assert s["completed"]
     classes = f["traffic_classes"].set_index("tclass")

@@ -165,8 +165,9 @@ def test_dlcp_classifier_orders_by_layer_and_magnitude():
     urgent = c.classify(Packet(100, "x", prio=0, mag=7, dlcp=True))
     middle = c.classify(Packet(100, "x", prio=3, mag=4, dlcp=True))
     last = c.classify(Packet(100, "x", prio=7, mag=0, dlcp=True))
-    assert (urgent, last) == (0, 7) and urgent < middle < last
-    assert CLASSIFIERS.create("dlcp", layer_weight=1).classify(Packet(100, "x", prio=2, mag=0, dlcp=True)) == 2
+    # class 0 is kept for the classes that must arrive whole: gradients spread over 1..7
+    assert (urgent, last) == (1, 7) and urgent < middle < last
+    assert CLASSIFIERS.create("dlcp", layer_weight=1).classify(Packet(100, "x", prio=2, mag=0, dlcp=True)) == 3
     assert c.classify(Packet(100, "x", prio=0, dlcp=False)) == 7   # other traffic last
 
 
@@ -229,7 +230,7 @@ def test_every_preset_builds_and_names_its_stages():
     ("nosuch", "unknown preset 'nosuch'; known: dlcp, dlcp-nodrop"),
     ({"preset": "fifo", "scheduler": "lottery"}, "unknown scheduler 'lottery'; known: drr, fifo, strict"),
     ({"preset": "fifo", "queue_manager": {"name": "dlcp", "treshold": 0.3}},
-     "queue manager 'dlcp' has no parameter 'treshold'; allowed: threshold"),
+     "queue manager 'dlcp' has no parameter 'treshold'; allowed: loss_tolerant, threshold"),
     ({"preset": "fifo", "queue_manager": {"name": "dlcp", "threshold": 2}},
      "dlcp: threshold must be a fraction in (0, 1]"),
     ({"preset": "fifo", "colour": "red"}, "switch spec has no field 'colour'"),

@@ -115,6 +115,7 @@ def frames(draw, trimmed=None):
         flags=flags,
         priority=draw(st.integers(0, 7)),
         mag_class=draw(st.integers(0, 7)),
+        tclass=draw(st.integers(0, 5)),
         job=draw(st.integers(0, U16)),
         src_rank=draw(st.integers(0, U16)),
         dst_rank=draw(st.integers(0, U16)),
@@ -168,13 +169,13 @@ def test_fixed_offsets_locate_every_field(f):
     raw = encode_frame(f)
     h = f.header
     sizes = {1: "B", 2: "H", 4: "I", 8: "Q"}
-    widths = dict(zip(HEADER_FIELDS, (1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 4, 8)))
+    widths = dict(zip(HEADER_FIELDS, (1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 4, 8, 1)))
     for name in HEADER_FIELDS:
         off = getattr(wire, "OFF_" + name.upper())
         (value,) = struct.unpack_from("!" + sizes[widths[name]], raw, off)
         assert value == getattr(h, name), name
-    assert struct.unpack_from("!HB", raw, wire.OFF_MAGIC) == (0xD1C9, 1)
-    assert raw[wire.OFF_RESERVED] == 0 and raw[wire.OFF_RESERVED2 : wire.OFF_RESERVED2 + 4] == bytes(4)
+    assert struct.unpack_from("!HB", raw, wire.OFF_MAGIC) == (0xD1C9, 2)
+    assert raw[wire.OFF_RESERVED2 : wire.OFF_RESERVED2 + 4] == bytes(4)
     assert raw[wire.OFF_IP_TOS] == dscp_for_priority(h.priority) << 2 | f.ecn
     assert struct.unpack_from("!H", raw, wire.OFF_UDP_DPORT)[0] == f.dport
 
@@ -283,7 +284,7 @@ def test_scapy_dissects_our_frames(f):
     d = p[DLCP]
     for name in HEADER_FIELDS:
         assert int(getattr(d, name)) == getattr(h, name), name
-    assert (d.magic, d.version, d.reserved, d.reserved2) == (0xD1C9, 1, 0, 0)
+    assert (d.magic, d.version, d.reserved2) == (0xD1C9, 2, 0)
     if f.payload:
         assert d[Raw].load == f.payload
     else:
@@ -392,12 +393,12 @@ DECODE_ERRORS = [
     ("bad-ip-checksum", _add16(W.OFF_IP_CHECKSUM, 1), False, "IPv4 header checksum"),
     ("bad-udp-checksum", _add16(W.OFF_TENSOR_ID, 1), False, "UDP checksum"),
     ("magic", _set(W.OFF_MAGIC, "!H", 0xBEEF), True, "magic 0xbeef"),
-    ("version", _set(W.OFF_VERSION, "!B", 2), True, "version 2"),
+    ("version", _set(W.OFF_VERSION, "!B", 1), True, "version 1"),
     ("type", _set(W.OFF_TYPE, "!B", 4), True, "packet type 4"),
     ("flags", _set(W.OFF_FLAGS, "!B", 0x10), True, "flag bits 0x10"),
     ("priority", _set(W.OFF_PRIORITY, "!B", 8), True, "priority 8"),
     ("mag-class", _set(W.OFF_MAG_CLASS, "!B", 8), True, "magnitude class 8"),
-    ("reserved", _set(W.OFF_RESERVED, "!B", 1), True, "reserved"),
+    ("tclass", _set(W.OFF_TCLASS, "!B", 6), True, "traffic class 6 out of range 0..5"),
     ("reserved2", _set(W.OFF_RESERVED2, "!I", 1), True, "reserved"),
     ("payload-len", _add16(W.OFF_PAYLOAD_LEN, 1), True, "payload length 16 inconsistent"),
     ("trimmed-with-payload", _set(W.OFF_FLAGS, "!B", Flags.TRIMMED), True, "TRIMMED packet must carry no payload"),
@@ -470,6 +471,7 @@ def test_mutated_frames_raise_only_wire_error(f, flips, cut, extra, refix):
 ENCODE_ERRORS = [
     ("priority", dict(header=dict(priority=8)), "priority must be in 0..7"),
     ("mag_class", dict(header=dict(mag_class=-1)), "mag_class must be in 0..7"),
+    ("tclass", dict(header=dict(tclass=6)), "tclass must be in 0..5"),
     ("type", dict(header=dict(type=9)), "type must be one of DATA=0"),
     ("flags", dict(header=dict(flags=0x10)), "flags has unknown bits 0x10"),
     ("job", dict(header=dict(job=1 << 16)), "job must be in 0..65535"),

@@ -53,7 +53,7 @@ def _frames(rng):
         pick = (lambda hi: [0, hi, rng.randrange(hi + 1)][i % 3])
         n = 0 if trimmed else rng.choice([0, 1, 7, 64, 1400])
         h = DlcpHeader(type=PacketType(i // 16 % 4), flags=flags, priority=rng.randrange(8),
-                       mag_class=(i // 2) % 8, job=pick(0xFFFF), src_rank=pick(0xFFFF),
+                       mag_class=(i // 2) % 8, tclass=(i // 3) % 6, job=pick(0xFFFF), src_rank=pick(0xFFFF),
                        dst_rank=pick(0xFFFF), payload_len=rng.randrange(65459) if trimmed else n,
                        iteration=pick(U32), tensor_id=pick(U32), chunk_index=pick(U32),
                        chunk_count=pick(U32), offset=pick(U32), send_ts_ns=pick(2**64 - 1))
@@ -120,12 +120,12 @@ def _payload_len(value, flags=0, payload=16):
 
 # (what is wrong, frame, the last field the dissector may show: none past it)
 MALFORMED = [
-    ("version", _mutated(2, 2), "version"),
+    ("version", _mutated(2, 1), "version"),
     ("type", _mutated(3, 9), None),
     ("flag bits", _mutated(4, 0x31), None),
     ("priority", _mutated(5, 8), None),
     ("magnitude class", _mutated(6, 200), None),
-    ("reserved", _mutated(7, 1), None),
+    ("traffic class", _mutated(7, 6), None),
     ("reserved2", _mutated(36 + 3, 5), None),
     ("truncated after the flags", _truncated(5), "flags"),
     ("truncated before the timestamp", _truncated(44), "reserved2"),

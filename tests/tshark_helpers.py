@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import root_required
-from dlcp_emu.wire.layout import HEADER_FIELDS, Flags, split_tensor_id
+from dlcp_emu.wire.layout import HEADER_FIELDS, VERSION, Flags, split_tensor_id
 
 ROOT = Path(__file__).resolve().parents[1]
 LUA = ROOT / "wireshark" / "dlcp.lua"
@@ -56,7 +56,7 @@ def expected_fields(header, payload):
     for f in HEADER_FIELDS:
         v = int(getattr(header, f.name)) if hasattr(header, f.name) else 0
         out[f.name] = v
-    out["magic"], out["version"] = "0xd1c9", 1
+    out["magic"], out["version"] = "0xd1c9", VERSION
     out["flags"] = f"0x{int(header.flags):02x}"
     for fl in Flags:
         out[f"flags.{fl.name.lower()}"] = int(bool(header.flags & fl))

@@ -10,17 +10,19 @@
 
 local DLCP_PORT = 9796
 local MAGIC = 0xD1C9
-local VERSION = 1
+local VERSION = 2
 local HEADER_LEN = 48
 local MAX_PAYLOAD = 65459
 local FLAG_MASK = 0x0f
 local TRIMMED = 0x04
 local TOP_PRIORITY = 7
 local TOP_MAG_CLASS = 7
+local TOP_TCLASS = 5
 
 local type_names = {[0] = "DATA", [1] = "PROBE", [2] = "BITMAP", [3] = "ACK"}
 local priority_names = {[0] = "highest, DSCP CS7", [1] = "DSCP CS6", [2] = "DSCP CS5", [3] = "DSCP CS4", [4] = "DSCP CS3", [5] = "DSCP CS2", [6] = "DSCP CS1", [7] = "lowest, DSCP CS0"}
 local mag_class_names = {[0] = "smallest |g|, dropped first", [1] = "|g| class 1 of 0-7", [2] = "|g| class 2 of 0-7", [3] = "|g| class 3 of 0-7", [4] = "|g| class 4 of 0-7", [5] = "|g| class 5 of 0-7", [6] = "|g| class 6 of 0-7", [7] = "largest |g|, dropped last"}
+local tclass_names = {[0] = "none", [1] = "gradient", [2] = "activation", [3] = "activation-gradient", [4] = "parameters", [5] = "all-to-all"}
 
 local dlcp = Proto("dlcp", "DL-aware transport (DLCP)")
 
@@ -32,7 +34,7 @@ local f = {
     flags = ProtoField.uint8("dlcp.flags", "Flags", base.HEX, nil),
     priority = ProtoField.uint8("dlcp.priority", "Priority", base.DEC, priority_names),
     mag_class = ProtoField.uint8("dlcp.mag_class", "Magnitude class", base.DEC, mag_class_names),
-    reserved = ProtoField.uint8("dlcp.reserved", "Reserved", base.DEC, nil),
+    tclass = ProtoField.uint8("dlcp.tclass", "Traffic class", base.DEC, tclass_names),
     job = ProtoField.uint16("dlcp.job", "Job", base.DEC, nil),
     src_rank = ProtoField.uint16("dlcp.src_rank", "Source rank", base.DEC, nil),
     dst_rank = ProtoField.uint16("dlcp.dst_rank", "Destination rank", base.DEC, nil),
@@ -52,7 +54,7 @@ local LAYOUT = {
     {"flags", 4, 1},
     {"priority", 5, 1},
     {"mag_class", 6, 1},
-    {"reserved", 7, 1},
+    {"tclass", 7, 1},
     {"job", 8, 2},
     {"src_rank", 10, 2},
     {"dst_rank", 12, 2},
@@ -132,9 +134,9 @@ function dlcp.dissector(tvb, pinfo, tree)
             items.tensor_id:add(tensor_step, range)
         end
     end
-    pinfo.cols.info = string.format("%s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",
-        type_names[v.type] or tostring(v.type), v.job, v.iteration, v.tensor_id, v.chunk_index,
-        v.chunk_count, v.priority, v.mag_class, flag_names(v.flags))
+    pinfo.cols.info = string.format("%s %s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",
+        type_names[v.type] or tostring(v.type), tclass_names[v.tclass] or tostring(v.tclass), v.job,
+        v.iteration, v.tensor_id, v.chunk_index, v.chunk_count, v.priority, v.mag_class, flag_names(v.flags))
     t:append_text(", " .. (type_names[v.type] or "?"))
     -- The codec's checks, in its order and with its words (dlcp_emu/wire/header.py, frame.py).
     if type_names[v.type] == nil then
@@ -150,9 +152,11 @@ function dlcp.dissector(tvb, pinfo, tree)
     if v.mag_class > TOP_MAG_CLASS then
         bad(items.mag_class, pinfo, string.format("DLCP magnitude class %d out of range 0..%d", v.mag_class, TOP_MAG_CLASS))
     end
-    if v.reserved ~= 0 or v.reserved2 ~= 0 then
-        bad(v.reserved ~= 0 and items.reserved or items.reserved2, pinfo,
-            string.format("DLCP reserved fields must be 0, got %d and %d", v.reserved, v.reserved2))
+    if v.tclass > TOP_TCLASS then
+        bad(items.tclass, pinfo, string.format("DLCP traffic class %d out of range 0..%d", v.tclass, TOP_TCLASS))
+    end
+    if v.reserved2 ~= 0 then
+        bad(items.reserved2, pinfo, string.format("DLCP reserved field must be 0, got %d", v.reserved2))
     end
     local carried = n - HEADER_LEN
     if bit.band(v.flags, TRIMMED) ~= 0 then

@@ -15,7 +15,7 @@ import time
 
 from dlcp_emu.emu.datapath.sockets import socket_drops
 from dlcp_emu.emu.traffic_socket import job_filter, open_socket, set_slack
-from dlcp_emu.wire import DLCP_UDP_PORT
+from dlcp_emu.wire import DLCP_UDP_PORT, MAGIC, VERSION
 from dlcp_emu.wire.layout import (
     OFF_CHUNK_INDEX, OFF_FLAGS, OFF_IP_SRC, OFF_JOB, OFF_MAG_CLASS, OFF_MAGIC, OFF_PRIORITY,
     OFF_SEND_TS_NS, OFF_UDP_DPORT, OFF_UDP_SPORT, OFF_VERSION, fields_at,
@@ -63,7 +63,7 @@ class Tally:
             self.other += 1
             return False
         dport, magic, version, flags, prio, mag, _job, seqno, ts = _RX.unpack_from(frame)
-        if dport != DLCP_UDP_PORT or magic != 0xD1C9 or version != 1:
+        if dport != DLCP_UDP_PORT or magic != MAGIC or version != VERSION:
             self.other += 1
             return False
         self.total += 1

@@ -9,6 +9,7 @@ import inspect
 
 from switch_models import PRESETS
 from switch_models.pipeline import STAGES
+from switch_models.traffic import TRAFFIC_CLASSES
 from topologies import BUILDERS
 from topologies.builders import RENAMED
 
@@ -125,7 +126,11 @@ def _switch():
     out = ["## [switch]", "",
            "A `preset`, and/or any of the four stages overriding it; a stage is a name or a table "
            "with `name` and the stage's parameters, e.g. "
-           "`queue_manager = { name = \"dlcp\", threshold = 0.3 }`.", "",
+           "`queue_manager = { name = \"dlcp\", threshold = 0.3 }`. `loss_tolerant` (switch-wide, "
+           "default `[\"gradient\"]`) names the traffic classes bounded loss may act on, out of "
+           + ", ".join(f"`{c}`" for c in TRAFFIC_CLASSES) + ": every stage that takes it (the dlcp "
+           "classifier and queue manager) gets it; the others are never dropped to make room for "
+           "a gradient and are served above every gradient.", "",
            "| preset | load_balancer | classifier | queue_manager | scheduler |",
            "| --- | --- | --- | --- | --- |"]
     for name, stages in PRESETS.items():

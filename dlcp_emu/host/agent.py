@@ -26,7 +26,7 @@ import numpy as np
 
 from workloads import PATTERNS
 
-from dlcp_emu.wire.layout import tensor_id
+from dlcp_emu.wire.layout import TCLASS_GRADIENT, tensor_id
 
 from dlcp_emu.host.compression import (
     CompressionSpec,
@@ -49,6 +49,7 @@ class Outgoing:
     exact: bool = False       # must arrive whole: no byte may be given up (sparse messages)
     nbytes: int = 0           # payload-free: its size
     magnitudes: object = None  # payload-free: chunk_bytes -> one |gradient| per chunk
+    tclass: int = TCLASS_GRADIENT  # what it carries, on the wire (switch_models.traffic codes)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Background flows over the `reliable` packet transport, sans-I/O: one endpoint per host,
 the same object in both worlds (the emulator runs it over UDP in each host's namespace,
 `dlcp_emu.emu.background_udp`; the simulator drives it in virtual time). Each flow is one
-message of job 1 at the lowest priority; its completion time is when the sender learns the
+message of job 1 at the lowest priority, of traffic class none; its completion time is when the sender learns the
 last byte arrived.
 
 With `endpoints="native"` the senders and receiver are the compiled ones, which the
@@ -16,6 +16,7 @@ import numpy as np
 from dlcp_emu.host.endpoints import AgentEndpoints
 from dlcp_emu.transport import Message, ReliableReceiver, ReliableSender, RttEstimator
 from dlcp_emu.transport import native
+from dlcp_emu.wire.layout import TCLASS_NONE
 
 JOB = 1
 TRANSPORT = "reliable"       # the packet transport its flows run on (the registry's name)
@@ -79,10 +80,10 @@ class BackgroundEndpoint(AgentEndpoints):
             if self.sized:   # zeros' chunk magnitudes are zero: the classes the values get
                 chunks = -(-values * 4 // sender.payload_size)
                 sender.send(Message(None, tensor_id=fid, priority=7, job=JOB, src_rank=self.index, dst_rank=dst,
-                                    chunk_magnitudes=np.zeros(chunks)), now, nbytes=values * 4)
+                                    chunk_magnitudes=np.zeros(chunks), tclass=TCLASS_NONE), now, nbytes=values * 4)
             else:
                 sender.send(Message(np.zeros(values, np.float32), tensor_id=fid, priority=7, job=JOB,
-                                    src_rank=self.index, dst_rank=dst), now)
+                                    src_rank=self.index, dst_rank=dst, tclass=TCLASS_NONE), now)
             self.started[fid] = (dst, nbytes, start)
 
     def agent_timer(self):

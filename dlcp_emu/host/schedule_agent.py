@@ -143,11 +143,12 @@ class ScheduleAgent:
         wire = -(-snd.nbytes // 4) * 4       # whole float32 values
         if self.sizes:
             out = Outgoing(snd.dst, self.iteration, snd.tid, None, self.p.priority[op], exact=exact, nbytes=wire,
-                           magnitudes=functools.partial(_magnitudes, wire, self.rng))
+                           magnitudes=functools.partial(_magnitudes, wire, self.rng), tclass=int(tclass))
         else:
             data = np.zeros(wire // 4, dtype=np.float32) if exact else \
                 self.rng.standard_normal(wire // 4, dtype=np.float32)
-            out = Outgoing(snd.dst, self.iteration, snd.tid, data, self.p.priority[op], exact=exact)
+            out = Outgoing(snd.dst, self.iteration, snd.tid, data, self.p.priority[op], exact=exact,
+                           tclass=int(tclass))
         self.outbox.append(out)
         self.left[op] -= 1
 

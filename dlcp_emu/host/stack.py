@@ -130,7 +130,7 @@ class HostStack(AgentEndpoints):
             sized = m.data is None      # payload-free: the chunks' magnitudes come with it
             sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
                                 priority=m.priority, job=self.job, src_rank=self.rank,
-                                dst_rank=m.dst, mag_class=TOP_CLASS if exact else None,
+                                dst_rank=m.dst, tclass=m.tclass, mag_class=TOP_CLASS if exact else None,
                                 droppable=False if exact else None,
                                 chunk_magnitudes=m.magnitudes(sender.payload_size) if sized else None),
                         now, **({"nbytes": m.nbytes} if sized else {}))

@@ -98,7 +98,7 @@ class SimHosts:
             size = FRAME_OVERHEAD + len(payload)
             if dlcp:
                 pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
-                                  h.type in ect, False, (h, payload))
+                                  h.type in ect, False, (h, payload), h.tclass)
             else:
                 pkt = plain_packet(size, dst, flow, ect=h.type in ect, frame=(h, payload))
             send(src, pkt, now)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlcp_emu.wire import HEADER_LEN, IPV4_LEN, MAX_PAYLOAD, UDP_LEN
+from dlcp_emu.wire.layout import TCLASS_GRADIENT
 
 DEFAULT_MTU = 1500
 FLOAT = np.dtype("<f4")  # gradients travel little-endian, whatever the host order
@@ -83,6 +84,7 @@ class Message:
     chunk_magnitudes: np.ndarray | None = None  # one |g| per chunk, e.g. Trace.chunk_magnitudes
     mag_class: np.ndarray | None = None         # explicit classes 0..7, overriding the policy
     droppable: np.ndarray | None = None         # explicit flags (dlcp), overriding the policy
+    tclass: int = TCLASS_GRADIENT     # traffic class code on the wire (switch_models.traffic)
 
     @property
     def key(self) -> tuple[int, int]:

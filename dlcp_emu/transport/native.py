@@ -50,12 +50,12 @@ _U32 = 0xFFFFFFFF
 
 def packets(raw) -> list:
     """The core's packet tuples as (DlcpHeader, payload)."""
-    return [(DlcpHeader(_TYPES[t[0]], _FLAGS[t[1]], *t[2:14]), t[14]) for t in raw]
+    return [(DlcpHeader(_TYPES[t[0]], _FLAGS[t[1]], *t[2:15]), t[15]) for t in raw]
 
 
 def fields(h: DlcpHeader) -> tuple:
     return (h.type, h.flags, h.priority, h.mag_class, h.job, h.src_rank, h.dst_rank, h.payload_len,
-            h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset, h.send_ts_ns)
+            h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset, h.send_ts_ns, h.tclass)
 
 
 def cc_settings(cc) -> dict:
@@ -123,7 +123,7 @@ class Sender:
                     bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan,
                     magnitudes=compiled.chunk_magnitudes)
         self._core.send(msg.iteration, msg.tensor_id, msg.priority, p.data, p.total, p.mag, p.drop,
-                        p.bound, now)
+                        p.bound, now, msg.tclass)
 
     def poll(self, now: int) -> list:
         return packets(self._core.poll(now))

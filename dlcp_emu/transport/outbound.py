@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlcp_emu.transport.message import FLOAT, MAX_CHUNKS, MagnitudePolicy, Message, chunk_magnitudes
+from dlcp_emu.wire.layout import TOP_TRAFFIC_CLASS, TRAFFIC_CLASSES
 
 UNSENT, IN_FLIGHT, ACKED, LOST, ABANDONED = range(5)  # chunk states; LOST = awaiting retransmission
 
@@ -26,7 +27,7 @@ class SendResult:
 
 
 class _Outbound:
-    __slots__ = ("key", "iteration", "tensor_id", "priority", "count", "cs", "total", "view",
+    __slots__ = ("key", "iteration", "tensor_id", "priority", "tclass", "count", "cs", "total", "view",
                  "mag", "flags", "state", "xmit_ts", "tx_seq", "next_new", "retx", "cum",
                  "acked", "inflight", "abandoned", "bound", "probes", "probe_rounds", "probe_ts",
                  "probe_due", "done", "order", "in_ready", "start_ns", "packets",
@@ -69,6 +70,9 @@ def prepare(msg: Message, *, job: int, src_rank: int, dst_rank: int, payload_siz
                          f"this sender for job {job} rank {src_rank}->{dst_rank}")
     if not 0 <= msg.priority <= 7:
         raise ValueError(f"priority must be in 0..7, got {msg.priority}")
+    if not 0 <= msg.tclass <= TOP_TRAFFIC_CLASS:
+        raise ValueError(f"tclass must be a traffic class code in 0..{TOP_TRAFFIC_CLASS} "
+                         f"({', '.join(TRAFFIC_CLASSES)}), got {msg.tclass}")
     if msg.key in busy:
         raise ValueError(f"tensor {msg.key} (iteration, tensor_id) is already being sent")
     if msg.data is None:  # payload-free (native endpoints only): sizes, no values

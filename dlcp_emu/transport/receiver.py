@@ -239,7 +239,7 @@ class Receiver:
         self._out.append((DlcpHeader(
             ptype, NO_FLAGS, CONTROL_PRIORITY, CONTROL_MAG, h.job, self.rank, h.src_rank,
             len(payload), h.iteration, h.tensor_id, h.chunk_index if chunk is None else chunk,
-            h.chunk_count, 0, now), payload))
+            h.chunk_count, 0, now, h.tclass), payload))
 
     # ---- probes (dlcp) ----------------------------------------------------------------
     def _on_probe(self, h: DlcpHeader, payload, now: int) -> None:

@@ -84,6 +84,7 @@ class Sender(LossDetection):
 
         m = _Outbound()
         m.key, m.iteration, m.tensor_id, m.priority = msg.key, msg.iteration, msg.tensor_id, msg.priority
+        m.tclass = msg.tclass
         m.count, m.cs, m.total, m.view = count, cs, total, memoryview(raw)
         m.mag, m.flags = mag, flags
         m.state = bytearray(count)
@@ -215,7 +216,7 @@ class Sender(LossDetection):
             m.retransmits += 1
         return (DlcpHeader(DATA, _FLAGS[fl], m.priority, mag, self.job, self.src_rank,
                            self.dst_rank, len(payload), m.iteration, m.tensor_id, c, m.count,
-                           off, now), payload)
+                           off, now, m.tclass), payload)
 
     def _probe_packets(self, m: _Outbound, now: int) -> list:
         # The probe trails the tensor's data: its priority, the lowest magnitude class, so a
@@ -224,7 +225,7 @@ class Sender(LossDetection):
         m.probe_rounds += 1
         m.probe_ts = now
         return [(DlcpHeader(PROBE, fl, m.priority, 0, self.job, self.src_rank, self.dst_rank,
-                            len(p), m.iteration, m.tensor_id, seg, m.count, 0, now), p)
+                            len(p), m.iteration, m.tensor_id, seg, m.count, 0, now, m.tclass), p)
                 for seg, p in enumerate(m.probes)]
 
     def _queue_probe(self, m: _Outbound) -> None:

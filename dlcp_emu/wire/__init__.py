@@ -16,13 +16,15 @@ header; add DLCP_OFF for the frame offset, which the OFF_* constants already do)
 
     off  fmt  field        meaning
     0    H    magic        0xD1C9
-    2    B    version      1
+    2    B    version      2
     3    B    type         PacketType: DATA=0, PROBE=1, BITMAP=2, ACK=3
     4    B    flags        Flags: DROPPABLE=0x01, RETRANSMISSION=0x02,
                            TRIMMED=0x04, LAST_CHUNK=0x08 (other bits must be 0)
     5    B    priority     0..7, 0 = highest; IP DSCP = (7 - priority) << 3
     6    B    mag_class    0..7, 7 = largest gradient magnitude (most important)
-    7    B    reserved     0
+    7    B    tclass       traffic class: NONE=0, GRADIENT=1, ACTIVATION=2,
+                           ACTIVATION_GRADIENT=3, PARAMETERS=4, ALL_TO_ALL=5
+                           (switch_models.traffic; only gradients tolerate loss)
     8    H    job          job id
     10   H    src_rank     source rank
     12   H    dst_rank     destination rank
@@ -46,7 +48,8 @@ Decoding rules (``decode_frame``), all violations raise ``WireError``:
 * UDP length must equal IP total length - 20; UDP checksum 0 means "none".
 * The DLCP packet is recognised by magic and version, not by UDP port, so runs may
   use other ports (the scapy layer dissects by port, as scapy does).
-* Reserved fields, unknown flag bits and priority / mag_class above 7 are rejected:
+* The reserved field, unknown flag bits, priority / mag_class above 7 and a traffic
+  class beyond the known ones are rejected:
   a decoder never silently misreads a frame from another layout (change the layout
   by bumping the version), and the switch may index queues by these values.
 * The DSCP is not checked against priority: networks may re-mark DSCP, the DLCP
@@ -62,12 +65,12 @@ from dlcp_emu.wire.layout import (
     MAX_PAYLOAD, MAGIC, VERSION, HEADER_FMT, HEADER_STRUCT, WireError, PacketType, Flags, Ecn,
     dscp_for_priority, priority_for_dscp, HDR_CHUNK_COUNT, HDR_CHUNK_INDEX, HDR_DST_RANK,
     HDR_FLAGS, HDR_ITERATION, HDR_JOB, HDR_MAGIC, HDR_MAG_CLASS, HDR_OFFSET, HDR_PAYLOAD_LEN,
-    HDR_PRIORITY, HDR_RESERVED, HDR_RESERVED2, HDR_SEND_TS_NS, HDR_SRC_RANK, HDR_TENSOR_ID,
+    HDR_PRIORITY, HDR_TCLASS, HDR_RESERVED2, HDR_SEND_TS_NS, HDR_SRC_RANK, HDR_TENSOR_ID,
     HDR_TYPE, HDR_VERSION, OFF_CHUNK_COUNT, OFF_CHUNK_INDEX, OFF_DST_RANK, OFF_ETHERTYPE,
     OFF_ETH_DST, OFF_ETH_SRC, OFF_FLAGS, OFF_IP_CHECKSUM, OFF_IP_DST, OFF_IP_FRAG, OFF_IP_ID,
     OFF_IP_PROTO, OFF_IP_SRC, OFF_IP_TOS, OFF_IP_TOTAL_LEN, OFF_IP_TTL, OFF_IP_VER_IHL,
     OFF_ITERATION, OFF_JOB, OFF_MAGIC, OFF_MAG_CLASS, OFF_OFFSET, OFF_PAYLOAD_LEN, OFF_PRIORITY,
-    OFF_RESERVED, OFF_RESERVED2, OFF_SEND_TS_NS, OFF_SRC_RANK, OFF_TENSOR_ID, OFF_TYPE,
+    OFF_TCLASS, OFF_RESERVED2, OFF_SEND_TS_NS, OFF_SRC_RANK, OFF_TENSOR_ID, OFF_TYPE,
     OFF_UDP_CHECKSUM, OFF_UDP_DPORT, OFF_UDP_LEN, OFF_UDP_SPORT, OFF_VERSION,
 )
 from dlcp_emu.wire.checksum import internet_checksum
@@ -82,12 +85,12 @@ __all__ = [
     "decode_frame", "trim_frame", "mark_ce", "internet_checksum", "dscp_for_priority",
     "priority_for_dscp", "HDR_CHUNK_COUNT", "HDR_CHUNK_INDEX", "HDR_DST_RANK", "HDR_FLAGS",
     "HDR_ITERATION", "HDR_JOB", "HDR_MAGIC", "HDR_MAG_CLASS", "HDR_OFFSET", "HDR_PAYLOAD_LEN",
-    "HDR_PRIORITY", "HDR_RESERVED", "HDR_RESERVED2", "HDR_SEND_TS_NS", "HDR_SRC_RANK",
+    "HDR_PRIORITY", "HDR_TCLASS", "HDR_RESERVED2", "HDR_SEND_TS_NS", "HDR_SRC_RANK",
     "HDR_TENSOR_ID", "HDR_TYPE", "HDR_VERSION", "OFF_CHUNK_COUNT", "OFF_CHUNK_INDEX",
     "OFF_DST_RANK", "OFF_ETHERTYPE", "OFF_ETH_DST", "OFF_ETH_SRC", "OFF_FLAGS", "OFF_IP_CHECKSUM",
     "OFF_IP_DST", "OFF_IP_FRAG", "OFF_IP_ID", "OFF_IP_PROTO", "OFF_IP_SRC", "OFF_IP_TOS",
     "OFF_IP_TOTAL_LEN", "OFF_IP_TTL", "OFF_IP_VER_IHL", "OFF_ITERATION", "OFF_JOB", "OFF_MAGIC",
-    "OFF_MAG_CLASS", "OFF_OFFSET", "OFF_PAYLOAD_LEN", "OFF_PRIORITY", "OFF_RESERVED",
+    "OFF_MAG_CLASS", "OFF_OFFSET", "OFF_PAYLOAD_LEN", "OFF_PRIORITY", "OFF_TCLASS",
     "OFF_RESERVED2", "OFF_SEND_TS_NS", "OFF_SRC_RANK", "OFF_TENSOR_ID", "OFF_TYPE",
     "OFF_UDP_CHECKSUM", "OFF_UDP_DPORT", "OFF_UDP_LEN", "OFF_UDP_SPORT", "OFF_VERSION",
 ]

@@ -5,8 +5,8 @@ import operator
 from dataclasses import dataclass
 
 from dlcp_emu.wire.layout import (
-    Flags, HEADER_LEN, HEADER_STRUCT, MAGIC, PacketType, VERSION, WireError, _FLAGS, _FLAG_MASK,
-    _FLAG_NAMES, _TYPES, _TYPE_NAMES,
+    Flags, HEADER_LEN, HEADER_STRUCT, MAGIC, PacketType, TCLASS_GRADIENT, TOP_TRAFFIC_CLASS, VERSION,
+    WireError, _FLAGS, _FLAG_MASK, _FLAG_NAMES, _TYPES, _TYPE_NAMES,
 )
 
 # --- Header ----------------------------------------------------------------------
@@ -26,6 +26,7 @@ _RANGES = (
     ("chunk_count", _U32_MAX),
     ("offset", _U32_MAX),
     ("send_ts_ns", 2**64 - 1),
+    ("tclass", TOP_TRAFFIC_CLASS),
 )
 
 
@@ -41,7 +42,9 @@ def _check_int(name: str, value, hi: int) -> int:
 
 @dataclass(slots=True)
 class DlcpHeader:
-    """The 48-byte DLCP header. Magic, version and reserved fields are implicit."""
+    """The 48-byte DLCP header. Magic, version and the reserved field are implicit. `tclass`
+    (last, so that positional construction by the older fields still holds) is the traffic
+    class code of `switch_models.traffic`: a gradient unless the sender says otherwise."""
 
     type: PacketType = PacketType.DATA
     flags: Flags = Flags(0)
@@ -57,6 +60,7 @@ class DlcpHeader:
     chunk_count: int = 1
     offset: int = 0
     send_ts_ns: int = 0
+    tclass: int = TCLASS_GRADIENT
 
     def validate(self) -> None:
         """Raise ValueError naming the first field out of its allowed range."""
@@ -75,7 +79,7 @@ class DlcpHeader:
     def pack(self) -> bytes:
         self.validate()
         return HEADER_STRUCT.pack(
-            MAGIC, VERSION, self.type, self.flags, self.priority, self.mag_class, 0,
+            MAGIC, VERSION, self.type, self.flags, self.priority, self.mag_class, self.tclass,
             self.job, self.src_rank, self.dst_rank, self.payload_len,
             self.iteration, self.tensor_id, self.chunk_index, self.chunk_count,
             self.offset, 0, self.send_ts_ns,
@@ -87,7 +91,7 @@ class DlcpHeader:
         if offset < 0 or len(buf) - offset < HEADER_LEN:
             have = max(0, len(buf) - max(offset, 0))
             raise WireError(f"truncated DLCP header: need {HEADER_LEN} bytes, have {have}")
-        (magic, version, ptype, flags, prio, mag, res, job, src, dst, plen,
+        (magic, version, ptype, flags, prio, mag, tclass, job, src, dst, plen,
          it, tensor, idx, count, off, res2, ts) = HEADER_STRUCT.unpack_from(buf, offset)
         if magic != MAGIC:
             raise WireError(f"bad DLCP magic 0x{magic:04x}, expected 0x{MAGIC:04X}")
@@ -101,7 +105,9 @@ class DlcpHeader:
             raise WireError(f"DLCP priority {prio} out of range 0..7")
         if mag > 7:
             raise WireError(f"DLCP magnitude class {mag} out of range 0..7")
-        if res or res2:
-            raise WireError(f"DLCP reserved fields must be 0, got {res} and {res2}")
+        if tclass > TOP_TRAFFIC_CLASS:
+            raise WireError(f"DLCP traffic class {tclass} out of range 0..{TOP_TRAFFIC_CLASS}")
+        if res2:
+            raise WireError(f"DLCP reserved field must be 0, got {res2}")
         return cls(_TYPES[ptype], _FLAGS[flags], prio, mag, job, src, dst, plen,
-                   it, tensor, idx, count, off, ts)
+                   it, tensor, idx, count, off, ts, tclass)

@@ -6,10 +6,13 @@ import enum
 import struct
 from typing import NamedTuple
 
+from switch_models.traffic import GRADIENT as TCLASS_GRADIENT, NONE as TCLASS_NONE, TOP_TRAFFIC_CLASS, TRAFFIC_CLASSES
+
 # --- Constants ------------------------------------------------------------------
 
 MAGIC = 0xD1C9
-VERSION = 1
+# 2: byte 7 of the header, reserved before, carries the traffic class.
+VERSION = 2
 DLCP_UDP_PORT = 9796
 # Background traffic over kernel TCP connects to this port (emu/background_tcp.py); the
 # simulator and the core stand in for those connections with its 5-tuple.
@@ -79,7 +82,7 @@ HDR_TYPE = 3
 HDR_FLAGS = 4
 HDR_PRIORITY = 5
 HDR_MAG_CLASS = 6
-HDR_RESERVED = 7
+HDR_TCLASS = 7
 HDR_JOB = 8
 HDR_SRC_RANK = 10
 HDR_DST_RANK = 12
@@ -98,7 +101,7 @@ OFF_TYPE = DLCP_OFF + HDR_TYPE
 OFF_FLAGS = DLCP_OFF + HDR_FLAGS
 OFF_PRIORITY = DLCP_OFF + HDR_PRIORITY
 OFF_MAG_CLASS = DLCP_OFF + HDR_MAG_CLASS
-OFF_RESERVED = DLCP_OFF + HDR_RESERVED
+OFF_TCLASS = DLCP_OFF + HDR_TCLASS
 OFF_JOB = DLCP_OFF + HDR_JOB
 OFF_SRC_RANK = DLCP_OFF + HDR_SRC_RANK
 OFF_DST_RANK = DLCP_OFF + HDR_DST_RANK
@@ -142,7 +145,7 @@ HEADER_FIELDS = (
     HeaderField("flags", HDR_FLAGS, "B", "Flags"),
     HeaderField("priority", HDR_PRIORITY, "B", "Priority"),
     HeaderField("mag_class", HDR_MAG_CLASS, "B", "Magnitude class"),
-    HeaderField("reserved", HDR_RESERVED, "B", "Reserved"),
+    HeaderField("tclass", HDR_TCLASS, "B", "Traffic class"),
     HeaderField("job", HDR_JOB, "H", "Job"),
     HeaderField("src_rank", HDR_SRC_RANK, "H", "Source rank"),
     HeaderField("dst_rank", HDR_DST_RANK, "H", "Destination rank"),

@@ -1,6 +1,6 @@
 """The wire layout of the compiled core (`dlcp_native/src/wire/wire_layout.hpp`), generated
 from `layout` as the Wireshark dissector is, so that the C++ cannot drift from it: the
-DLCP header's field offsets and sizes, packet types, flag bits and ranges, the Ethernet,
+DLCP header's field offsets and sizes, packet types, flag bits, traffic classes and ranges, the Ethernet,
 IPv4 and UDP offsets and lengths, and the ports.
 
     python -m dlcp_emu.wire.native_layout     # regenerate (a test checks it is current)
@@ -43,7 +43,9 @@ def cpp_header() -> str:
         frag_mask=f"0x{layout.IP_FRAG_OFFSET_MASK:04X}", types=types, flags=flags,
         flag_mask=f"0x{layout._FLAG_MASK:02X}", top_prio=ranges["priority"], top_mag=ranges["mag_class"],
         layer_shift=layout.TENSOR_LAYER_SHIFT, phase_shift=layout.TENSOR_PHASE_SHIFT,
-        step_mask=f"0x{layout.TENSOR_STEP_MASK:04X}")
+        step_mask=f"0x{layout.TENSOR_STEP_MASK:04X}", top_tclass=layout.TOP_TRAFFIC_CLASS,
+        tclasses=", ".join(f"TCLASS_{n.upper().replace('-', '_')} = {i}"
+                           for i, n in enumerate(layout.TRAFFIC_CLASSES)))
 
 
 _TEMPLATE = """\
@@ -85,6 +87,10 @@ enum PacketType : uint8_t {{ {types} }};
 constexpr uint8_t FLAG_MASK = {flag_mask};  // every flag above; other bits are refused
 
 constexpr uint8_t TOP_PRIORITY = {top_prio}, TOP_MAG_CLASS = {top_mag};
+
+// Traffic classes (switch_models/traffic.py): what a message carries.
+enum TrafficClass : uint8_t {{ {tclasses} }};
+constexpr uint8_t TOP_TRAFFIC_CLASS = {top_tclass};
 
 // A tensor id: the layer in the high bits, then the phase bit, then the step.
 constexpr int TENSOR_LAYER_SHIFT = {layer_shift}, TENSOR_PHASE_SHIFT = {phase_shift};

@@ -22,6 +22,7 @@ from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_bottom_up, bind_top_down
 
 from dlcp_emu.wire import DLCP_UDP_PORT, HEADER_LEN, MAGIC, VERSION, Flags, PacketType
+from dlcp_emu.wire.layout import TCLASS_GRADIENT, TRAFFIC_CLASSES
 
 # FlagsField names bits from the least significant one up.
 _FLAG_NAMES = [Flags(1 << i).name for i in range(4)]
@@ -36,7 +37,7 @@ class DLCP(Packet):
         FlagsField("flags", 0, 8, _FLAG_NAMES),
         ByteField("priority", 7),
         ByteField("mag_class", 0),
-        ByteField("reserved", 0),
+        ByteEnumField("tclass", TCLASS_GRADIENT, dict(enumerate(TRAFFIC_CLASSES))),
         ShortField("job", 0),
         ShortField("src_rank", 0),
         ShortField("dst_rank", 0),

@@ -18,7 +18,7 @@ from string import Template
 from dlcp_emu.wire.header import _RANGES
 from dlcp_emu.wire.layout import (
     DLCP_UDP_PORT, HEADER_FIELDS, HEADER_LEN, MAGIC, MAX_PAYLOAD, TENSOR_LAYER_SHIFT, TENSOR_PHASE_SHIFT,
-    TENSOR_PHASES, TENSOR_STEP_MASK, VERSION,
+    TENSOR_PHASES, TENSOR_STEP_MASK, TOP_TRAFFIC_CLASS, TRAFFIC_CLASSES, VERSION,
     _FLAG_MASK, _TYPE_NAMES, Flags, PacketType,
 )
 
@@ -27,7 +27,8 @@ PATH = "wireshark/dlcp.lua"      # in the repository, relative to its root
 _PROTOFIELD = {"B": "uint8", "H": "uint16", "I": "uint32", "Q": "uint64"}
 _SIZE = {"B": 1, "H": 2, "I": 4, "Q": 8}
 _BASE = {"magic": "base.HEX", "flags": "base.HEX"}
-_VALUES = {"type": "type_names", "priority": "priority_names", "mag_class": "mag_class_names"}
+_VALUES = {"type": "type_names", "priority": "priority_names", "mag_class": "mag_class_names",
+           "tclass": "tclass_names"}
 
 
 def priority_names() -> dict[int, str]:
@@ -82,6 +83,7 @@ def lua_dissector() -> str:
         type_names=_lua_table({t.value: t.name for t in PacketType}), type_list=_TYPE_NAMES,
         priority_names=_lua_table(priority_names()),
         mag_class_names=_lua_table(mag_class_names()),
+        tclass_names=_lua_table(dict(enumerate(TRAFFIC_CLASSES))), top_tclass=TOP_TRAFFIC_CLASS,
         fields=_field_lines(), layout=_layout_lines(), flags=_flag_lines(),
         layer_mask=f"0x{(0xFFFFFFFF >> TENSOR_LAYER_SHIFT) << TENSOR_LAYER_SHIFT:08X}",
         phase_mask=f"0x{1 << TENSOR_PHASE_SHIFT:08X}", phase_names=_lua_table(TENSOR_PHASES),
@@ -108,10 +110,12 @@ local FLAG_MASK = $flag_mask
 local TRIMMED = $trimmed
 local TOP_PRIORITY = $top_prio
 local TOP_MAG_CLASS = $top_mag
+local TOP_TCLASS = $top_tclass
 
 local type_names = $type_names
 local priority_names = $priority_names
 local mag_class_names = $mag_class_names
+local tclass_names = $tclass_names
 
 local dlcp = Proto("dlcp", "DL-aware transport (DLCP)")
 
@@ -186,9 +190,9 @@ function dlcp.dissector(tvb, pinfo, tree)
             items.tensor_id:add(tensor_step, range)
         end
     end
-    pinfo.cols.info = string.format("%s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",
-        type_names[v.type] or tostring(v.type), v.job, v.iteration, v.tensor_id, v.chunk_index,
-        v.chunk_count, v.priority, v.mag_class, flag_names(v.flags))
+    pinfo.cols.info = string.format("%s %s job=%d it=%d tensor=%d chunk=%d/%d prio=%d mag=%d [%s]",
+        type_names[v.type] or tostring(v.type), tclass_names[v.tclass] or tostring(v.tclass), v.job,
+        v.iteration, v.tensor_id, v.chunk_index, v.chunk_count, v.priority, v.mag_class, flag_names(v.flags))
     t:append_text(", " .. (type_names[v.type] or "?"))
     -- The codec's checks, in its order and with its words (dlcp_emu/wire/header.py, frame.py).
     if type_names[v.type] == nil then
@@ -204,9 +208,11 @@ function dlcp.dissector(tvb, pinfo, tree)
     if v.mag_class > TOP_MAG_CLASS then
         bad(items.mag_class, pinfo, string.format("DLCP magnitude class %d out of range 0..%d", v.mag_class, TOP_MAG_CLASS))
     end
-    if v.reserved ~= 0 or v.reserved2 ~= 0 then
-        bad(v.reserved ~= 0 and items.reserved or items.reserved2, pinfo,
-            string.format("DLCP reserved fields must be 0, got %d and %d", v.reserved, v.reserved2))
+    if v.tclass > TOP_TCLASS then
+        bad(items.tclass, pinfo, string.format("DLCP traffic class %d out of range 0..%d", v.tclass, TOP_TCLASS))
+    end
+    if v.reserved2 ~= 0 then
+        bad(items.reserved2, pinfo, string.format("DLCP reserved field must be 0, got %d", v.reserved2))
     end
     local carried = n - HEADER_LEN
     if bit.band(v.flags, TRIMMED) ~= 0 then

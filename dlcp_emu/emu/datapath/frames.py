@@ -17,7 +17,8 @@ Frames a switch cannot classify are refused, as a reason in place of a Packet, a
 data path drops and counts them: MALFORMED (shorter than an Ethernet header; IPv4 with a
 header length below 20 bytes, or a header or total length past the frame's end) and
 INVALID_DLCP (the DLCP port and magic, but a header the codec refuses: another version, an
-unknown type or flag bit, priority or magnitude class above 7, non-zero reserved fields, or
+unknown type or flag bit, priority or magnitude class above 7, a traffic class beyond the known ones, a non-zero
+reserved field, or
 cut short). Forwarding them as plain traffic would let a broken header choose its queue.
 `size` is the frame length padded to Ethernet's 60-byte minimum, as it would be on a wire.
 """
@@ -28,9 +29,9 @@ from switch_models.packet import REWRITE_CE, REWRITE_TRIM, Packet
 from dlcp_emu.wire import mark_ce, trim_frame
 from dlcp_emu.wire.layout import (
     DLCP_OFF, DLCP_UDP_PORT, FRAME_OVERHEAD, HDR_FLAGS, HDR_MAG_CLASS, HDR_MAGIC, HDR_PRIORITY,
-    HDR_RESERVED, HDR_RESERVED2, HDR_TENSOR_ID, HDR_TYPE, HDR_VERSION, MAGIC, OFF_ETH_DST,
+    HDR_RESERVED2, HDR_TCLASS, HDR_TENSOR_ID, HDR_TYPE, HDR_VERSION, MAGIC, OFF_ETH_DST,
     OFF_ETHERTYPE, OFF_IP_DST, OFF_IP_FRAG, OFF_IP_PROTO, OFF_IP_SRC, OFF_IP_TOS,
-    OFF_IP_TOTAL_LEN, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, VERSION, fields_at,
+    OFF_IP_TOTAL_LEN, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, TOP_TRAFFIC_CLASS, VERSION, fields_at,
 )
 from dlcp_emu.wire.layout import _FLAG_MASK, _TYPES
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
@@ -41,12 +42,12 @@ IPPROTO_UDP = 17
 
 # What the parser reads, each at its offset (IHL 5): dst MAC, EtherType, ver/IHL, TOS,
 # total length, frag, proto, src IP, dst IP, sport, dport; then of a DLCP header: magic,
-# version, type, flags, priority, mag_class, reserved, tensor_id, reserved2.
+# version, type, flags, priority, mag_class, tclass, tensor_id, reserved2.
 L234 = fields_at((OFF_ETH_DST, "6s"), (OFF_ETHERTYPE, "H"), (OFF_IP_VER_IHL, "B"), (OFF_IP_TOS, "B"),
                  (OFF_IP_TOTAL_LEN, "H"), (OFF_IP_FRAG, "H"), (OFF_IP_PROTO, "B"), (OFF_IP_SRC, "I"),
                  (OFF_IP_DST, "I"), (OFF_UDP_SPORT, "H"), (OFF_UDP_DPORT, "H"))
 DLCP = fields_at((HDR_MAGIC, "H"), (HDR_VERSION, "B"), (HDR_TYPE, "B"), (HDR_FLAGS, "B"),
-                 (HDR_PRIORITY, "B"), (HDR_MAG_CLASS, "B"), (HDR_RESERVED, "B"),
+                 (HDR_PRIORITY, "B"), (HDR_MAG_CLASS, "B"), (HDR_TCLASS, "B"),
                  (HDR_TENSOR_ID, "I"), (HDR_RESERVED2, "I"))
 _MAGIC = fields_at((HDR_MAGIC, "H"))
 _PORTS = struct.Struct("!HH")
@@ -108,17 +109,17 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
                     if n >= DLCP_OFF + 2 and unpack_magic(frame, DLCP_OFF)[0] == MAGIC:
                         return INVALID_DLCP      # a DLCP header cut short
                 else:
-                    (magic, version, ptype, flags, dprio, mag, res, tensor_id,
+                    (magic, version, ptype, flags, dprio, mag, tclass, tensor_id,
                      res2) = unpack_dlcp(frame, DLCP_OFF)
                     if magic == MAGIC:
                         # What the codec refuses, a switch refuses: a bad field would choose
                         # the frame's queue (priority, magnitude) or mean something unknown.
                         if (version != VERSION or ptype not in types or flags & flag_bits
-                                or dprio > 7 or mag > 7 or res or res2):
+                                or dprio > 7 or mag > 7 or tclass > TOP_TRAFFIC_CLASS or res2):
                             return INVALID_DLCP
                         # wire.flow.flow_hash, written inline: a call a packet costs here.
                         return dlcp(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), dprio, mag,
-                                    tensor_id, flags, ect, ce, frame)
+                                    tensor_id, flags, ect, ce, frame, tclass)
             return plain(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), prio, ect, ce, frame)
         return plain(n, dst, hash((src_ip, dst_ip, proto)), prio, ect, ce, frame)
 
@@ -132,7 +133,7 @@ def copy_for(pkt, dst):
     """A copy of a parsed packet routed to `dst` (one per port when flooding: each copy is
     queued, paced and counted on its own port)."""
     return Packet(pkt.size, dst, pkt.flow, pkt.prio, pkt.mag, pkt.layer, pkt.droppable,
-                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame)
+                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame, tclass=pkt.tclass)
 
 
 def apply_rewrite(pkt):

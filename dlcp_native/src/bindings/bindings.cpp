@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "switch/classifiers.hpp"
+#include "wire/wire_layout.hpp"
 #include "switch/load_balancers.hpp"
 #include "switch/queue_managers.hpp"
 #include "switch/schedulers.hpp"
@@ -120,10 +121,13 @@ class Core {
 
   py::tuple receive(int dst, int in_port, int64_t now, int64_t uid, int64_t size, int64_t flow,
                     int prio, int mag, int64_t layer, bool droppable, bool dlcp, bool ect,
-                    bool ce, int64_t header_size, int rewrite) {
+                    bool ce, int64_t header_size, int rewrite, int tclass) {
     if (prio < 0 || prio > 7 || mag < 0 || mag > 7)
       throw py::value_error("packet uid " + std::to_string(uid) + ": prio and mag must be in 0..7, got " +
                             std::to_string(prio) + " and " + std::to_string(mag));
+    if (tclass < 0 || tclass > wire::TOP_TRAFFIC_CLASS)
+      throw py::value_error("packet uid " + std::to_string(uid) + ": tclass must be in 0.." +
+                            std::to_string(int(wire::TOP_TRAFFIC_CLASS)) + ", got " + std::to_string(tclass));
     Packet pkt;
     pkt.uid = uid;
     pkt.size = size;
@@ -131,6 +135,7 @@ class Core {
     pkt.flow = flow;
     pkt.prio = static_cast<uint8_t>(prio);
     pkt.mag = static_cast<uint8_t>(mag);
+    pkt.tclass = static_cast<uint8_t>(tclass);
     pkt.layer = layer;
     pkt.droppable = droppable;
     pkt.dlcp = dlcp;
@@ -181,12 +186,13 @@ class Core {
   py::tuple run_batch(const I64& uid, const I64& size, const I64& dst, const I64& flow,
                       const I64& prio, const I64& mag, const I64& layer, const I64& header_size,
                       const I64& rewrite, const I64& in_port, const I64& time,
-                      const Bool& droppable, const Bool& dlcp, const Bool& ect, const Bool& ce) {
+                      const Bool& droppable, const Bool& dlcp, const Bool& ect, const Bool& ce,
+                      const I64& tclass) {
     Arrivals a;
     a.n = static_cast<size_t>(uid.size());
     const std::vector<const py::array*> columns = {&size, &dst, &flow, &prio, &mag, &layer,
                                                    &header_size, &rewrite, &in_port, &time,
-                                                   &droppable, &dlcp, &ect, &ce};
+                                                   &droppable, &dlcp, &ect, &ce, &tclass};
     for (const py::array* col : columns)
       if (static_cast<size_t>(col->size()) != a.n) throw py::value_error("columns differ in length");
     a.uid = uid.data();
@@ -195,6 +201,7 @@ class Core {
     a.flow = flow.data();
     a.prio = prio.data();
     a.mag = mag.data();
+    a.tclass = tclass.data();
     a.layer = layer.data();
     a.header_size = header_size.data();
     a.rewrite = rewrite.data();

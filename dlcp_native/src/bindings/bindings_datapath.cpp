@@ -164,7 +164,7 @@ void bind_datapath(py::module_& m) {
       case Parsed::PACKET: break;
     }
     return py::make_tuple(p.size, p.flow, p.prio, p.mag, p.layer, p.droppable, p.dlcp, p.ect, p.ce,
-                          p.header_size);
+                          p.header_size, p.tclass);
   });
   // rewrite.py `trim_frame` (None where Python raises) and `mark_ce` on a copy.
   m.def("trim_frame", [](const py::bytes& frame) -> py::object {

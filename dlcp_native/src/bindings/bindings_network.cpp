@@ -12,6 +12,7 @@
 #include "net/network.hpp"
 #include "transport/transport_receiver.hpp"
 #include "transport/transport_sender.hpp"
+#include "wire/wire_layout.hpp"
 
 namespace dlcp_bindings {
 
@@ -50,10 +51,13 @@ std::vector<HostSetup> host_setups(const py::list& hosts) {
 
 Packet packet(int64_t uid, int64_t size, int64_t dst, int64_t flow, int64_t prio, int64_t mag,
               int64_t layer, int64_t header_size, int64_t rewrite, bool droppable, bool dlcp,
-              bool ect, bool ce) {
+              bool ect, bool ce, int64_t tclass) {
   if (prio < 0 || prio > 7 || mag < 0 || mag > 7)
     throw py::value_error("packet uid " + std::to_string(uid) + ": prio and mag must be in 0..7, got " +
                           std::to_string(prio) + " and " + std::to_string(mag));
+  if (tclass < 0 || tclass > wire::TOP_TRAFFIC_CLASS)
+    throw py::value_error("packet uid " + std::to_string(uid) + ": tclass must be in 0.." +
+                          std::to_string(int(wire::TOP_TRAFFIC_CLASS)) + ", got " + std::to_string(tclass));
   if (rewrite < 0 || rewrite > 255)
     throw py::value_error("packet uid " + std::to_string(uid) + ": rewrite must be in 0..255");
   Packet pkt;
@@ -63,6 +67,7 @@ Packet packet(int64_t uid, int64_t size, int64_t dst, int64_t flow, int64_t prio
   pkt.flow = flow;
   pkt.prio = static_cast<uint8_t>(prio);
   pkt.mag = static_cast<uint8_t>(mag);
+  pkt.tclass = static_cast<uint8_t>(tclass);
   pkt.layer = layer;
   pkt.header_size = header_size;
   pkt.rewrite = static_cast<uint8_t>(rewrite);
@@ -87,25 +92,26 @@ class NetCore {
 
   bool send(int host, int64_t now, int64_t major, int64_t uid, int64_t size, int64_t dst,
             int64_t flow, int64_t prio, int64_t mag, int64_t layer, int64_t header_size,
-            int64_t rewrite, bool droppable, bool dlcp, bool ect, bool ce) {
+            int64_t rewrite, bool droppable, bool dlcp, bool ect, bool ce, int64_t tclass) {
     return net_.send(host, packet(uid, size, dst, flow, prio, mag, layer, header_size, rewrite,
-                                  droppable, dlcp, ect, ce), now, major);
+                                  droppable, dlcp, ect, ce, tclass), now, major);
   }
 
   // Sends as events at their times, in the order given (what loop.at(t, send) does).
   void send_at(const I64& host, const I64& time, const I64& uid, const I64& size, const I64& dst,
                const I64& flow, const I64& prio, const I64& mag, const I64& layer,
                const I64& header_size, const I64& rewrite, const Bool& droppable, const Bool& dlcp,
-               const Bool& ect, const Bool& ce, int64_t major) {
+               const Bool& ect, const Bool& ce, const I64& tclass, int64_t major) {
     const py::ssize_t n = host.size();
     for (const py::array* col : std::vector<const py::array*>{&time, &uid, &size, &dst, &flow, &prio, &mag,
                                                               &layer, &header_size, &rewrite, &droppable,
-                                                              &dlcp, &ect, &ce})
+                                                              &dlcp, &ect, &ce, &tclass})
       if (col->size() != n) throw py::value_error("columns differ in length");
     for (py::ssize_t i = 0; i < n; ++i)
       net_.send_at(static_cast<int>(host.at(i)),
                    packet(uid.at(i), size.at(i), dst.at(i), flow.at(i), prio.at(i), mag.at(i), layer.at(i),
-                          header_size.at(i), rewrite.at(i), droppable.at(i), dlcp.at(i), ect.at(i), ce.at(i)),
+                          header_size.at(i), rewrite.at(i), droppable.at(i), dlcp.at(i), ect.at(i), ce.at(i),
+                          tclass.at(i)),
                    time.at(i), major);
   }
 

@@ -53,11 +53,11 @@ std::shared_ptr<const Buffer> make_buffer(const py::object& data, int64_t nbytes
 }
 
 Header to_header(const py::tuple& t) {
-  if (t.size() != 14) throw py::value_error("a header is 14 fields, got " + std::to_string(t.size()));
+  if (t.size() != 15) throw py::value_error("a header is 15 fields, got " + std::to_string(t.size()));
   return {t[0].cast<uint8_t>(),   t[1].cast<uint8_t>(),   t[2].cast<uint8_t>(),   t[3].cast<uint8_t>(),
           t[4].cast<uint16_t>(),  t[5].cast<uint16_t>(),  t[6].cast<uint16_t>(),  t[7].cast<uint16_t>(),
           t[8].cast<uint32_t>(),  t[9].cast<uint32_t>(),  t[10].cast<uint32_t>(), t[11].cast<uint32_t>(),
-          t[12].cast<uint32_t>(), t[13].cast<int64_t>()};
+          t[12].cast<uint32_t>(), t[13].cast<int64_t>(),  t[14].cast<uint8_t>()};
 }
 
 // The payload given to an endpoint, held for the call. None: payload-free.
@@ -95,7 +95,7 @@ py::list packets(const std::vector<OutPacket>& out) {
     const Header& h = out[i].h;
     list[i] = py::make_tuple(h.type, h.flags, h.priority, h.mag_class, h.job, h.src_rank, h.dst_rank,
                              h.payload_len, h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset,
-                             h.send_ts_ns, payload_of(out[i]));
+                             h.send_ts_ns, h.tclass, payload_of(out[i]));
   }
   return list;
 }
@@ -245,10 +245,14 @@ void bind_transport(py::module_& m) {
   py::class_<Sender>(m, "TransportSender")
       .def("send",
            [](Sender& s, uint32_t iteration, uint32_t tensor_id, int64_t priority, const py::object& data,
-              int64_t nbytes, const py::bytes& mag, const py::bytes& drop, int64_t bound, int64_t now) {
+              int64_t nbytes, const py::bytes& mag, const py::bytes& drop, int64_t bound, int64_t now,
+              uint8_t tclass) {
              ChunkPlan plan{bytes_of(mag), bytes_of(drop), bound};
-             s.send(iteration, tensor_id, priority, make_buffer(data, nbytes), plan, now);
-           })
+             s.send(iteration, tensor_id, priority, make_buffer(data, nbytes), plan, now, tclass);
+           },
+           py::arg("iteration"), py::arg("tensor_id"), py::arg("priority"), py::arg("data"), py::arg("nbytes"),
+           py::arg("mag"), py::arg("drop"), py::arg("bound"), py::arg("now"),
+           py::arg("tclass") = uint8_t(dlcp::wire::TCLASS_GRADIENT))
       .def("poll",
            [](Sender& s, int64_t now) {
              std::vector<OutPacket> out;
@@ -310,7 +314,7 @@ void bind_transport(py::module_& m) {
       .def_readonly("malformed", &Receiver::malformed);
 
   // header.py `DlcpHeader.pack` and `unpack` (the differential tests hold them to it):
-  // unpack gives the 14 fields, or the name of the first rule the bytes break.
+  // unpack gives the 15 fields, or the name of the first rule the bytes break.
   m.def("pack_header", [](const py::tuple& fields) {
     uint8_t out[HEADER_LEN];
     pack_header(to_header(fields), out);
@@ -323,7 +327,8 @@ void bind_transport(py::module_& m) {
     if (e != HeaderError::NONE) return py::str(header_error_name(e));
     // The wire's send time is unsigned, as Python reads it (the core's clock never reaches 2**63).
     return py::make_tuple(h.type, h.flags, h.priority, h.mag_class, h.job, h.src_rank, h.dst_rank, h.payload_len,
-                          h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset, uint64_t(h.send_ts_ns));
+                          h.iteration, h.tensor_id, h.chunk_index, h.chunk_count, h.offset, uint64_t(h.send_ts_ns),
+                          h.tclass);
   });
 
   bind_endpoints<ReliableSender, ReliableReceiver>(m, "ReliableSender", "ReliableReceiver");

@@ -48,6 +48,7 @@ void plain(Packet& pkt, size_t n, int64_t flow, uint8_t prio = NOT_DLCP_PRIORITY
   pkt.flow = flow;
   pkt.prio = prio;
   pkt.mag = 0;
+  pkt.tclass = 0;
   pkt.layer = 0;
   pkt.droppable = false;
   pkt.dlcp = false;
@@ -115,6 +116,7 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
           return Parsed::INVALID_DLCP;
         plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), hdr.priority, ect, ce);
         pkt.mag = hdr.mag_class;
+        pkt.tclass = hdr.tclass;
         pkt.layer = int64_t(hdr.tensor_id) >> TENSOR_LAYER_SHIFT;
         pkt.droppable = hdr.flags & FLAG_DROPPABLE;
         pkt.dlcp = true;

@@ -145,11 +145,13 @@ Packet HostStack::packet(const OutPacket& out) {
   if (wire_.dlcp) {  // wire/packet.py dlcp_packet
     p.prio = h.priority;
     p.mag = h.mag_class;
+    p.tclass = h.tclass;
     p.layer = h.tensor_id >> TENSOR_LAYER_SHIFT;
     p.droppable = (h.flags & FLAG_DROPPABLE) != 0;
   } else {  // plain_packet
     p.prio = NOT_DLCP_PRIORITY;
     p.mag = 0;
+    p.tclass = 0;
     p.layer = 0;
     p.droppable = false;
   }

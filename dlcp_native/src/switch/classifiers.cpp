@@ -67,21 +67,25 @@ int Layer::classify(const Packet& pkt) {
   return other_;
 }
 
-Dlcp::Dlcp(int64_t n, double w, std::optional<int64_t> other) {
+Dlcp::Dlcp(int64_t n, double w, std::optional<int64_t> other, const std::vector<double>& loss_tolerant) {
   check_classes("dlcp", n);
   require(0 <= w && w <= 1, "dlcp", "layer_weight", "a number in [0, 1]");
   n_classes = static_cast<int>(n);
   other_ = other_class("dlcp", other, n_classes);
+  // Every class but the tolerant ones and `none` (which says nothing) must arrive whole.
+  const uint32_t all = loss_tolerant.size() >= 32 ? ~0u : (1u << loss_tolerant.size()) - 1;
+  lossless_ = ~tolerant_mask("dlcp", loss_tolerant) & all & ~(1u << TCLASS_NONE);
+  const int top = n_classes > 1 && lossless_ ? 1 : 0;  // class 0 kept for them
   // Urgency in [0, 7]: low layer priority number and high magnitude are both urgent.
   // Python's round() halves to even, as nearbyint does in the default rounding mode.
   for (int prio = 0; prio < 8; ++prio)
     for (int mag = 0; mag < 8; ++mag)
       table_[prio * 8 + mag] = static_cast<uint8_t>(
-          std::nearbyint((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1) / 7));
+          top + std::nearbyint((w * prio + (1 - w) * (7 - mag)) * (n_classes - 1 - top) / 7));
 }
 
 int Dlcp::classify(const Packet& pkt) {
-  if (pkt.dlcp) return table_[(pkt.prio << 3) | pkt.mag];
+  if (pkt.dlcp) return lossless_ >> pkt.tclass & 1u ? 0 : table_[(pkt.prio << 3) | pkt.mag];
   return other_;
 }
 
@@ -106,9 +110,9 @@ std::unique_ptr<Classifier> make_classifier(const StageSpec& spec) {
     return std::make_unique<classifiers::Layer>(p.integer("n_classes"), p.optional_integer("other_class"));
   }
   if (spec.name == "dlcp") {
-    p.expect("classifier 'dlcp'", {"n_classes", "layer_weight", "other_class"});
+    p.expect("classifier 'dlcp'", {"n_classes", "layer_weight", "other_class", "loss_tolerant"});
     return std::make_unique<classifiers::Dlcp>(p.integer("n_classes"), p.number("layer_weight"),
-                                            p.optional_integer("other_class"));
+                                            p.optional_integer("other_class"), p.list("loss_tolerant"));
   }
   throw SpecError("classifier '" + spec.name + "' has no native implementation");
 }

@@ -70,11 +70,13 @@ class Layer : public Classifier {
 // n classes, by a precomputed table. `layer_weight` 1 means layer only, 0 magnitude only.
 class Dlcp : public Classifier {
  public:
-  Dlcp(int64_t n_classes, double layer_weight, std::optional<int64_t> other_class);
+  Dlcp(int64_t n_classes, double layer_weight, std::optional<int64_t> other_class,
+       const std::vector<double>& loss_tolerant);
   int classify(const Packet& pkt) override;
 
  private:
   int other_;
+  uint32_t lossless_ = 0;  // bit c: traffic class c goes to class 0, above every gradient
   std::array<uint8_t, 64> table_;
 };
 

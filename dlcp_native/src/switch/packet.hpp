@@ -14,6 +14,9 @@ constexpr uint8_t REWRITE_TRIM = 1;
 constexpr uint8_t REWRITE_CE = 2;
 
 constexpr uint8_t NOT_DLCP_PRIORITY = 7;  // the lowest: what a switch gives traffic that says nothing
+// Traffic class codes (switch_models/traffic.py): `none` says nothing; a packet is a gradient
+// unless it says otherwise. The stages learn the others from their `loss_tolerant` flags.
+constexpr uint8_t TCLASS_NONE = 0, TCLASS_GRADIENT = 1;
 
 struct Packet {
   int64_t uid = 0;           // caller's id for per-packet records
@@ -24,6 +27,7 @@ struct Packet {
   int32_t dst = -1;          // routing key as an index into the switch's routes; -1: none
   uint8_t prio = 7;          // sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
   uint8_t mag = 0;           // gradient magnitude class 0..7, 7 = largest (DLCP data only)
+  uint8_t tclass = TCLASS_GRADIENT;  // traffic class code (switch_models/traffic.py)
   bool droppable = false;    // the sender allows this packet to be lost (bounded-loss transport)
   bool dlcp = false;         // carries a DLCP header (only those can be trimmed)
   bool ect = false;          // ECN-capable transport

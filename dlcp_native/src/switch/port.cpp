@@ -56,7 +56,7 @@ void EgressPort::push(Slot slot) {
   mask |= 1u << q;
   bytes += size;
   packets += 1;
-  if (pkt.droppable && !droppable.empty()) droppable[pkt.mag].push_back(pool.ref(slot));
+  if (!droppable.empty() && qm->may_drop(pkt)) droppable[pkt.mag].push_back(pool.ref(slot));
   PortCounters& c = counters;
   c.enqueued += 1;
   c.enqueued_bytes += size;
@@ -191,7 +191,7 @@ void EgressPort::start(int64_t now) {
     Packet& pkt = pool[slot];
     const int64_t size = pkt.size;
     unlink(q, size);
-    if (pkt.droppable && !droppable.empty()) {
+    if (!droppable.empty() && qm->may_drop(pkt)) {
       Ring<Ref>& idx = droppable[pkt.mag];
       while (!idx.empty() && !pool.live(idx.front())) idx.pop_front();
     }

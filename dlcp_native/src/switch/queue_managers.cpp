@@ -59,9 +59,10 @@ void Ecn::enqueue(EgressPort& port, Slot slot, int64_t now) {
   port.push(slot);
 }
 
-Dlcp::Dlcp(double threshold)
+Dlcp::Dlcp(double threshold, const std::vector<double>& loss_tolerant)
     : threshold_(fraction("dlcp", "threshold", threshold)) {
   evicts_droppable = true;
+  tolerant = tolerant_mask("dlcp", loss_tolerant);
 }
 
 void Dlcp::attach(const EgressPort& port) {
@@ -79,7 +80,8 @@ void Dlcp::enqueue(EgressPort& port, Slot slot, int64_t now) {
   const Packet& pkt = port.pool[slot];
   const int64_t size = pkt.size;
   int below;
-  if (pkt.droppable) {
+  const bool droppable = may_drop(pkt);
+  if (droppable) {
     if (port.bytes + size > mag_limit_[pkt.mag]) {
       port.drop(slot, DLCP_THRESHOLD, now);
       return;
@@ -91,7 +93,7 @@ void Dlcp::enqueue(EgressPort& port, Slot slot, int64_t now) {
   while (!fits(port, size)) {
     const Slot victim = port.lowest_droppable(below);
     if (victim == NO_SLOT) {
-      port.drop(slot, pkt.droppable ? DLCP_THRESHOLD : BUFFER_FULL, now);
+      port.drop(slot, droppable ? DLCP_THRESHOLD : BUFFER_FULL, now);
       return;
     }
     port.evict(victim, DLCP_EVICTED, now);
@@ -162,8 +164,8 @@ std::unique_ptr<QueueManager> make_queue_manager(const StageSpec& spec) {
     return std::make_unique<queue_managers::Ecn>(p.number("mark_fraction"));
   }
   if (spec.name == "dlcp") {
-    p.expect("queue manager 'dlcp'", {"threshold"});
-    return std::make_unique<queue_managers::Dlcp>(p.number("threshold"));
+    p.expect("queue manager 'dlcp'", {"threshold", "loss_tolerant"});
+    return std::make_unique<queue_managers::Dlcp>(p.number("threshold"), p.list("loss_tolerant"));
   }
   if (spec.name == "pfabric") {
     p.expect("queue manager 'pfabric'", {});

@@ -44,6 +44,10 @@ class QueueManager {
   virtual void enqueue(EgressPort& port, Slot slot, int64_t now) = 0;
 
   bool evicts_droppable = false;  // true: the port keeps an index of its queued droppable packets
+  // Bit c set: this manager may drop a droppable packet of traffic class c (the port indexes
+  // only those).
+  uint32_t tolerant = 0xFFFFFFFFu;
+  bool may_drop(const Packet& pkt) const { return pkt.droppable && (tolerant >> pkt.tclass & 1u); }
 
  protected:
   int64_t limit_bytes_ = 0;
@@ -79,7 +83,7 @@ class Ecn : public QueueManager {
 // a non-droppable packet is dropped only when no droppable one is left to evict.
 class Dlcp : public QueueManager {
  public:
-  explicit Dlcp(double threshold);
+  Dlcp(double threshold, const std::vector<double>& loss_tolerant);
   void attach(const EgressPort& port) override;
   int64_t idle_limit() const override;
   void enqueue(EgressPort& port, Slot slot, int64_t now) override;

@@ -55,4 +55,14 @@ std::optional<std::vector<double>> Params::optional_list(const std::string& key)
   return list(key);
 }
 
+uint32_t tolerant_mask(const std::string& kind, const std::vector<double>& flags) {
+  require(!flags.empty() && flags.size() <= 32, kind, "loss_tolerant", "a flag per traffic class (1..32 of them)");
+  uint32_t mask = 0;
+  for (size_t c = 0; c < flags.size(); ++c) {
+    require(flags[c] == 0 || flags[c] == 1, kind, "loss_tolerant", "flags of 0 or 1");
+    if (flags[c] != 0) mask |= 1u << c;
+  }
+  return mask;
+}
+
 }  // namespace dlcp

@@ -48,6 +48,10 @@ class Params {
   std::map<std::string, Value> values_;
 };
 
+// A stage's `loss_tolerant`, which the wrapper turns from names into one flag (0 or 1) per
+// traffic class code (switch_models/traffic.py), as a bit per class code.
+uint32_t tolerant_mask(const std::string& kind, const std::vector<double>& flags);
+
 struct StageSpec {
   std::string name;
   Params params;

@@ -177,6 +177,7 @@ void run_arrivals(Switch& sw, const Arrivals& a, const std::vector<int64_t>& por
       pkt.flow = a.flow[i];
       pkt.prio = static_cast<uint8_t>(a.prio[i]);
       pkt.mag = static_cast<uint8_t>(a.mag[i]);
+      pkt.tclass = static_cast<uint8_t>(a.tclass[i]);
       pkt.layer = a.layer[i];
       pkt.header_size = a.header_size[i];
       pkt.rewrite = static_cast<uint8_t>(a.rewrite[i]);

@@ -70,7 +70,7 @@ class Switch {
 // A sequence of arrivals as columns (one entry per packet), for `run_arrivals`.
 struct Arrivals {
   size_t n = 0;
-  const int64_t *uid, *size, *dst, *flow, *prio, *mag, *layer, *header_size, *rewrite;
+  const int64_t *uid, *size, *dst, *flow, *prio, *mag, *tclass, *layer, *header_size, *rewrite;
   const int64_t *in_port, *time;
   const bool *droppable, *dlcp, *ect, *ce;
 };

@@ -23,6 +23,7 @@ struct SendResult {
 struct Outbound {
   uint32_t iteration = 0, tensor_id = 0;
   uint8_t priority = 7;
+  uint8_t tclass = wire::TCLASS_GRADIENT;
   uint32_t count = 0;
   int64_t cs = 0, total = 0;
   std::shared_ptr<const Buffer> buf;

@@ -196,7 +196,7 @@ void Receiver::complete(Inbound& st, int64_t now) {
 void Receiver::feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk) {
   OutPacket& p = out_.emplace_back();
   p.h = {type, 0, CONTROL_PRIORITY, CONTROL_MAG, h.job, rank, h.src_rank, uint16_t(payload.size()), h.iteration,
-         h.tensor_id, chunk < 0 ? h.chunk_index : uint32_t(chunk), h.chunk_count, 0, now};
+         h.tensor_id, chunk < 0 ? h.chunk_index : uint32_t(chunk), h.chunk_count, 0, now, h.tclass};
   p.control = std::move(payload);
 }
 

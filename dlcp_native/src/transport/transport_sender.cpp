@@ -36,9 +36,12 @@ Sender::Sender(bool bounded, int64_t src, int64_t dst, int64_t job_, int64_t mtu
 
 // ---- sans-I/O interface -------------------------------------------------------------------
 void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std::shared_ptr<const Buffer> buf,
-                  const ChunkPlan& plan, int64_t now) {
+                  const ChunkPlan& plan, int64_t now, uint8_t tclass) {
   if (priority < 0 || priority > 7)
     throw std::invalid_argument("priority must be in 0..7, got " + std::to_string(priority));
+  if (tclass > wire::TOP_TRAFFIC_CLASS)
+    throw std::invalid_argument("tclass must be a traffic class code in 0.." +
+                                std::to_string(int(wire::TOP_TRAFFIC_CLASS)) + ", got " + std::to_string(int(tclass)));
   if (sending(iteration, tensor_id))
     throw std::invalid_argument("tensor (" + std::to_string(iteration) + ", " + std::to_string(tensor_id) +
                                 ") (iteration, tensor_id) is already being sent");
@@ -56,6 +59,7 @@ void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std:
   m->iteration = iteration;
   m->tensor_id = tensor_id;
   m->priority = uint8_t(priority);
+  m->tclass = tclass;
   m->count = uint32_t(count);
   m->cs = cs;
   m->total = total;
@@ -183,7 +187,7 @@ void Sender::emit(const OutboundPtr& mp, uint32_t c, bool retx, int64_t now, std
   }
   OutPacket& p = out.emplace_back();
   p.h = {DATA, fl, m.priority, mag, job, src_rank, dst_rank, uint16_t(m.size(c)), m.iteration, m.tensor_id,
-         c, m.count, uint32_t(off), now};
+         c, m.count, uint32_t(off), now, m.tclass};
   p.buf = m.buf;
   p.off = uint32_t(off);
 }
@@ -197,7 +201,7 @@ void Sender::probe_packets(Outbound& m, int64_t now, std::vector<OutPacket>& out
   for (size_t seg = 0; seg < m.probes.size(); ++seg) {
     OutPacket& p = out.emplace_back();
     p.h = {PROBE, fl, m.priority, 0, job, src_rank, dst_rank, uint16_t(m.probes[seg].size()), m.iteration,
-           m.tensor_id, uint32_t(seg), m.count, 0, now};
+           m.tensor_id, uint32_t(seg), m.count, 0, now, m.tclass};
     p.control = m.probes[seg];
   }
 }

@@ -52,8 +52,9 @@ class Sender {
 
   // A tensor of `buf->size` bytes (buf->data null: payload-free) with its plan (one class and
   // one droppable flag per chunk; droppable is ignored unless bounded_loss).
+  // tclass: the traffic class every packet of it carries (wire::TrafficClass).
   void send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std::shared_ptr<const Buffer> buf,
-            const ChunkPlan& plan, int64_t now);
+            const ChunkPlan& plan, int64_t now, uint8_t tclass = wire::TCLASS_GRADIENT);
   void poll(int64_t now, std::vector<OutPacket>& out);
   void receive(const Header& h, const InPayload& payload, int64_t now, bool ce = false);
   std::optional<int64_t> next_timeout();

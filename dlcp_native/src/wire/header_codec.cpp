@@ -7,7 +7,7 @@ using namespace wire;
 
 // The codec reads and writes each field at the width the layout gives it.
 static_assert(HDR_MAGIC_SIZE == 2 && HDR_VERSION_SIZE == 1 && HDR_TYPE_SIZE == 1 && HDR_FLAGS_SIZE == 1 &&
-              HDR_PRIORITY_SIZE == 1 && HDR_MAG_CLASS_SIZE == 1 && HDR_RESERVED_SIZE == 1 && HDR_JOB_SIZE == 2 &&
+              HDR_PRIORITY_SIZE == 1 && HDR_MAG_CLASS_SIZE == 1 && HDR_TCLASS_SIZE == 1 && HDR_JOB_SIZE == 2 &&
               HDR_SRC_RANK_SIZE == 2 && HDR_DST_RANK_SIZE == 2 && HDR_PAYLOAD_LEN_SIZE == 2 &&
               HDR_ITERATION_SIZE == 4 && HDR_TENSOR_ID_SIZE == 4 && HDR_CHUNK_INDEX_SIZE == 4 &&
               HDR_CHUNK_COUNT_SIZE == 4 && HDR_OFFSET_SIZE == 4 && HDR_RESERVED2_SIZE == 4 &&
@@ -43,7 +43,7 @@ void pack_header(const Header& h, uint8_t* out) {
   out[HDR_FLAGS] = h.flags;
   out[HDR_PRIORITY] = h.priority;
   out[HDR_MAG_CLASS] = h.mag_class;
-  out[HDR_RESERVED] = 0;
+  out[HDR_TCLASS] = h.tclass;
   put16(out + HDR_JOB, h.job);
   put16(out + HDR_SRC_RANK, h.src_rank);
   put16(out + HDR_DST_RANK, h.dst_rank);
@@ -66,11 +66,13 @@ HeaderError unpack_header(const uint8_t* b, size_t n, Header& h) {
   if (b[HDR_FLAGS] & ~FLAG_MASK) return HeaderError::FLAGS;
   if (b[HDR_PRIORITY] > TOP_PRIORITY) return HeaderError::PRIORITY;
   if (b[HDR_MAG_CLASS] > TOP_MAG_CLASS) return HeaderError::MAG_CLASS;
-  if (b[HDR_RESERVED] || get32(b + HDR_RESERVED2)) return HeaderError::RESERVED;
+  if (b[HDR_TCLASS] > TOP_TRAFFIC_CLASS) return HeaderError::TCLASS;
+  if (get32(b + HDR_RESERVED2)) return HeaderError::RESERVED;
   h.type = b[HDR_TYPE];
   h.flags = b[HDR_FLAGS];
   h.priority = b[HDR_PRIORITY];
   h.mag_class = b[HDR_MAG_CLASS];
+  h.tclass = b[HDR_TCLASS];
   h.job = get16(b + HDR_JOB);
   h.src_rank = get16(b + HDR_SRC_RANK);
   h.dst_rank = get16(b + HDR_DST_RANK);
@@ -94,6 +96,7 @@ const char* header_error_name(HeaderError e) {
     case HeaderError::FLAGS: return "flags";
     case HeaderError::PRIORITY: return "priority";
     case HeaderError::MAG_CLASS: return "mag_class";
+    case HeaderError::TCLASS: return "tclass";
     case HeaderError::RESERVED: return "reserved";
   }
   return "?";

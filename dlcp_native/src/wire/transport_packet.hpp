@@ -18,7 +18,7 @@ using wire::FLAG_DROPPABLE, wire::FLAG_RETRANSMISSION, wire::FLAG_TRIMMED, wire:
 using wire::ETH_LEN, wire::IPV4_LEN, wire::UDP_LEN, wire::HEADER_LEN, wire::FRAME_OVERHEAD, wire::MAX_PAYLOAD;
 using wire::TENSOR_LAYER_SHIFT;  // a tensor id's layer is its high bits
 
-// The DLCP header's fields (magic, version and reserved are implicit, as in DlcpHeader).
+// The DLCP header's fields (magic, version and reserved2 are implicit, as in DlcpHeader).
 struct Header {
   uint8_t type = DATA;
   uint8_t flags = 0;
@@ -34,6 +34,7 @@ struct Header {
   uint32_t chunk_count = 1;
   uint32_t offset = 0;
   int64_t send_ts_ns = 0;
+  uint8_t tclass = wire::TCLASS_GRADIENT;  // what the message carries (switch_models/traffic.py)
 };
 
 // A message's bytes, held as the caller gave them: `owner` keeps them alive (the binding puts

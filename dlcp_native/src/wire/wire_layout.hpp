@@ -10,7 +10,7 @@
 namespace dlcp::wire {
 
 constexpr uint16_t MAGIC = 0xD1C9;
-constexpr uint8_t VERSION = 1;
+constexpr uint8_t VERSION = 2;
 constexpr uint16_t DLCP_UDP_PORT = 9796;
 constexpr uint16_t BACKGROUND_TCP_PORT = 5001;  // kernel TCP's background server
 
@@ -52,7 +52,7 @@ constexpr size_t OFF_TYPE = 45;
 constexpr size_t OFF_FLAGS = 46;
 constexpr size_t OFF_PRIORITY = 47;
 constexpr size_t OFF_MAG_CLASS = 48;
-constexpr size_t OFF_RESERVED = 49;
+constexpr size_t OFF_TCLASS = 49;
 constexpr size_t OFF_JOB = 50;
 constexpr size_t OFF_SRC_RANK = 52;
 constexpr size_t OFF_DST_RANK = 54;
@@ -72,7 +72,7 @@ constexpr size_t HDR_TYPE = 3, HDR_TYPE_SIZE = 1;
 constexpr size_t HDR_FLAGS = 4, HDR_FLAGS_SIZE = 1;
 constexpr size_t HDR_PRIORITY = 5, HDR_PRIORITY_SIZE = 1;
 constexpr size_t HDR_MAG_CLASS = 6, HDR_MAG_CLASS_SIZE = 1;
-constexpr size_t HDR_RESERVED = 7, HDR_RESERVED_SIZE = 1;
+constexpr size_t HDR_TCLASS = 7, HDR_TCLASS_SIZE = 1;
 constexpr size_t HDR_JOB = 8, HDR_JOB_SIZE = 2;
 constexpr size_t HDR_SRC_RANK = 10, HDR_SRC_RANK_SIZE = 2;
 constexpr size_t HDR_DST_RANK = 12, HDR_DST_RANK_SIZE = 2;
@@ -98,6 +98,10 @@ constexpr uint8_t FLAG_LAST_CHUNK = 0x08;
 constexpr uint8_t FLAG_MASK = 0x0F;  // every flag above; other bits are refused
 
 constexpr uint8_t TOP_PRIORITY = 7, TOP_MAG_CLASS = 7;
+
+// Traffic classes (switch_models/traffic.py): what a message carries.
+enum TrafficClass : uint8_t { TCLASS_NONE = 0, TCLASS_GRADIENT = 1, TCLASS_ACTIVATION = 2, TCLASS_ACTIVATION_GRADIENT = 3, TCLASS_PARAMETERS = 4, TCLASS_ALL_TO_ALL = 5 };
+constexpr uint8_t TOP_TRAFFIC_CLASS = 5;
 
 // A tensor id: the layer in the high bits, then the phase bit, then the step.
 constexpr int TENSOR_LAYER_SHIFT = 16, TENSOR_PHASE_SHIFT = 15;
