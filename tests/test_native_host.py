@@ -33,7 +33,7 @@ headers = st.builds(
     DlcpHeader, st.sampled_from(list(PacketType)), st.integers(0, 15).map(Flags), st.integers(0, 7),
     st.integers(0, 7), st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), st.integers(0, 0xFFFF),
     st.integers(0, 0xFFFF), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
-    st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**63 - 1))
+    st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**63 - 1), st.integers(0, 5))
 
 
 @pytest.mark.slow
@@ -48,7 +48,7 @@ def test_the_compiled_header_packs_and_reads_as_python(h):
 # The first rule DlcpHeader.unpack names, as the compiled codec names it.
 REASONS = (("truncated", "truncated"), ("magic", "magic"), ("version", "version"),
            ("packet type", "type"), ("flag bits", "flags"), ("priority", "priority"),
-           ("magnitude class", "mag_class"), ("reserved", "reserved"))
+           ("magnitude class", "mag_class"), ("traffic class", "tclass"), ("reserved", "reserved"))
 
 
 def reason(message):

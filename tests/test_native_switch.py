@@ -315,7 +315,8 @@ def test_batch_matches_receive_and_poll(topology, pipeline, stream, seed):
         flow=[p.flow for p in fresh], prio=[p.prio for p in fresh], mag=[p.mag for p in fresh],
         layer=[p.layer for p in fresh], droppable=[p.droppable for p in fresh],
         dlcp=[p.dlcp for p in fresh], ect=[p.ect for p in fresh], ce=[p.ce for p in fresh],
-        header_size=[p.header_size for p in fresh], rewrite=[p.rewrite for p in fresh])
+        header_size=[p.header_size for p in fresh], rewrite=[p.rewrite for p in fresh],
+        tclass=[p.tclass for p in fresh])
     d = result.departures
     assert list(zip(*(d[k].tolist() for k in ("port", "uid", "depart", "cls", "rewrite", "size")))) == \
         [(port, p.uid, p.depart, p.cls, p.rewrite, p.size) for port, p in out]

@@ -9,8 +9,8 @@ from dlcp_emu.wire import Flags
 
 
 def row(src, dst, chunk, sent_ns, flags=0):
-    # src, dst, type, iteration, tensor_id, chunk, send_ts_ns, flags, priority, mag_class, size
-    return (src, dst, 0, 1, 7, chunk, sent_ns, flags, 2, 3, 1500)
+    # src, dst, type, iteration, tensor_id, chunk, send_ts_ns, flags, priority, mag_class, tclass, size
+    return (src, dst, 0, 1, 7, chunk, sent_ns, flags, 2, 3, 1, 1500)
 
 
 def log(sent, received):

@@ -17,7 +17,7 @@ from dlcp_emu.wire import FRAME_OVERHEAD, Flags
 
 MAX_RECORDS = 500_000
 COLUMNS = ["src", "dst", "type", "iteration", "tensor_id", "chunk", "send_ts_ns", "flags",
-           "priority", "mag_class", "size"]
+           "priority", "mag_class", "tclass", "size"]
 RECEIVED_COLUMNS = COLUMNS + ["recv_ns", "ce"]
 
 
@@ -40,7 +40,7 @@ class PacketLog:
     @staticmethod
     def _row(h, payload_len):
         return (h.src_rank, h.dst_rank, int(h.type), h.iteration, h.tensor_id, h.chunk_index,
-                h.send_ts_ns, int(h.flags), h.priority, h.mag_class, FRAME_OVERHEAD + payload_len)
+                h.send_ts_ns, int(h.flags), h.priority, h.mag_class, h.tclass, FRAME_OVERHEAD + payload_len)
 
     def receive(self, h, payload, now, ce=False):
         if len(self.received) < self.max_records:

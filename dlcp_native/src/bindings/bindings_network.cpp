@@ -290,6 +290,7 @@ py::dict columns(const std::vector<PacketRow>& rows, bool received) {
   d["flags"] = column<int64_t>(rows, [](const PacketRow& r) { return r.flags; });
   d["priority"] = column<int64_t>(rows, [](const PacketRow& r) { return r.priority; });
   d["mag_class"] = column<int64_t>(rows, [](const PacketRow& r) { return r.mag_class; });
+  d["tclass"] = column<int64_t>(rows, [](const PacketRow& r) { return r.tclass; });
   d["size"] = column<int64_t>(rows, [](const PacketRow& r) { return r.size; });
   if (received) {
     d["recv_ns"] = column<int64_t>(rows, [](const PacketRow& r) { return r.recv_ns; });

@@ -30,6 +30,7 @@ PacketRow packet_row(const Header& h, int64_t payload_len) {
   r.flags = h.flags;
   r.priority = h.priority;
   r.mag_class = h.mag_class;
+  r.tclass = h.tclass;
   r.size = FRAME_OVERHEAD + payload_len;
   return r;
 }

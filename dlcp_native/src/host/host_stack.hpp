@@ -43,13 +43,13 @@ struct StackWire {
 
 // host/packet_log.py's rows: every packet a stack sends and receives, up to `max_records`
 // each (then counted in `overflow`). A row: src, dst, type, iteration, tensor_id, chunk,
-// send_ts_ns, flags, priority, mag_class, size; received ones also recv_ns and ce.
+// send_ts_ns, flags, priority, mag_class, tclass, size; received ones also recv_ns and ce.
 struct PacketRow {
   uint16_t src, dst;
   uint8_t type;
   uint32_t iteration, tensor_id, chunk;
   int64_t send_ts_ns;
-  uint8_t flags, priority, mag_class;
+  uint8_t flags, priority, mag_class, tclass;
   int64_t size;
   int64_t recv_ns = 0;
   bool ce = false;
