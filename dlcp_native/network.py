@@ -35,7 +35,7 @@ DELIVER, CALLBACK, AGENT = 0, 1, 2
 CARRIED_UID = 1 << 60        # uids of the packets of stacks in the core (network.hpp)
 NIC_REASON = "buffer_full"   # the one reason a NIC drops
 _FIELDS = ("uid", "size", "dst", "flow", "prio", "mag", "layer", "header_size", "rewrite",
-           "droppable", "dlcp", "ect", "ce", "tclass")
+           "droppable", "dlcp", "ect", "ce", "tclass", "job")
 _DEFAULTS = {name: PACKET_DEFAULTS[name] for name in _FIELDS[3:]}   # a field a caller leaves out
 
 
@@ -109,7 +109,7 @@ class NativeNetwork:
         return self._core.send(self.host_index[host], now, major, pkt.uid, pkt.size,
                                self.host_index.get(pkt.dst, -1), pkt.flow, pkt.prio, pkt.mag,
                                pkt.layer, pkt.header_size, pkt.rewrite, pkt.droppable, pkt.dlcp,
-                               pkt.ect, pkt.ce, pkt.tclass)
+                               pkt.ect, pkt.ce, pkt.tclass, pkt.job)
 
     def send_at(self, *, host, time, uid, size, dst, major=-1, **fields):
         """Many sends, each an event at its `time` (clamped to now), scheduled in the order

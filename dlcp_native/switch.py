@@ -39,7 +39,7 @@ NATIVE_STAGES = {
     "load_balancer": {"single": load_balancers.Single, "ecmp": load_balancers.Ecmp,
                       "spray": load_balancers.Spray, "least-loaded": load_balancers.LeastLoaded},
     "classifier": {"single": classifiers.Single, "dscp": classifiers.Dscp, "pias": classifiers.Pias,
-                   "layer": classifiers.Layer, "dlcp": classifiers.Dlcp},
+                   "layer": classifiers.Layer, "dlcp": classifiers.Dlcp, "job": classifiers.Job},
     "queue_manager": {"droptail": queue_managers.DropTail, "ecn": queue_managers.Ecn,
                       "dlcp": queue_managers.Dlcp, "pfabric": queue_managers.PFabric,
                       "trim": queue_managers.Trim},
@@ -47,7 +47,7 @@ NATIVE_STAGES = {
 }
 
 _INT64 = (-(1 << 63), 1 << 63)
-_INT_COLUMNS = ("uid", "size", "flow", "prio", "mag", "tclass", "layer", "header_size", "rewrite")
+_INT_COLUMNS = ("uid", "size", "flow", "prio", "mag", "tclass", "layer", "header_size", "rewrite", "job")
 _BOOL_COLUMNS = ("droppable", "dlcp", "ect", "ce")
 
 
@@ -115,7 +115,7 @@ class NativeSwitch:
             port, slot, cls, size, rewrite, ce, drops = self._core.receive(
                 self._route_index.get(pkt.dst, -1), index, now, pkt.uid, pkt.size, pkt.flow,
                 pkt.prio, pkt.mag, pkt.layer, pkt.droppable, pkt.dlcp, pkt.ect, pkt.ce,
-                pkt.header_size, pkt.rewrite, pkt.tclass)
+                pkt.header_size, pkt.rewrite, pkt.tclass, pkt.job)
         except TypeError:
             _explain(pkt, now)
             raise
@@ -180,7 +180,7 @@ class NativeSwitch:
 
     def run_batch(self, *, uid, size, dst, in_port, arrival, flow=None, prio=None, mag=None,
                   layer=None, droppable=None, dlcp=None, ect=None, ce=None, header_size=None,
-                  rewrite=None, tclass=None):
+                  rewrite=None, tclass=None, job=None):
         """Run a sequence of arrivals to the end with no Python per packet: each packet is
         received at its `arrival` (ns) and the switch polled at that time, as a caller of
         receive and poll would, then polled at each next event until idle.
@@ -194,7 +194,7 @@ class NativeSwitch:
                              f"{self._core.backlog()} (poll it until next_event_time() is None)")
         given = dict(uid=uid, size=size, flow=flow, prio=prio, mag=mag, layer=layer,
                      header_size=header_size, rewrite=rewrite, droppable=droppable, dlcp=dlcp,
-                     ect=ect, ce=ce, tclass=tclass)
+                     ect=ect, ce=ce, tclass=tclass, job=job)
         n = len(np.atleast_1d(uid))
         cols = {}
         for field, value in given.items():
@@ -207,6 +207,7 @@ class NativeSwitch:
         _check_range(cols, "mag", 0, 7)
         _check_range(cols, "tclass", 0, TOP_TRAFFIC_CLASS)
         _check_range(cols, "rewrite", 0, 255)
+        _check_range(cols, "job", 0, 0xFFFF)
         _check_range(cols, "dst", -1, len(self._route_index) - 1)
         if self._port_lut is None:
             raise TypeError(f"run_batch needs integer port numbers; {self.name} has {list(self.port_numbers)}")
@@ -217,7 +218,7 @@ class NativeSwitch:
             self._core.run_batch(cols["uid"], cols["size"], cols["dst"], cols["flow"], cols["prio"],
                                  cols["mag"], cols["layer"], cols["header_size"], cols["rewrite"],
                                  index, cols["arrival"], cols["droppable"], cols["dlcp"], cols["ect"],
-                                 cols["ce"], cols["tclass"])
+                                 cols["ce"], cols["tclass"], cols["job"])
         return BatchResult(
             departures=dict(uid=d_uid, port=d_port, depart=d_depart, cls=d_cls, rewrite=d_rewrite,
                             size=d_size),
@@ -251,6 +252,7 @@ def counters_of(name, spec, numbers, configs, c):
             "drops": {REASONS[i]: n for i, n in enumerate(p["drops"]) if n},
             "drop_bytes": p["drop_bytes"], "q_enqueued": p["q_enqueued"], "q_sent": p["q_sent"],
             "q_dropped": p["q_dropped"], "q_max_bytes": p["q_max_bytes"], "max_bytes": p["max_bytes"],
+            "jobs": p["jobs"],
             "rate_bps": cfg.rate_bps, "queued_packets": p["queued_packets"],
             "queued_bytes": p["queued_bytes"], "inflight_packets": p["inflight_packets"],
         }

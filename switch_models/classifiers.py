@@ -113,6 +113,27 @@ class Dlcp:
         return self.other
 
 
+@CLASSIFIERS.register("job")
+class Job:
+    """Per-job classes, several jobs on one fabric: a packet's class is `classes[job]` (the
+    DLCP header's job field); a job past the list, and traffic without a DLCP header, goes to
+    `other_class`. With a priority scheduler a job goes first; with DRR's weights the jobs
+    share a link by weight."""
+
+    def __init__(self, *, classes=(0,), n_classes=8, other_class=None):
+        _check_classes("job", n_classes)
+        require(isinstance(classes, (list, tuple)) and 1 <= len(classes) <= 256 and all(
+                    isinstance(c, int) and not isinstance(c, bool) and 0 <= c < n_classes for c in classes),
+                "job", "classes", f"a list of 1..256 classes in 0..{n_classes - 1}, one a job id")
+        self.n_classes = n_classes
+        self.other = _other_class("job", other_class, n_classes)
+        self.classes = tuple(classes)
+
+    def classify(self, pkt):
+        job = pkt.job
+        return self.classes[job] if job < len(self.classes) else self.other
+
+
 def _other_class(kind, other_class, n_classes):
     if other_class is None:
         return n_classes - 1

@@ -10,6 +10,8 @@ from switch_models.traffic import GRADIENT
 # Bits of Packet.rewrite: what the model changed that the driver must apply to the frame.
 REWRITE_TRIM = 1
 REWRITE_CE = 2
+# Packet.job of traffic without a DLCP header: the switch cannot read a job from it.
+NO_JOB = 0xFFFF
 
 
 class Packet:
@@ -28,6 +30,7 @@ class Packet:
         "header_size", # size after trimming the payload
         "frame",       # opaque to the model: the driver's bytes, or None
         "uid",         # caller's id for per-packet records
+        "job",         # the DLCP header's job (several jobs on one fabric), else NO_JOB
         # Filled in by the switch:
         "cls",         # class chosen by the classifier, 0 = most important
         "arrival",     # time the switch took it in
@@ -37,7 +40,7 @@ class Packet:
     )
 
     def __init__(self, size, dst, flow=0, prio=7, mag=0, layer=0, droppable=False,
-                 dlcp=False, ect=False, ce=False, header_size=90, frame=None, uid=0, tclass=GRADIENT):
+                 dlcp=False, ect=False, ce=False, header_size=90, frame=None, uid=0, tclass=GRADIENT, job=NO_JOB):
         self.size = size
         self.dst = dst
         self.flow = flow
@@ -52,6 +55,7 @@ class Packet:
         self.header_size = header_size
         self.frame = frame
         self.uid = uid
+        self.job = job
         self.cls = 0
         self.arrival = 0
         self.depart = 0

@@ -34,7 +34,7 @@ def check_link(what, rate_bps, delay_ns, buffer_bytes=None):
 class PortCounters:
     __slots__ = ("enqueued", "enqueued_bytes", "tx_packets", "tx_bytes", "trimmed", "marked",
                  "drops", "drop_bytes", "q_enqueued", "q_sent", "q_dropped", "q_max_bytes",
-                 "max_bytes")
+                 "max_bytes", "jobs")
 
     def __init__(self, n_queues):
         self.enqueued = self.enqueued_bytes = 0
@@ -47,10 +47,21 @@ class PortCounters:
         self.q_dropped = [0] * n_queues
         self.q_max_bytes = [0] * n_queues
         self.max_bytes = 0
+        # Per job (Packet.job): [tx packets, tx bytes, dropped packets, dropped bytes]; each
+        # column sums to the port's own (tx_packets, tx_bytes, drops, drop_bytes).
+        self.jobs = {}
+
+    def job(self, job):
+        row = self.jobs.get(job)
+        if row is None:
+            row = self.jobs[job] = [0, 0, 0, 0]
+        return row
 
     def as_dict(self):
-        return {name: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                for name in self.__slots__ for v in [getattr(self, name)]}
+        out = {name: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+               for name in self.__slots__ for v in [getattr(self, name)]}
+        out["jobs"] = {job: list(row) for job, row in sorted(self.jobs.items())}
+        return out
 
 
 class EgressPort:
@@ -117,6 +128,9 @@ class EgressPort:
         c = self.counters
         c.drops[reason] = c.drops.get(reason, 0) + 1
         c.drop_bytes += pkt.size
+        row = c.job(pkt.job)
+        row[2] += 1
+        row[3] += pkt.size
         c.q_dropped[self.qmap[pkt.cls]] += 1
         if self.drop_log is not None:
             self.drop_log.append((now, self.number, reason, pkt))
@@ -258,6 +272,9 @@ class EgressPort:
             pkt = inflight.popleft()
             c.tx_packets += 1
             c.tx_bytes += pkt.size
+            row = c.job(pkt.job)
+            row[0] += 1
+            row[1] += pkt.size
             out.append((self.number, pkt))
 
     def hand_off(self):
@@ -270,8 +287,14 @@ class EgressPort:
         inflight.clear()
         c = self.counters
         c.tx_packets += len(started)
+        jobs = c.jobs
         for pkt in started:
             c.tx_bytes += pkt.size
+            row = jobs.get(pkt.job)
+            if row is None:
+                row = jobs[pkt.job] = [0, 0, 0, 0]
+            row[0] += 1
+            row[1] += pkt.size
         return started
 
     def next_event(self):

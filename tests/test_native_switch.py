@@ -13,6 +13,7 @@ import dlcp_native.switch as compiled
 from dlcp_native import NATIVE_STAGES, REASONS, NativeSwitch, NotNativeError
 from switch_models import (CLASSIFIERS, QUEUE_MANAGERS, Packet, PortConfig, Switch,
                            preset_names)
+from switch_models.packet import NO_JOB
 from switch_models.pipeline import STAGES
 from switch_models.queue_managers import DropTail
 from switch_models.traffic import TRAFFIC_CLASSES
@@ -22,6 +23,7 @@ SETTINGS = settings(max_examples=120, deadline=None)
 DESTINATIONS = ("a", 7, ("h", 1), "d")
 UNKNOWN = "nowhere"   # in no route: the default route, or no_route
 FLOWS = (0, 1, 2, 3, -1, 12345678901234, 2**63 - 1, -2**63)
+JOBS = (0, 2, 3, 1, NO_JOB, 4)   # training jobs, the background's, traffic without a job, one past a job rule
 
 
 # -- what hypothesis draws -----------------------------------------------------------------
@@ -73,7 +75,9 @@ def custom_pipelines(draw):
                       | st.builds(lambda o: {"name": "layer", "n_classes": n, "other_class": o}, other)
                       | st.builds(lambda w, o, t: {"name": "dlcp", "n_classes": n, "layer_weight": w,
                                                    "other_class": o, "loss_tolerant": t},
-                                  st.sampled_from([0, 1, 0.5, 0.25, 1 / 3]) | st.floats(0, 1), other, tolerant))
+                                  st.sampled_from([0, 1, 0.5, 0.25, 1 / 3]) | st.floats(0, 1), other, tolerant)
+                      | st.builds(lambda c, o: {"name": "job", "classes": c, "n_classes": n, "other_class": o},
+                                  st.lists(st.integers(0, n - 1), min_size=1, max_size=5), other))
     fraction = st.sampled_from([0.1, 0.2, 0.25, 0.3, 0.5]) | st.floats(0, 1, exclude_min=True)
     qm = draw(st.sampled_from(["droptail", "ecn", "dlcp", "pfabric", "trim"])
               | st.builds(lambda f: {"name": "ecn", "mark_fraction": f}, fraction)
@@ -137,7 +141,8 @@ def packet(uid, a, dsts):
     _, size, prio, mag, droppable, dlcp, ect, ce, rewrite, flow, _, d, header, _ = a
     dst = dsts[d] if d < len(dsts) else UNKNOWN
     pkt = Packet(size, dst, flow=flow, prio=prio, mag=mag, layer=uid % 5, droppable=droppable,
-                 dlcp=dlcp, ect=ect, ce=ce, header_size=header, uid=uid, tclass=(uid + mag) % 6)
+                 dlcp=dlcp, ect=ect, ce=ce, header_size=header, uid=uid, tclass=(uid + mag) % 6,
+                 job=JOBS[(uid + flow) % len(JOBS)])
     pkt.rewrite = rewrite
     return pkt
 
@@ -316,7 +321,7 @@ def test_batch_matches_receive_and_poll(topology, pipeline, stream, seed):
         layer=[p.layer for p in fresh], droppable=[p.droppable for p in fresh],
         dlcp=[p.dlcp for p in fresh], ect=[p.ect for p in fresh], ce=[p.ce for p in fresh],
         header_size=[p.header_size for p in fresh], rewrite=[p.rewrite for p in fresh],
-        tclass=[p.tclass for p in fresh])
+        tclass=[p.tclass for p in fresh], job=[p.job for p in fresh])
     d = result.departures
     assert list(zip(*(d[k].tolist() for k in ("port", "uid", "depart", "cls", "rewrite", "size")))) == \
         [(port, p.uid, p.depart, p.cls, p.rewrite, p.size) for port, p in out]

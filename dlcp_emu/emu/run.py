@@ -64,6 +64,9 @@ class EmuBackend:
         if spec.payload != "values":
             raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
                              "emulator's hosts send real bytes (payload = \"values\")")
+        if spec.jobs:
+            raise ValueError("jobs: a spec of [[jobs]] runs in the simulator only so far (--backend sim); "
+                             "the emulator runs a one-job spec ([workload])")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
         transport = spec.transport_for(pipeline)

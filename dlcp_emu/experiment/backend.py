@@ -23,6 +23,8 @@ class Setup:
     background: dict       # {host: [(start_ns, dst host index, nbytes, flow id)]}; {} without
     run_dir: Path
     keep_results: bool = False
+    jobs: tuple = ()       # a spec of [[jobs]]: experiment.jobs_run.JobSetup each (the first's
+                           # placement, trace and plan are the fields above); () for one job
 
 
 @dataclass

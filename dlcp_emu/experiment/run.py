@@ -12,6 +12,8 @@ from pathlib import Path
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.background import background_flows
 from dlcp_emu.experiment.backend import Backend, Setup
+from dlcp_emu.experiment.job_results import add_slowdowns, combined_labels, job_frames, job_port_table
+from dlcp_emu.experiment.jobs_run import prepare_jobs
 from dlcp_emu.experiment.placement import place
 from dlcp_emu.experiment.summary import finish, summary
 from dlcp_emu.experiment.tables import active_seconds, port_table, queue_table, tables
@@ -24,19 +26,29 @@ from dlcp_emu.host.plan import make_plan
 
 def prepare(spec, backend: Backend, pipeline, run_dir=None, keep_results=False) -> Setup:
     """The run as the backend is given it (nothing started, nothing written)."""
-    transport = backend.transport(spec, pipeline)
     topology = scaled_topology(spec)
-    w = spec.workload
-    placement = place(spec, topology)
-    if is_schedule(w):   # the schedule as `trace`, the ranks' programs as `plan`
-        trace = schedule_of(w)
-        plan = schedule_plan(trace, w, spec.scale, servers_of(placement, topology, w["gpus_per_server"]))
+    if spec.jobs:   # the whole spec first: a backend may refuse several jobs
+        backend.transport(spec, pipeline)
+    jobs = prepare_jobs(spec, backend, pipeline, lambda s, p: _trace_plan(s, p, topology)) if spec.jobs else ()
+    if jobs:
+        transport, placement, trace, plan = jobs[0].transport, jobs[0].placement, jobs[0].trace, jobs[0].plan
     else:
-        trace = trace_for(spec)
-        plan = make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
+        transport = backend.transport(spec, pipeline)
+        placement = place(spec, topology)
+        trace, plan = _trace_plan(spec, placement, topology)
     return Setup(spec, pipeline, transport, topology, placement, trace, plan,
                  background_flows(spec, topology) if spec.background else {},
-                 None if run_dir is None else Path(run_dir).resolve(), keep_results)
+                 None if run_dir is None else Path(run_dir).resolve(), keep_results, jobs)
+
+
+def _trace_plan(spec, placement, topology):
+    """(trace, plan) of a one-job spec: a schedule as `trace`, the ranks' programs as `plan`."""
+    w = spec.workload
+    if is_schedule(w):
+        trace = schedule_of(w)
+        return trace, schedule_plan(trace, w, spec.scale, servers_of(placement, topology, w["gpus_per_server"]))
+    trace = trace_for(spec)
+    return trace, make_plan(trace, spec.scale, fusion_bytes=w["fusion_bytes"], fusion_cycle_ms=w["fusion_cycle_ms"])
 
 
 def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=False):
@@ -60,8 +72,14 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     backend.summarize(setup, out, s)
     frames = {"iterations": its, "tensors": tens, "deliveries": dels, "ports": ports,
               "queues": queue_table(out.queue_samples, t0, scale), **out.frames}
+    if setup.jobs:   # per job; the figures above are of every job's tables together
+        s["jobs"], by_job = job_frames(setup, out, pipeline, ports)
+        frames.update(by_job)
+        frames["job_ports"] = job_port_table(out.counters, setup)
+        s.update(combined_labels(setup))
+        frames["jobs"] = add_slowdowns(s, setup, backend, pipeline, run, log)
     add_accuracy(spec, out.records, scale, s, frames, t0)
-    if is_schedule(spec.workload):
+    if is_schedule(spec.workload) and len(setup.jobs) <= 1:
         add_schedule_results(setup.plan, out.records, scale, s, frames, msgs)
     finish(setup.run_dir, s, frames, out.interrupted)
     backend.close(setup, out, s)

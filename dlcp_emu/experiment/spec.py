@@ -100,6 +100,7 @@ from dlcp_emu.scale import Scale
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND, DROP_ORDERS
 from dlcp_emu.experiment.checks import REQUIRED, Checker, SpecError, integer, number, one_of
 from dlcp_emu.experiment.engine import ENGINES
+from dlcp_emu.experiment.jobs_spec import check_job_rules, parse_jobs_spec
 from dlcp_emu.transport.registry import AUTO, TRANSPORTS, for_pipeline
 from dlcp_emu.experiment.spec_transport import TRANSPORT_SETTINGS_FIELDS, check_congestion
 from dlcp_emu.experiment.spec_checks import (
@@ -141,6 +142,7 @@ class Spec:
     fidelity_tolerance: float = 0.05
     dilation_auto: bool = False   # time_dilation = "auto": not yet chosen (study/dilation.py)
     variants: dict = field(default_factory=dict)   # name -> the tables it lays over the spec
+    jobs: tuple = ()              # [[jobs]]: jobs_spec.Job each; () for a one-job spec
     source: str = "spec"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -208,6 +210,7 @@ TOP_FIELDS = {
     "background": (None, lambda v: isinstance(v, dict), "a table"),
     "compression": ({"mode": "none"}, lambda v: isinstance(v, dict), "a table"),
     "training": (None, lambda v: isinstance(v, dict), "a table"),
+    "jobs": (None, lambda v: isinstance(v, list), "tables of jobs ([[jobs]]: docs/multi-job.md)"),
     "variants": ({}, lambda v: isinstance(v, dict) and all(isinstance(t, dict) for t in v.values()),
                  "a table of tables, one per named run"),
 }
@@ -276,6 +279,8 @@ BACKGROUND_FIELDS = {
 
 
 def parse_spec(raw, source="spec"):
+    if isinstance(raw, dict) and "jobs" in raw:
+        return parse_jobs_spec(raw, source, parse_spec, _check_variants)
     c = Checker()
     top = c.take(raw, "", TOP_FIELDS)
     dilation_auto = top.get("time_dilation") == AUTO_DILATION
@@ -333,6 +338,7 @@ def parse_spec(raw, source="spec"):
     except SwitchSpecError as e:
         c.problems.append(f"switch: {e}")
     check_congestion(c, transport, switch)
+    check_job_rules(c, switch, None)
 
     if not c.problems:
         _check_variants(c, top["variants"], raw, source)

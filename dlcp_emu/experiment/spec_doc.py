@@ -14,6 +14,7 @@ from topologies import BUILDERS
 from topologies.builders import RENAMED
 
 from dlcp_emu.experiment import spec as S
+from dlcp_emu.experiment import jobs_spec as J
 from dlcp_emu.experiment import spec_schedule as SS
 from dlcp_emu.experiment.checks import REQUIRED
 
@@ -41,6 +42,9 @@ TABLES = (   # (heading, prefix, fields, what the table is)
     ("[training]", "training", lambda: S.TRAINING_FIELDS,
      "Optional: train a real model, whose gradients are the payloads."),
     ("[background]", "background", lambda: S.BACKGROUND_FIELDS, "Optional: background flows."),
+    ("[[jobs]]", "jobs[i]", lambda: J.JOB_FIELDS,
+     "Optional, in place of [workload]: several training jobs on one fabric, each its [jobs.workload] "
+     "(as [workload]) and [jobs.transport] (laid over [transport]); docs/multi-job.md."),
 )
 
 

@@ -14,6 +14,7 @@ from dlcp_emu.host.background import BackgroundEndpoint
 from dlcp_emu.host.packet_log import MAX_RECORDS
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.outbound import SendResult
+from dlcp_emu.wire import DLCP_UDP_PORT
 
 
 class CoreHosts(SimHosts):
@@ -31,6 +32,19 @@ class CoreHosts(SimHosts):
             sid = self._attach(TRAINING, rank, stack.receiver, agent_reads=True)
             stack.on_sender = self._adopt(TRAINING, rank)
             if packet_records:
+                self.core.record_packets(sid, MAX_RECORDS)
+
+    def add_training(self, job, stacks, host_of_rank, start_ns=0):
+        """As SimHosts.add_training, for HostStacks with native endpoints."""
+        SimHosts.add_job(self, job, stacks, host_of_rank, udp_port=DLCP_UDP_PORT, dlcp=True)
+        self.jobs[job] = stacks
+        self.training.update((job, r) for r in stacks)
+        if start_ns:
+            self.start_ns[job] = start_ns
+        for rank, stack in stacks.items():
+            sid = self._attach(job, rank, stack.receiver, agent_reads=True)
+            stack.on_sender = self._adopt(job, rank)
+            if self.packet_records:
                 self.core.record_packets(sid, MAX_RECORDS)
 
     def add_job(self, job, endpoints, host_of_rank, udp_port=None, dlcp=False):
@@ -63,8 +77,8 @@ class CoreHosts(SimHosts):
         return adopt
 
     def _agent(self, job, rank, now):
-        if job == TRAINING:
-            self.stacks[rank].pump(now)     # the tensors it completed (background: none read)
+        if job in self.jobs:
+            self.jobs[job][rank].pump(now)  # the tensors it completed (background: none read)
         self._flush((job, rank), now)
 
     def _flush(self, key, now):
@@ -76,9 +90,8 @@ class CoreHosts(SimHosts):
         ep.agent_turn(now)
         self.core.stack_flush(sid, now, self.loop.major, ep.agent_timer())
         self._collect(key, sid)
-        job, rank = key
-        if job == TRAINING and rank in self.training:
-            self._check_done(rank)
+        if key in self.training:
+            self._check_done(key)
 
     def collect(self):
         """Tensors and flows finished since their endpoint's agent last ran: into its records."""
@@ -92,7 +105,8 @@ class CoreHosts(SimHosts):
     def packet_logs(self):
         if not self.packet_records:
             return []
-        return [self.core.packet_records(self.stack_id[(TRAINING, rank)]) for rank in self.stacks]
+        return [self.core.packet_records(self.stack_id[(job, rank)])
+                for job, stacks in self.jobs.items() for rank in stacks]
 
     def in_flight_keys(self):
         yield from super().in_flight_keys()
@@ -101,5 +115,5 @@ class CoreHosts(SimHosts):
     def training_drops(self):
         yield from super().training_drops()
         for name, port, reason, job, key in self.net.carried_drops():
-            if job == TRAINING:
+            if job in self.jobs:
                 yield key, f"{name}-eth{port}", reason

@@ -4,7 +4,8 @@ parser uses too (`dlcp_emu.wire.packet`), and what the switches did to them (tri
 applied on delivery, as the emulator's data path applies it to frames.
 
 Endpoints are keyed by (job, rank): job 0 is the training (HostStacks), job 1 background
-traffic; each job has its own rank -> host map, and a host demultiplexes by the job field."""
+traffic, more training jobs (a spec's [[jobs]]) 2, 3, ... (`add_training`); each job has its
+own rank -> host map, and a host demultiplexes by the job field."""
 import dataclasses
 import ipaddress
 
@@ -25,6 +26,8 @@ class SimHosts:
         """stacks: {rank: HostStack} of the training job; host_of_rank: {rank: host name}."""
         self.net, self.loop = net, net.loop
         self.stacks = stacks
+        self.jobs = {TRAINING: stacks}   # training job -> {rank: HostStack}
+        self.start_ns = {}               # training job -> when its agents start (absent: at start)
         self.endpoints = {(TRAINING, r): s for r, s in stacks.items()}
         self.host_of = {TRAINING: dict(host_of_rank)}
         topo = net.topology
@@ -35,7 +38,7 @@ class SimHosts:
         self.armed = {}     # key -> the endpoint's timeout, as last armed (None: fired)
         self.queued = {}    # key -> the time of its earliest timer event in the loop
         self.packets_sent = 0
-        self.training = set(stacks)   # ranks whose agent is not done yet
+        self.training = {(TRAINING, r) for r in stacks}   # (job, rank) whose agent is not done yet
         for rank, host in host_of_rank.items():
             self.by_host.setdefault(host, {})[TRAINING] = rank
         for host in net.topology.hosts():
@@ -56,12 +59,34 @@ class SimHosts:
             self.endpoints[(job, rank)] = ep
             self.by_host.setdefault(host_of_rank[rank], {})[job] = rank
 
+    def add_training(self, job, stacks, host_of_rank, start_ns=0):
+        """Another training job's HostStacks (a spec's [[jobs]]), on the DLCP port as job 0's,
+        its agents starting at start_ns."""
+        self.add_job(job, stacks, host_of_rank, udp_port=DLCP_UDP_PORT, dlcp=True)
+        self.jobs[job] = stacks
+        self.training.update((job, r) for r in stacks)
+        if start_ns:
+            self.start_ns[job] = start_ns
+
+    def all_stacks(self):
+        """Every training job's HostStacks, job by job."""
+        return [s for stacks in self.jobs.values() for s in stacks.values()]
+
     def start(self):
         now = self.loop.now
         for key, ep in self.endpoints.items():
+            at = self.start_ns.get(key[0])
+            if at is not None and at > now:
+                self.loop.at(at, self._start_late, key)
+                continue
             if hasattr(ep, "start"):
                 ep.start(now)
             self._flush(key, now)
+
+    def _start_late(self, key):
+        now = self.loop.now
+        self.endpoints[key].start(now)
+        self._flush(key, now)
 
     def _receiver(self, host):
         def deliver(pkt, now):
@@ -98,7 +123,7 @@ class SimHosts:
             size = FRAME_OVERHEAD + len(payload)
             if dlcp:
                 pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
-                                  h.type in ect, False, (h, payload), h.tclass)
+                                  h.type in ect, False, (h, payload), h.tclass, h.job)
             else:
                 pkt = plain_packet(size, dst, flow, ect=h.type in ect, frame=(h, payload))
             send(src, pkt, now)
@@ -106,8 +131,8 @@ class SimHosts:
         t = ep.next_timeout()
         if t is not None and self.armed.get(key) != t:
             self._arm(key, t)
-        if job == TRAINING and rank in self.training:
-            self._check_done(rank)
+        if key in self.training:
+            self._check_done(key)
 
     def _arm(self, key, t):
         """The endpoint's timer at t. A sender's timeout moves later with every ACK: an event
@@ -135,16 +160,17 @@ class SimHosts:
         self.armed[key] = None
         self._flush(key, self.loop.now)
 
-    def _check_done(self, rank):
+    def _check_done(self, key):
         """Stop the loop the moment the last agent is done, not at the end of a slice."""
-        if self.stacks[rank].agent.done:
-            self.training.discard(rank)
+        job, rank = key
+        if self.jobs[job][rank].agent.done:
+            self.training.discard(key)
             if not self.training:
                 self.loop.stop()
 
     # -- per-packet records (spec.packet_records: the stacks are PacketLogs) ------------------
     def packet_logs(self):
-        return [st.records() for st in self.stacks.values() if isinstance(st, PacketLog)]
+        return [st.records() for st in self.all_stacks() if isinstance(st, PacketLog)]
 
     def in_flight_keys(self):
         """The keys (`packet_key`) of the hosts' packets still in the network."""
@@ -153,7 +179,7 @@ class SimHosts:
     def training_drops(self):
         """(packet key, interface, reason) of every training packet a switch or NIC dropped."""
         for name, _, port, reason, pkt in self.net.drops():
-            if pkt.frame is not None and pkt.frame[0].job == TRAINING:
+            if pkt.frame is not None and pkt.frame[0].job in self.jobs:
                 yield packet_key(pkt.frame[0]), f"{name}-eth{port}", reason
 
     def collect(self):
@@ -164,4 +190,4 @@ class SimHosts:
         sender may still wait for its last acknowledgements (after a loss, for a backed-off
         retransmission timer); running on for those would only stretch the run, and the
         utilisation averaged over it, with background traffic."""
-        return all(s.agent.done for s in self.stacks.values())
+        return all(s.agent.done for s in self.all_stacks())

@@ -126,7 +126,7 @@ class NativeSimNetwork:
         self.native.send_fields(
             self.native.host_index[host], now, self.loop.major, uid, pkt.size,
             self.native.host_index.get(pkt.dst, -1), pkt.flow, pkt.prio, pkt.mag, pkt.layer,
-            pkt.header_size, pkt.rewrite, pkt.droppable, pkt.dlcp, pkt.ect, pkt.ce, pkt.tclass)
+            pkt.header_size, pkt.rewrite, pkt.droppable, pkt.dlcp, pkt.ect, pkt.ce, pkt.tclass, pkt.job)
 
     def _deliver(self, uid, host, t, rewrite, cls):
         pkt = self._packets.pop(uid)

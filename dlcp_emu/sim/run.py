@@ -25,6 +25,7 @@ from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.experiment.engine import choose_engine
+from dlcp_emu.experiment.jobs_run import job_setups
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
 from dlcp_emu.transport.registry import SIMULATION, TRANSPORTS
@@ -98,16 +99,34 @@ def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
 
 def build_network(setup: Setup, hosts="auto", prefetch=None):
     """(network, hosts) of a prepared run: the switches and the hosts' stacks on them."""
-    spec, pipeline, transport = setup.spec, setup.pipeline, setup.transport
-    topo, placement, trace, plan = setup.topology, setup.placement, setup.trace, setup.plan
-    w, t = spec.workload, spec.transport
+    spec, pipeline, topo = setup.spec, setup.pipeline, setup.topology
+    jobs = job_setups(setup)
     # Drops are recorded with the packets, to say where each lost one went.
     net = make_network(topo, pipeline, spec.engine, seed=spec.seed, record_drops=spec.packet_records)
-    in_core, why = _hosts_in_core(net, spec, hosts, transport)
+    in_core, why = min(_hosts_in_core(net, spec, hosts, job.transport) for job in jobs)   # all, or none
     if spec.payload == "sizes" and not in_core:
         raise ValueError(f"payload: 'sizes' (payload-free) runs with the hosts' endpoints in the native core; "
                          f"here {why}")
     net.engine_note += f"; {why}"
+    first = _stacks(setup, jobs[0], in_core, prefetch)
+    if in_core:
+        sim_hosts = CoreHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
+    else:
+        sim_hosts = SimHosts(net, first, setup.placement.host_of_rank)
+    sim_hosts.start_ns.update({jobs[0].wire_id: jobs[0].start_ns} if jobs[0].start_ns else {})
+    for job in jobs[1:]:
+        sim_hosts.add_training(job.wire_id, _stacks(setup, job, in_core, prefetch), job.placement.host_of_rank,
+                               job.start_ns)
+    sim_hosts.background = _background(setup, sim_hosts, "native" if in_core else "python") \
+        if spec.background else {}
+    return net, sim_hosts
+
+
+def _stacks(setup, job, in_core, prefetch):
+    """{rank: HostStack} of one job: its agents over their transport's endpoints."""
+    spec, transport, topo = job.spec, job.transport, setup.topology
+    placement, trace, plan = job.placement, job.trace, job.plan
+    w, t = spec.workload, spec.transport
     stacks = {}
     compression = compression_for(spec)
     settings = transport_settings(spec)
@@ -131,15 +150,9 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
                           droppable_fraction=t["droppable_fraction"], link_rate_bps=rate(rank),
                           drop_order=t["drop_order"], seed=spec.seed,
                           endpoints="native" if in_core else "python", store=spec.payload == "values",
-                          settings=settings)
+                          settings=settings, job=job.wire_id)
         stacks[rank] = PacketLog(stack) if spec.packet_records and not in_core else stack
-    if in_core:
-        sim_hosts = CoreHosts(net, stacks, placement.host_of_rank, packet_records=spec.packet_records)
-    else:
-        sim_hosts = SimHosts(net, stacks, placement.host_of_rank)
-    sim_hosts.background = _background(setup, sim_hosts, "native" if in_core else "python") \
-        if spec.background else {}
-    return net, sim_hosts
+    return stacks
 
 
 def _hosts_in_core(net, spec, hosts, transport):
@@ -225,7 +238,7 @@ def _simulate(setup, log, hosts, prefetch):
     def progress():
         nonlocal shown
         its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
-                  for s in hosts.stacks.values() if isinstance(s.agent, (Worker, ScheduleAgent)))
+                  for s in hosts.all_stacks() if isinstance(s.agent, (Worker, ScheduleAgent)))
         shown = (time.monotonic(), net.loop.events)
         log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
             f"events {shown[1]:,}  wall {shown[0] - wall:.1f} s")
@@ -246,7 +259,9 @@ def _simulate(setup, log, hosts, prefetch):
     if not hosts.done() and interrupted is None:
         interrupted = (f"time limit of {spec.time_limit_s:g} s (virtual) reached" if t >= limit_ns
                        else "no events left before the agents were done (stalled)")
-    records = [_records(rank, s) for rank, s in hosts.stacks.items()]
+    names = {job.wire_id: job.name for job in setup.jobs}
+    records = [_records(rank, s) | ({"job": names[job]} if setup.jobs else {})
+               for job, stacks in hosts.jobs.items() for rank, s in stacks.items()]
     frames = {"background": _background_table(topo, hosts, spec.scale),
               "packets": packet_table(hosts.packet_logs(), spec.scale, in_flight=hosts.in_flight_keys(),
                                       dropped=hosts.training_drops())}

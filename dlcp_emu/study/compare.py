@@ -33,6 +33,7 @@ from dlcp_emu.experiment.fidelity_estimate import combine_estimates
 from dlcp_emu.study.pools import check_memory as _check_memory_side_by_side
 from dlcp_emu.study.pools import side_by_side as _side_by_side
 from dlcp_emu.study.compare_table import print_json, table  # noqa: F401 (compare.table)
+from dlcp_emu.study.job_table import combine_jobs
 
 FIGURES = ("iteration_time_mean_s", "iteration_time_p99_s", "tensor_fct_p50_s", "tensor_fct_p99_s",
            "tensor_fct_p999_s", "loss_fraction", "link_utilization", "scaling_factor", "exposed_comm_mean_s")
@@ -259,6 +260,8 @@ def _combine(per_seed):
         if out["accuracy"]["seeds_reaching_target"] < len(acc):
             out["accuracy"]["iterations_to_target"] = out["accuracy"]["time_to_target_s"] = None
     out["loss_within_bound"] = all(s["loss_within_bound"] for s in per_seed)
+    if out.get("jobs"):
+        out["jobs"], out["jain_fairness"] = combine_jobs(per_seed)
     out["completed"] = all(s.get("completed") for s in per_seed)
     fid = [s["fidelity"] for s in per_seed]
     worst = {}   # every figure of the seeds' fidelity, its worst (largest) over the seeds

@@ -5,6 +5,7 @@ from workloads.schedule import CLASS_BY_LABEL
 
 from dlcp_emu.experiment import results
 from dlcp_emu.experiment.fidelity_estimate import worst_pct
+from dlcp_emu.study.job_table import job_table
 
 
 def table(summary):
@@ -42,7 +43,7 @@ def table(summary):
             "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
             "\n same training in one process, points; to target: iterations and real-world seconds"
             "\n to reach the target accuracy)" if trained else "") +
-        (FIDELITY_LEGEND if summary.get("backend") == "emu" else ""))
+        (FIDELITY_LEGEND if summary.get("backend") == "emu" else "") + job_table(summary))
 
 
 SHORT = {"gradient": "grad", "activation": "act", "activation-gradient": "act-grad", "parameters": "params",

@@ -10,6 +10,8 @@ table say: iteration 0 left out, each figure a mean over seeds of that seed's fi
   one panel a preset (the port that queued most over all presets, or `port`);
 - loss_by_magnitude.png: zero-filled gradient bytes by magnitude class, per preset (the
   classes add up to the table's loss);
+- jobs.png (runs of [[jobs]]): each job's iteration time over the run, one line a job, one
+  panel a preset (study/job_plot.py);
 - compression.png (runs that compressed): each bucket's kept ratio over time and the delay
   DC2 steers by;
 - accuracy.png (runs that trained): held-out accuracy against real-world time and against
@@ -28,6 +30,7 @@ import pandas as pd
 
 from dlcp_emu.experiment.results import measured_iterations, percentile
 from dlcp_emu.study import report_schedule
+from dlcp_emu.study.job_plot import job_plot
 
 
 def _frames(run_dir, name):
@@ -95,6 +98,9 @@ def draw(run_dir, port=None):
                                          run_dir / "schedule_classes.png", _seed_mean, _save))
     its = _frames(run_dir, "iterations")
     pngs.append(_iteration_plot(plt, its, [p for p in presets if p in its], colors, title, run_dir))
+    jobs_png = job_plot(plt, its, [p for p in presets if p in its], title, run_dir, _save)
+    if jobs_png is not None:
+        pngs.append(jobs_png)
     queues = _frames(run_dir, "queues")
     if queues:
         pngs.append(_queue_plot(plt, queues, [p for p in presets if p in queues], colors, title,

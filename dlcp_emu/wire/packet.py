@@ -15,11 +15,11 @@ _DROPPABLE = int(Flags.DROPPABLE)
 NOT_DLCP_PRIORITY = 7   # the lowest: what a switch gives traffic that says nothing
 
 
-def dlcp_packet(size, dst, flow, priority, mag_class, tensor_id, flags, ect, ce, frame=None, tclass=GRADIENT):
+def dlcp_packet(size, dst, flow, priority, mag_class, tensor_id, flags, ect, ce, frame=None, tclass=GRADIENT, job=0):
     """A DLCP packet of `size` bytes on the wire (padded to the Ethernet minimum)."""
     return Packet(size if size > ETH_MIN else ETH_MIN, dst, flow, priority, mag_class,
                   tensor_id >> TENSOR_LAYER_SHIFT, bool(flags & _DROPPABLE), True, ect, ce,
-                  FRAME_OVERHEAD, frame, tclass=tclass)
+                  FRAME_OVERHEAD, frame, tclass=tclass, job=job)
 
 
 def plain_packet(size, dst, flow, priority=NOT_DLCP_PRIORITY, ect=False, ce=False, frame=None):

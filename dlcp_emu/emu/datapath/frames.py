@@ -28,8 +28,8 @@ from switch_models.packet import REWRITE_CE, REWRITE_TRIM, Packet
 
 from dlcp_emu.wire import mark_ce, trim_frame
 from dlcp_emu.wire.layout import (
-    DLCP_OFF, DLCP_UDP_PORT, FRAME_OVERHEAD, HDR_FLAGS, HDR_MAG_CLASS, HDR_MAGIC, HDR_PRIORITY,
-    HDR_RESERVED2, HDR_TCLASS, HDR_TENSOR_ID, HDR_TYPE, HDR_VERSION, MAGIC, OFF_ETH_DST,
+    DLCP_OFF, DLCP_UDP_PORT, FRAME_OVERHEAD, HDR_FLAGS, HDR_JOB, HDR_MAG_CLASS, HDR_MAGIC,
+    HDR_PRIORITY, HDR_RESERVED2, HDR_TCLASS, HDR_TENSOR_ID, HDR_TYPE, HDR_VERSION, MAGIC, OFF_ETH_DST,
     OFF_ETHERTYPE, OFF_IP_DST, OFF_IP_FRAG, OFF_IP_PROTO, OFF_IP_SRC, OFF_IP_TOS,
     OFF_IP_TOTAL_LEN, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, TOP_TRAFFIC_CLASS, VERSION, fields_at,
 )
@@ -47,7 +47,7 @@ L234 = fields_at((OFF_ETH_DST, "6s"), (OFF_ETHERTYPE, "H"), (OFF_IP_VER_IHL, "B"
                  (OFF_IP_TOTAL_LEN, "H"), (OFF_IP_FRAG, "H"), (OFF_IP_PROTO, "B"), (OFF_IP_SRC, "I"),
                  (OFF_IP_DST, "I"), (OFF_UDP_SPORT, "H"), (OFF_UDP_DPORT, "H"))
 DLCP = fields_at((HDR_MAGIC, "H"), (HDR_VERSION, "B"), (HDR_TYPE, "B"), (HDR_FLAGS, "B"),
-                 (HDR_PRIORITY, "B"), (HDR_MAG_CLASS, "B"), (HDR_TCLASS, "B"),
+                 (HDR_PRIORITY, "B"), (HDR_MAG_CLASS, "B"), (HDR_TCLASS, "B"), (HDR_JOB, "H"),
                  (HDR_TENSOR_ID, "I"), (HDR_RESERVED2, "I"))
 _MAGIC = fields_at((HDR_MAGIC, "H"))
 _PORTS = struct.Struct("!HH")
@@ -109,7 +109,7 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
                     if n >= DLCP_OFF + 2 and unpack_magic(frame, DLCP_OFF)[0] == MAGIC:
                         return INVALID_DLCP      # a DLCP header cut short
                 else:
-                    (magic, version, ptype, flags, dprio, mag, tclass, tensor_id,
+                    (magic, version, ptype, flags, dprio, mag, tclass, job, tensor_id,
                      res2) = unpack_dlcp(frame, DLCP_OFF)
                     if magic == MAGIC:
                         # What the codec refuses, a switch refuses: a bad field would choose
@@ -119,7 +119,7 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
                             return INVALID_DLCP
                         # wire.flow.flow_hash, written inline: a call a packet costs here.
                         return dlcp(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), dprio, mag,
-                                    tensor_id, flags, ect, ce, frame, tclass)
+                                    tensor_id, flags, ect, ce, frame, tclass, job)
             return plain(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), prio, ect, ce, frame)
         return plain(n, dst, hash((src_ip, dst_ip, proto)), prio, ect, ce, frame)
 
@@ -133,7 +133,7 @@ def copy_for(pkt, dst):
     """A copy of a parsed packet routed to `dst` (one per port when flooding: each copy is
     queued, paced and counted on its own port)."""
     return Packet(pkt.size, dst, pkt.flow, pkt.prio, pkt.mag, pkt.layer, pkt.droppable,
-                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame, tclass=pkt.tclass)
+                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame, tclass=pkt.tclass, pkt.job)
 
 
 def apply_rewrite(pkt):

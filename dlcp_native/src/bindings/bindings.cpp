@@ -1,6 +1,8 @@
 // Python bindings of the native switch (module dlcp_native._core). Only conversion lives
 // here: the model is in the other files, plain C++. dlcp_native/switch.py wraps this in the
 // surface of switch_models.Switch (port numbers, route keys, Packet objects).
+#include <algorithm>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -80,6 +82,11 @@ py::dict counters(const Switch& sw) {
     d["q_dropped"] = c.q_dropped;
     d["q_max_bytes"] = c.q_max_bytes;
     d["max_bytes"] = c.max_bytes;
+    std::vector<std::pair<uint16_t, std::array<int64_t, 4>>> jobs = c.jobs;
+    std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    py::dict per_job;
+    for (const auto& [id, row] : jobs) per_job[py::int_(id)] = std::vector<int64_t>(row.begin(), row.end());
+    d["jobs"] = per_job;
     d["queued_packets"] = p->packets;
     d["queued_bytes"] = p->bytes;
     d["inflight_packets"] = p->inflight.size();
@@ -121,7 +128,9 @@ class Core {
 
   py::tuple receive(int dst, int in_port, int64_t now, int64_t uid, int64_t size, int64_t flow,
                     int prio, int mag, int64_t layer, bool droppable, bool dlcp, bool ect,
-                    bool ce, int64_t header_size, int rewrite, int tclass) {
+                    bool ce, int64_t header_size, int rewrite, int tclass, int64_t job) {
+    if (job < 0 || job > NO_JOB)
+      throw py::value_error("packet uid " + std::to_string(uid) + ": job must be in 0..65535");
     if (prio < 0 || prio > 7 || mag < 0 || mag > 7)
       throw py::value_error("packet uid " + std::to_string(uid) + ": prio and mag must be in 0..7, got " +
                             std::to_string(prio) + " and " + std::to_string(mag));
@@ -143,6 +152,7 @@ class Core {
     pkt.ce = ce;
     pkt.header_size = header_size;
     pkt.rewrite = static_cast<uint8_t>(rewrite);
+    pkt.job = static_cast<uint16_t>(job);
     Slot slot;
     const int port = sw_.receive(pkt, in_port, now, &slot);
     const Packet& left = slot == NO_SLOT ? pkt : sw_.held(slot);
@@ -187,12 +197,12 @@ class Core {
                       const I64& prio, const I64& mag, const I64& layer, const I64& header_size,
                       const I64& rewrite, const I64& in_port, const I64& time,
                       const Bool& droppable, const Bool& dlcp, const Bool& ect, const Bool& ce,
-                      const I64& tclass) {
+                      const I64& tclass, const I64& job) {
     Arrivals a;
     a.n = static_cast<size_t>(uid.size());
     const std::vector<const py::array*> columns = {&size, &dst, &flow, &prio, &mag, &layer,
                                                    &header_size, &rewrite, &in_port, &time,
-                                                   &droppable, &dlcp, &ect, &ce, &tclass};
+                                                   &droppable, &dlcp, &ect, &ce, &tclass, &job};
     for (const py::array* col : columns)
       if (static_cast<size_t>(col->size()) != a.n) throw py::value_error("columns differ in length");
     a.uid = uid.data();
@@ -211,6 +221,9 @@ class Core {
     a.dlcp = dlcp.data();
     a.ect = ect.data();
     a.ce = ce.data();
+    a.job = job.data();
+    for (size_t i = 0; i < a.n; ++i)
+      if (a.job[i] < 0 || a.job[i] > NO_JOB) throw py::value_error("job must be in 0..65535");
     // Columns for the worst case, written in place: pages never written are never touched.
     const py::ssize_t n = static_cast<py::ssize_t>(a.n);
     py::array_t<int64_t> d_uid(n), d_port(n), d_depart(n), d_cls(n), d_rewrite(n), d_size(n);

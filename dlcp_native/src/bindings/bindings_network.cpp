@@ -51,7 +51,9 @@ std::vector<HostSetup> host_setups(const py::list& hosts) {
 
 Packet packet(int64_t uid, int64_t size, int64_t dst, int64_t flow, int64_t prio, int64_t mag,
               int64_t layer, int64_t header_size, int64_t rewrite, bool droppable, bool dlcp,
-              bool ect, bool ce, int64_t tclass) {
+              bool ect, bool ce, int64_t tclass, int64_t job) {
+  if (job < 0 || job > NO_JOB)
+    throw py::value_error("packet uid " + std::to_string(uid) + ": job must be in 0..65535");
   if (prio < 0 || prio > 7 || mag < 0 || mag > 7)
     throw py::value_error("packet uid " + std::to_string(uid) + ": prio and mag must be in 0..7, got " +
                           std::to_string(prio) + " and " + std::to_string(mag));
@@ -75,6 +77,7 @@ Packet packet(int64_t uid, int64_t size, int64_t dst, int64_t flow, int64_t prio
   pkt.dlcp = dlcp;
   pkt.ect = ect;
   pkt.ce = ce;
+  pkt.job = static_cast<uint16_t>(job);
   return pkt;
 }
 
@@ -92,16 +95,18 @@ class NetCore {
 
   bool send(int host, int64_t now, int64_t major, int64_t uid, int64_t size, int64_t dst,
             int64_t flow, int64_t prio, int64_t mag, int64_t layer, int64_t header_size,
-            int64_t rewrite, bool droppable, bool dlcp, bool ect, bool ce, int64_t tclass) {
+            int64_t rewrite, bool droppable, bool dlcp, bool ect, bool ce, int64_t tclass, int64_t job) {
+  if (job < 0 || job > NO_JOB)
+    throw py::value_error("packet uid " + std::to_string(uid) + ": job must be in 0..65535");
     return net_.send(host, packet(uid, size, dst, flow, prio, mag, layer, header_size, rewrite,
-                                  droppable, dlcp, ect, ce, tclass), now, major);
+                                  droppable, dlcp, ect, ce, tclass, job), now, major);
   }
 
   // Sends as events at their times, in the order given (what loop.at(t, send) does).
   void send_at(const I64& host, const I64& time, const I64& uid, const I64& size, const I64& dst,
                const I64& flow, const I64& prio, const I64& mag, const I64& layer,
                const I64& header_size, const I64& rewrite, const Bool& droppable, const Bool& dlcp,
-               const Bool& ect, const Bool& ce, const I64& tclass, int64_t major) {
+               const Bool& ect, const Bool& ce, const I64& tclass, const I64& job, int64_t major) {
     const py::ssize_t n = host.size();
     for (const py::array* col : std::vector<const py::array*>{&time, &uid, &size, &dst, &flow, &prio, &mag,
                                                               &layer, &header_size, &rewrite, &droppable,
@@ -111,7 +116,7 @@ class NetCore {
       net_.send_at(static_cast<int>(host.at(i)),
                    packet(uid.at(i), size.at(i), dst.at(i), flow.at(i), prio.at(i), mag.at(i), layer.at(i),
                           header_size.at(i), rewrite.at(i), droppable.at(i), dlcp.at(i), ect.at(i), ce.at(i),
-                          tclass.at(i)),
+                          tclass.at(i), job.at(i)),
                    time.at(i), major);
   }
 

@@ -55,6 +55,7 @@ void plain(Packet& pkt, size_t n, int64_t flow, uint8_t prio = NOT_DLCP_PRIORITY
   pkt.ect = ect;
   pkt.ce = ce;
   pkt.header_size = FRAME_OVERHEAD;
+  pkt.job = NO_JOB;
 }
 
 // RFC 1071/1624, as dlcp_emu/wire/checksum.py: a ones' complement sum folded to 0..0xFFFF,
@@ -120,6 +121,7 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
         pkt.layer = int64_t(hdr.tensor_id) >> TENSOR_LAYER_SHIFT;
         pkt.droppable = hdr.flags & FLAG_DROPPABLE;
         pkt.dlcp = true;
+        pkt.job = hdr.job;
         return Parsed::PACKET;
       }
     }

@@ -149,6 +149,7 @@ Packet HostStack::packet(const OutPacket& out) {
     p.tclass = h.tclass;
     p.layer = h.tensor_id >> TENSOR_LAYER_SHIFT;
     p.droppable = (h.flags & FLAG_DROPPABLE) != 0;
+    p.job = h.job;
   } else {  // plain_packet
     p.prio = NOT_DLCP_PRIORITY;
     p.mag = 0;

@@ -89,6 +89,23 @@ int Dlcp::classify(const Packet& pkt) {
   return other_;
 }
 
+Job::Job(const std::vector<double>& classes, int64_t n, std::optional<int64_t> other) {
+  check_classes("job", n);
+  n_classes = static_cast<int>(n);
+  require(1 <= classes.size() && classes.size() <= 256, "job", "classes",
+          "a list of 1..256 classes in 0.." + std::to_string(n_classes - 1) + ", one a job id");
+  for (double c : classes) {
+    require(c == std::floor(c) && 0 <= c && c < n_classes, "job", "classes",
+            "a list of 1..256 classes in 0.." + std::to_string(n_classes - 1) + ", one a job id");
+    classes_.push_back(static_cast<uint8_t>(c));
+  }
+  other_ = other_class("job", other, n_classes);
+}
+
+int Job::classify(const Packet& pkt) {
+  return pkt.job < classes_.size() ? classes_[pkt.job] : other_;
+}
+
 }  // namespace classifiers
 
 std::unique_ptr<Classifier> make_classifier(const StageSpec& spec) {
@@ -114,9 +131,14 @@ std::unique_ptr<Classifier> make_classifier(const StageSpec& spec) {
     return std::make_unique<classifiers::Dlcp>(p.integer("n_classes"), p.number("layer_weight"),
                                             p.optional_integer("other_class"), p.list("loss_tolerant"));
   }
+  if (spec.name == "job") {
+    p.expect("classifier 'job'", {"classes", "n_classes", "other_class"});
+    return std::make_unique<classifiers::Job>(p.list("classes"), p.integer("n_classes"),
+                                           p.optional_integer("other_class"));
+  }
   throw SpecError("classifier '" + spec.name + "' has no native implementation");
 }
 
-std::vector<std::string> classifier_names() { return {"single", "dscp", "pias", "layer", "dlcp"}; }
+std::vector<std::string> classifier_names() { return {"single", "dscp", "pias", "layer", "dlcp", "job"}; }
 
 }  // namespace dlcp

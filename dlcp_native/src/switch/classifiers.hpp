@@ -80,6 +80,20 @@ class Dlcp : public Classifier {
   std::array<uint8_t, 64> table_;
 };
 
+// Per-job classes, several jobs on one fabric: a packet's class is `classes[job]` (the
+// DLCP header's job field); a job past the list, and traffic without a DLCP header, goes to
+// `other_class`. With a priority scheduler a job goes first; with DRR's weights the jobs
+// share a link by weight.
+class Job : public Classifier {
+ public:
+  Job(const std::vector<double>& classes, int64_t n_classes, std::optional<int64_t> other_class);
+  int classify(const Packet& pkt) override;
+
+ private:
+  int other_;
+  std::vector<uint8_t> classes_;
+};
+
 }  // namespace classifiers
 
 std::unique_ptr<Classifier> make_classifier(const StageSpec& spec);

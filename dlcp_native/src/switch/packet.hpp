@@ -17,6 +17,8 @@ constexpr uint8_t NOT_DLCP_PRIORITY = 7;  // the lowest: what a switch gives tra
 // Traffic class codes (switch_models/traffic.py): `none` says nothing; a packet is a gradient
 // unless it says otherwise. The stages learn the others from their `loss_tolerant` flags.
 constexpr uint8_t TCLASS_NONE = 0, TCLASS_GRADIENT = 1;
+// Packet::job of traffic without a DLCP header: the switch cannot read a job from it.
+constexpr uint16_t NO_JOB = 0xFFFF;
 
 struct Packet {
   int64_t uid = 0;           // caller's id for per-packet records
@@ -25,6 +27,8 @@ struct Packet {
   int64_t header_size = 90;  // size after trimming the payload
   int64_t layer = 0;         // tensor / layer id, 0 = first layer of the model
   int32_t dst = -1;          // routing key as an index into the switch's routes; -1: none
+  uint16_t job = NO_JOB;     // the DLCP header's job (several jobs on one fabric), else NO_JOB
+  //          // routing key as an index into the switch's routes; -1: none
   uint8_t prio = 7;          // sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
   uint8_t mag = 0;           // gradient magnitude class 0..7, 7 = largest (DLCP data only)
   uint8_t tclass = TCLASS_GRADIENT;  // traffic class code (switch_models/traffic.py)

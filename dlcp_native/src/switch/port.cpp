@@ -70,6 +70,9 @@ void EgressPort::drop(Slot slot, Reason reason, int64_t now) {
   PortCounters& c = counters;
   c.drops[reason] += 1;
   c.drop_bytes += pkt.size;
+  auto& row = c.job(pkt.job);
+  row[2] += 1;
+  row[3] += pkt.size;
   c.q_dropped[qmap[pkt.cls]] += 1;
   if (drop_log.on) drop_log.records.push_back({now, number, reason, slot, pkt});
   pool.release(slot);
@@ -212,6 +215,9 @@ void EgressPort::release(int64_t now, std::vector<Departure>& out) {
     const Packet& pkt = pool[slot];
     c.tx_packets += 1;
     c.tx_bytes += pkt.size;
+    auto& row = c.job(pkt.job);
+    row[0] += 1;
+    row[1] += pkt.size;
     out.push_back({number, slot, pkt});
     pool.release(slot);
   }
@@ -224,6 +230,9 @@ void EgressPort::hand_off(Ring<Packet>& wire) {
     const Packet& pkt = pool[slot];
     c.tx_packets += 1;
     c.tx_bytes += pkt.size;
+    auto& row = c.job(pkt.job);
+    row[0] += 1;
+    row[1] += pkt.size;
     wire.push_back(pkt);
     pool.release(slot);
   }

@@ -46,6 +46,15 @@ struct PortCounters {
   int64_t drop_bytes = 0;
   std::vector<int64_t> q_enqueued, q_sent, q_dropped, q_max_bytes;
   int64_t max_bytes = 0;
+  // Per job (Packet::job): tx packets, tx bytes, dropped packets, dropped bytes, in order of
+  // first sight (a run has a few jobs: a scan beats a map); each column sums to the port's own.
+  std::vector<std::pair<uint16_t, std::array<int64_t, 4>>> jobs;
+  std::array<int64_t, 4>& job(uint16_t id) {
+    for (auto& row : jobs)
+      if (row.first == id) return row.second;
+    jobs.push_back({id, {0, 0, 0, 0}});
+    return jobs.back().second;
+  }
 };
 
 // A drop with its reason: `port` is the egress port, or the input port for NO_ROUTE; `pkt`

@@ -185,6 +185,7 @@ void run_arrivals(Switch& sw, const Arrivals& a, const std::vector<int64_t>& por
       pkt.dlcp = a.dlcp[i];
       pkt.ect = a.ect[i];
       pkt.ce = a.ce[i];
+      pkt.job = static_cast<uint16_t>(a.job[i]);
       const int64_t t = a.time[i];
       sw.receive(pkt, static_cast<int>(a.in_port[i]), t);
       if (!sw.drop_log.records.empty()) write(sw.drop_log.records, port_numbers, drops);

@@ -71,7 +71,7 @@ class Switch {
 struct Arrivals {
   size_t n = 0;
   const int64_t *uid, *size, *dst, *flow, *prio, *mag, *tclass, *layer, *header_size, *rewrite;
-  const int64_t *in_port, *time;
+  const int64_t *in_port, *time, *job;
   const bool *droppable, *dlcp, *ect, *ce;
 };
 
