@@ -56,6 +56,10 @@ def test_per_job_counters_sum_to_the_port_counters(tmp_path):
     own = ports.set_index(["switch", "port"])[["tx_packets", "tx_bytes", "dropped"]]
     pd.testing.assert_frame_equal(summed.sort_index(), own.loc[summed.index].sort_index(), check_dtype=False)
     assert (own.drop(summed.index)[["tx_packets", "dropped"]] == 0).all().all()   # ports no job crossed
+    # averaged over the whole run, the last job's end (a schedule has no tensors): at most the link
+    assert 0.1 < s["link_utilization"] <= 1.0
+    for name, line in s["jobs"].items():
+        assert line["dropped_packets"] == per_job.loc[per_job["job"] == name, "dropped"].sum()
 
 
 def test_slowdowns_and_fairness_come_from_the_runs_they_name(tmp_path):

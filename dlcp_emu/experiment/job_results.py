@@ -32,6 +32,15 @@ def jain(values):
     return float(x.sum() ** 2 / (len(x) * (x ** 2).sum())) if len(x) and (x ** 2).sum() > 0 else None
 
 
+def jobs_active_seconds(its, tens):
+    """The span link utilisation is averaged over, from the start to the last job's end: the
+    last synchronised tensor or the last finished iteration (a schedule has no tensors)."""
+    ends = [float(tens["done_s"].max())] if len(tens) and tens["done_s"].notna().any() else []
+    if len(its) and its["total_s"].notna().any():
+        ends.append(float((its["start_s"] + its["total_s"]).max()))
+    return max(ends) if ends else None
+
+
 def job_frames(setup, out, pipeline, ports):
     """({job: its summary}, {table: DataFrame with a `job` column}) of a run of [[jobs]]."""
     scale, t0 = setup.spec.scale, out.t0_ns
@@ -71,17 +80,21 @@ def combined_labels(setup):
     return out
 
 
-def job_port_table(counters, setup):
+def job_port_table(counters, setup, jobs):
     """Per switch, egress port and job: packets and bytes sent, packets and bytes dropped
     (each column sums over the jobs to the port's own). Traffic of no training job is
-    `background` (its job id) or `other` (no DLCP header: no job the switch can read)."""
+    `background` (its job id) or `other` (no DLCP header: no job the switch can read).
+    Each line of `jobs` (the summary's) gets its packets dropped at the switches."""
     names = {job.wire_id: job.name for job in setup.jobs} or {0: "training"}
     names = {**names, BACKGROUND_JOB: "background", NO_JOB: "other"}
     rows = [{"switch": sw, "port": int(port), "job": names.get(int(j), f"job{j}"), "tx_packets": row[0],
              "tx_bytes": row[1], "dropped": row[2], "drop_bytes": row[3]}
             for sw, c in counters.items() for port, p in c["ports"].items()
             for j, row in p.get("jobs", {}).items()]
-    return pd.DataFrame(rows, columns=["switch", "port", "job", "tx_packets", "tx_bytes", "dropped", "drop_bytes"])
+    table = pd.DataFrame(rows, columns=["switch", "port", "job", "tx_packets", "tx_bytes", "dropped", "drop_bytes"])
+    for name, line in jobs.items():
+        line["dropped_packets"] = int(table.loc[table["job"] == name, "dropped"].sum())
+    return table
 
 
 def add_slowdowns(s, setup, backend, pipeline, run, log):

@@ -12,7 +12,8 @@ from pathlib import Path
 from dlcp_emu.experiment.accuracy import add_accuracy, trace_for
 from dlcp_emu.experiment.background import background_flows
 from dlcp_emu.experiment.backend import Backend, Setup
-from dlcp_emu.experiment.job_results import add_slowdowns, combined_labels, job_frames, job_port_table
+from dlcp_emu.experiment.job_results import (add_slowdowns, combined_labels, job_frames, job_port_table,
+                                             jobs_active_seconds)
 from dlcp_emu.experiment.jobs_run import prepare_jobs
 from dlcp_emu.experiment.placement import place
 from dlcp_emu.experiment.summary import finish, summary
@@ -64,6 +65,8 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     # A schedule's messages are its tensors: utilisation is averaged up to the last one done.
     msgs = message_table(out.records, scale, t0) if is_schedule(spec.workload) else None
     active = active_seconds(tens) if msgs is None else active_seconds(msgs)
+    if len(setup.jobs) > 1:   # several jobs: to the last job's end (a schedule's or a trace's)
+        active = jobs_active_seconds(its, tens)
     ports = port_table(out.counters, active, scale,
                        roles={sw: setup.topology.role_of(sw) for sw in out.counters})
     s = summary(spec, pipeline, setup.transport, its, tens, dels, ports, out.fidelity, out.duration_s,
@@ -75,7 +78,7 @@ def run(spec, backend: Backend, pipeline, run_dir, *, log=print, keep_results=Fa
     if setup.jobs:   # per job; the figures above are of every job's tables together
         s["jobs"], by_job = job_frames(setup, out, pipeline, ports)
         frames.update(by_job)
-        frames["job_ports"] = job_port_table(out.counters, setup)
+        frames["job_ports"] = job_port_table(out.counters, setup, s["jobs"])
         s.update(combined_labels(setup))
         frames["jobs"] = add_slowdowns(s, setup, backend, pipeline, run, log)
     add_accuracy(spec, out.records, scale, s, frames, t0)
