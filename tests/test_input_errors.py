@@ -300,7 +300,7 @@ def spec_number_fields():
               ("background", S.BACKGROUND_FIELDS), ("topology", builder_params("star"))]
     return [(t, f) for t, fields in tables for f in fields
             if not (t == "" and f in ("topology", "workload", "transport", "switch",
-                                      "background", "compression", "training", "variants"))]
+                                      "background", "compression", "training", "variants", "jobs"))]
 
 
 def test_every_spec_field_refuses_nan_and_infinity_naming_itself():

@@ -257,7 +257,7 @@ def test_custom_pipeline_from_parts():
 
 def test_registries_list_every_stage_the_design_names():
     assert LOAD_BALANCERS.names() == ["ecmp", "least-loaded", "single", "spray"]
-    assert CLASSIFIERS.names() == ["dlcp", "dscp", "layer", "pias", "single"]
+    assert CLASSIFIERS.names() == ["dlcp", "dscp", "job", "layer", "pias", "single"]
     assert QUEUE_MANAGERS.names() == ["dlcp", "droptail", "ecn", "pfabric", "trim"]
     assert SCHEDULERS.names() == ["drr", "fifo", "strict"]
 

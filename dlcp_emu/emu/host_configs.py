@@ -78,6 +78,7 @@ class HostProcessConfig(StartedProcessConfig):
     samples_path: str | None = None
     packets_path: str | None = None
     results_path: str | None = None
+    job: int = 0                 # the header's job field (several jobs: jobs_spec.wire_id)
 
     def workload(self):
         """The spec's [workload] fields this config carries (`make_worker`, `trace_of`)."""

@@ -211,14 +211,14 @@ def main(argv=None):
     stack = HostStack(cfg.rank, agent, cfg.transport, mtu=cfg.mtu, loss_bound=cfg.loss_bound,
                       droppable_fraction=cfg.droppable_fraction, link_rate_bps=cfg.link_rate_bps,
                       drop_order=cfg.drop_order, seed=cfg.seed, endpoints=engine,
-                      settings=TransportSettings(**cfg.transport_settings))
+                      settings=TransportSettings(**cfg.transport_settings), job=cfg.job)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(tuple(cfg.bind))
     peers = {int(r): tuple(a) for r, a in cfg.peers.items()}
     log = None
     if engine == "native":
-        driver = NativeUdpHost(stack, sock, peers, job=0, agent_reads=True, measure_lag=True)
+        driver = NativeUdpHost(stack, sock, peers, job=cfg.job, agent_reads=True, measure_lag=True)
         if cfg.packets_path:
             driver.record_packets(MAX_RECORDS)
     else:

@@ -29,6 +29,8 @@ from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.fidelity_estimate import critical_steps
 from dlcp_emu.experiment.backend import Outcome
+from dlcp_emu.experiment.jobs_run import job_setups
+from dlcp_emu.experiment.spec_schedule import is_schedule
 from dlcp_emu.experiment.topology import host_frame_ns
 from dlcp_emu.host.schedule_plan import SchedulePlan
 
@@ -64,9 +66,10 @@ class EmuBackend:
         if spec.payload != "values":
             raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
                              "emulator's hosts send real bytes (payload = \"values\")")
-        if spec.jobs:
-            raise ValueError("jobs: a spec of [[jobs]] runs in the simulator only so far (--backend sim); "
-                             "the emulator runs a one-job spec ([workload])")
+        for job in spec.jobs:
+            if is_schedule(job.spec.workload) or job.start_ms:
+                raise ValueError(f"jobs[{job.index}]: the emulator runs jobs of a trace or a zoo model that start "
+                                 "together (a schedule or start_ms runs in the simulator: --backend sim)")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
         transport = spec.transport_for(pipeline)
@@ -86,7 +89,7 @@ class EmuBackend:
 
 
 def _emulate(setup, log, capture, live):
-    spec, pipeline, transport, keep_results = setup.spec, setup.pipeline, setup.transport, setup.keep_results
+    spec, pipeline, keep_results = setup.spec, setup.pipeline, setup.keep_results
     topo, placement, plan = setup.topology, setup.placement, setup.plan
     run_dir = setup.run_dir   # absolute: the run's processes start elsewhere (PROJECT_ROOT)
     view = LiveView(sys.stdout, live)
@@ -108,29 +111,34 @@ def _emulate(setup, log, capture, live):
                        pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
                        pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
+    # A process a rank, keyed by its rank (one job) or job-rank (several: ranks repeat)
+    keys = {(f"{job.name}-{rank}" if setup.jobs else rank): (job, rank)
+            for job in job_setups(setup) for rank in job.placement.host_of_rank}
     with run:
         # Every host process starts together, once all are ready (hostproc.wait_for_start).
         start_file = run_dir / "start.json"
         start_file.unlink(missing_ok=True)
         ready = []
-        for rank, host in placement.host_of_rank.items():
-            paths = host_paths(run_dir, rank)
+        for key, (job, rank) in keys.items():
+            host = job.placement.host_of_rank[rank]
+            paths = host_paths(run_dir, key)
             for p in paths.values():
                 p.unlink(missing_ok=True)   # never read a previous run's records as this one's
-            ready.append(run_dir / f"host-{rank}.ready")
+            ready.append(run_dir / f"host-{key}.ready")
             ready[-1].unlink(missing_ok=True)
-            cfg = host_config(spec, placement, topo, rank, transport, ready_file=str(ready[-1]),
+            cfg = host_config(job.spec, job.placement, topo, rank, job.transport, job.wire_id,
+                              ready_file=str(ready[-1]),
                               start_file=str(start_file),
                               deadline_s=spec.time_limit_s, out_path=str(paths["status"]),
                               records_path=str(paths["records"]),
                               samples_path=str(paths["samples"]),
-                              packets_path=str(run_dir / f"packets-{rank}") if spec.packet_records else None,
-                              results_path=str(run_dir / f"tensors-{rank}.npz") if keep_results else None,
+                              packets_path=str(run_dir / f"packets-{key}") if spec.packet_records else None,
+                              results_path=str(run_dir / f"tensors-{key}.npz") if keep_results else None,
                               cpus=host_cpus, nice=HOST_NICE)
-            cfg_path = run_dir / f"host-{rank}.config.json"
+            cfg_path = run_dir / f"host-{key}.config.json"
             cfg.write(cfg_path, indent=None)
-            outs[rank] = paths
-            procs[rank] = run.popen(host, [sys.executable, "-m", cfg.program, "--config", str(cfg_path)],
+            outs[key] = paths
+            procs[key] = run.popen(host, [sys.executable, "-m", cfg.program, "--config", str(cfg_path)],
                                     output=paths["log"], cwd=PROJECT_ROOT)
         bg_outs, bg_ready, bg_procs = _start_background(setup, run, start_file, log, host_cpus)
         try:
@@ -162,7 +170,12 @@ def _emulate(setup, log, capture, live):
     duration = time.monotonic() - t_start
     cpu_end = machine_cpu_s()
     cpu = {k: cpu_end[k] - cpu_start[k] for k in cpu_start} if cpu_start and cpu_end else {}
-    records, torn = read_host_records(outs)
+    records, torn = read_host_records(outs) if not setup.jobs else ([], {})
+    if setup.jobs:   # each record its job and its rank in the job, as the simulator's
+        for key, paths in outs.items():
+            got, problems = read_host_records({key: paths})
+            records += [{**rec, "rank": keys[key][1], "job": keys[key][0].name} for rec in got]
+            torn.update(problems)
     starts = [r["started_ns"] for r in records if r.get("started_ns")]
     t0 = min(starts) if starts else 0
     samples, queue_note = queue_samples(run.stats)

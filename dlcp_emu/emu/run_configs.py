@@ -15,9 +15,9 @@ from dlcp_emu.wire import DLCP_UDP_PORT
 from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
 
 
-def host_config(spec, placement, topology, rank, transport, **files):
-    """The HostProcessConfig of one rank; files: its process's ready_file, start_file,
-    deadline_s, out_path, records_path, ... (`host_configs`)."""
+def host_config(spec, placement, topology, rank, transport, job=0, **files):
+    """The HostProcessConfig of one rank of job `job` (its wire id); files: its process's
+    ready_file, start_file, deadline_s, out_path, records_path, ... (`host_configs`)."""
     w, t = spec.workload, spec.transport
     host = placement.host_of_rank[rank]
     return HostProcessConfig(
@@ -35,7 +35,7 @@ def host_config(spec, placement, topology, rank, transport, **files):
         peers={str(r): [topology.host_ip(h), DLCP_UDP_PORT] for r, h in placement.host_of_rank.items()},
         bind=[topology.host_ip(host), DLCP_UDP_PORT],
         link_rate_bps=host_link_rate(topology, host),
-        compression=asdict(compression_for(spec)), engine=spec.engine,
+        compression=asdict(compression_for(spec)), engine=spec.engine, job=job,
         schedule=_schedule_section(w), servers=servers_of(placement, topology, w["gpus_per_server"])
         if is_schedule(w) else None, **files)
 
