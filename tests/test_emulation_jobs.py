@@ -1,7 +1,8 @@
-"""Two 2-worker jobs emulated on the default leaf-spine (Mininet, real frames): every
-packet's job read by the emulated switches (per-job counters add up to the ports'), each
-job's iterations complete and its slowdown comes from the alone emulation it names; the
-same work as the simulator does on the same spec (bytes and packets per tensor)."""
+"""Two 2-worker jobs emulated on the default leaf-spine (Mininet, real frames), the second
+starting 30 ms later: every packet's job read by the emulated switches (per-job counters
+add up to the ports'), each job's iterations complete, the late one after its offset, and
+its slowdown comes from the alone emulation it names; the same bytes per tensor as the
+simulator synchronises on the same spec."""
 import json
 
 import pytest
@@ -19,7 +20,7 @@ SPEC = {"name": "two-rings", "seed": 1, "time_dilation": 8.0, "byte_scale": 0.00
                      "oversubscription": 2.0, "delay_ns": 1000},
         "transport": {"kind": "reliable"},
         "jobs": [{"name": "a", "placement": "spread", "workload": RING},
-                 {"name": "b", "placement": "spread", "workload": RING}]}
+                 {"name": "b", "placement": "spread", "start_ms": 30.0, "workload": RING}]}
 
 
 def test_two_jobs_emulated(tmp_path):
@@ -31,6 +32,9 @@ def test_two_jobs_emulated(tmp_path):
     summed = per_job.groupby(["switch", "port"])[["tx_packets", "dropped"]].sum()
     own = ports.set_index(["switch", "port"]).loc[summed.index, ["tx_packets", "dropped"]]
     assert (summed.sort_index().values == own.sort_index().values).all()
+    its = frames["iterations"]
+    first = its[its["iteration"] == 0].groupby("job")["start_s"].min()
+    assert first["a"] < 0.030 <= first["b"]            # b waited its 30 ms (real-world) after the start
     for name, line in s["jobs"].items():
         assert line["iterations_measured"] == 2 * (RING["iterations"] - 1)
         alone = json.loads((tmp_path / "emu" / line["alone_run"] / "summary.json").read_text())

@@ -79,6 +79,7 @@ class HostProcessConfig(StartedProcessConfig):
     packets_path: str | None = None
     results_path: str | None = None
     job: int = 0                 # the header's job field (several jobs: jobs_spec.wire_id)
+    start_delay_ns: int = 0      # its job's start after the common start (emulated ns)
 
     def workload(self):
         """The spec's [workload] fields this config carries (`make_worker`, `trace_of`)."""

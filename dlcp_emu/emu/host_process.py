@@ -42,16 +42,17 @@ def config_and_stop_flag(config_class, argv=None):
     return cfg, stopping
 
 
-def wait_for_start(cfg, stopping, clock=time.monotonic_ns):
+def wait_for_start(cfg, stopping, clock=time.monotonic_ns, delay_ns=0):
     """Say this process is ready, wait for the runner's start time (CLOCK_MONOTONIC ns, the
-    same in every namespace) and then for that time. Returns it; None if asked to stop first."""
+    same in every namespace) and then for that time, plus delay_ns (a job that starts later).
+    Returns it; None if asked to stop first."""
     with open(cfg.ready_file, "w"):
         pass
     start = None
     while start is None and not stopping:
         try:
             with open(cfg.start_file) as f:
-                start = json.load(f)["start_at_ns"]
+                start = json.load(f)["start_at_ns"] + delay_ns
         except FileNotFoundError:
             time.sleep(0.002)
     while start is not None and clock() < start and not stopping:

@@ -70,7 +70,7 @@ def run_kernel_tcp(cfg, agent, stopping):
     bind = (cfg.bind[0], TCP_PORT)
     m = TcpMessenger(cfg.rank, agent, {r: (a[0], TCP_PORT) for r, a in peers.items()}, bind)
     clock = time.monotonic_ns
-    wait_for_start(cfg, stopping)
+    wait_for_start(cfg, stopping, delay_ns=cfg.start_delay_ns)
     started = clock()
     m.start(started)
     deadline = started + int(cfg.deadline_s * 1e9)
@@ -227,7 +227,7 @@ def main(argv=None):
 
     clock = time.monotonic_ns
     stalls = Stalls()
-    wait_for_start(cfg, stopping)
+    wait_for_start(cfg, stopping, delay_ns=cfg.start_delay_ns)
     started = clock()
     stack.start(started)
     deadline = started + int(cfg.deadline_s * 1e9)

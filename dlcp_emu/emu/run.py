@@ -67,9 +67,9 @@ class EmuBackend:
             raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
                              "emulator's hosts send real bytes (payload = \"values\")")
         for job in spec.jobs:
-            if is_schedule(job.spec.workload) or job.start_ms:
-                raise ValueError(f"jobs[{job.index}]: the emulator runs jobs of a trace or a zoo model that start "
-                                 "together (a schedule or start_ms runs in the simulator: --backend sim)")
+            if is_schedule(job.spec.workload):
+                raise ValueError(f"jobs[{job.index}].workload.kind: the emulator runs jobs of a trace or a zoo "
+                                 "model (a schedule runs in the simulator: --backend sim)")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
         transport = spec.transport_for(pipeline)
@@ -126,7 +126,7 @@ def _emulate(setup, log, capture, live):
                 p.unlink(missing_ok=True)   # never read a previous run's records as this one's
             ready.append(run_dir / f"host-{key}.ready")
             ready[-1].unlink(missing_ok=True)
-            cfg = host_config(job.spec, job.placement, topo, rank, job.transport, job.wire_id,
+            cfg = host_config(job.spec, job.placement, topo, rank, job.transport, job.wire_id, job.start_ns,
                               ready_file=str(ready[-1]),
                               start_file=str(start_file),
                               deadline_s=spec.time_limit_s, out_path=str(paths["status"]),

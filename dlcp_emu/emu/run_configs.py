@@ -15,9 +15,10 @@ from dlcp_emu.wire import DLCP_UDP_PORT
 from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
 
 
-def host_config(spec, placement, topology, rank, transport, job=0, **files):
-    """The HostProcessConfig of one rank of job `job` (its wire id); files: its process's
-    ready_file, start_file, deadline_s, out_path, records_path, ... (`host_configs`)."""
+def host_config(spec, placement, topology, rank, transport, job=0, start_delay_ns=0, **files):
+    """The HostProcessConfig of one rank of job `job` (its wire id, starting start_delay_ns
+    after the others); files: its process's ready_file, start_file, deadline_s, out_path,
+    records_path, ... (`host_configs`)."""
     w, t = spec.workload, spec.transport
     host = placement.host_of_rank[rank]
     return HostProcessConfig(
@@ -37,7 +38,7 @@ def host_config(spec, placement, topology, rank, transport, job=0, **files):
         link_rate_bps=host_link_rate(topology, host),
         compression=asdict(compression_for(spec)), engine=spec.engine, job=job,
         schedule=_schedule_section(w), servers=servers_of(placement, topology, w["gpus_per_server"])
-        if is_schedule(w) else None, **files)
+        if is_schedule(w) else None, start_delay_ns=start_delay_ns, **files)
 
 
 def _schedule_section(w):
