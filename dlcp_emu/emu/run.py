@@ -68,8 +68,8 @@ class EmuBackend:
                              "emulator's hosts send real bytes (payload = \"values\")")
         for job in spec.jobs:
             if is_schedule(job.spec.workload):
-                raise ValueError(f"jobs[{job.index}].workload.kind: the emulator runs jobs of a trace or a zoo "
-                                 "model (a schedule runs in the simulator: --backend sim)")
+                raise ValueError(f"jobs[{job.index}].workload.kind: in a spec of [[jobs]] the emulator runs jobs "
+                                 "of a trace or a zoo model so far (schedule jobs: --backend sim)")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
         transport = spec.transport_for(pipeline)
