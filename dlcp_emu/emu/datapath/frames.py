@@ -133,7 +133,7 @@ def copy_for(pkt, dst):
     """A copy of a parsed packet routed to `dst` (one per port when flooding: each copy is
     queued, paced and counted on its own port)."""
     return Packet(pkt.size, dst, pkt.flow, pkt.prio, pkt.mag, pkt.layer, pkt.droppable,
-                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame, tclass=pkt.tclass, pkt.job)
+                  pkt.dlcp, pkt.ect, pkt.ce, pkt.header_size, pkt.frame, tclass=pkt.tclass, job=pkt.job)
 
 
 def apply_rewrite(pkt):
