@@ -11,7 +11,6 @@ packet was dropped.
 import os
 
 import numpy as np
-import pandas as pd
 
 from dlcp_emu.wire import FRAME_OVERHEAD, Flags
 
@@ -104,6 +103,7 @@ def packet_key(h):
 
 def _rows(parts, names):
     """One frame of the rows of every host, from their columns (records())."""
+    import pandas as pd   # here: the core's hosts import this module, and pandas takes ~0.5 s
     frames = [pd.DataFrame(p, columns=names) for p in parts]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=names)
@@ -115,6 +115,7 @@ def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
     at the end, which are not lost. dropped: (key, interface, reason) of every packet a
     switch dropped (the simulator knows them), which fill `drop_at` (`<switch>-eth<port>`)
     and `drop_reason`; both stay empty where no drop is known (the emulator)."""
+    import pandas as pd
     sent = _rows([log["sent"] for log in logs], COLUMNS)
     recv = _rows([log["received"] for log in logs], RECEIVED_COLUMNS)
     if not len(sent):
@@ -149,6 +150,7 @@ def packet_table(logs, run_scale, t0_ns=0, in_flight=(), dropped=()):
 
 def _matches(frame, keys):
     """Whether each row of `frame` has its packet key (KEY) among the rows of `keys`."""
+    import pandas as pd
     if not len(keys):
         return pd.Series(False, index=frame.index)
     marked = frame[KEY].merge(keys.drop_duplicates().assign(_hit=True), on=KEY, how="left")

@@ -109,13 +109,17 @@ class HostStack(AgentEndpoints):
 
     def pump(self, now):
         """Tensors the receiver delivered to the agent, and the agent's sends to the senders:
-        what follows `receive`."""
-        for d in self.receiver.take_delivered():
-            self.deliveries.append((d.src_rank, d.iteration, d.tensor_id, d.nbytes,
-                                    d.lost_bytes, d.first_ns, d.done_ns,
-                                    {int(k): int(v) for k, v in d.lost_bytes_by_class.items()}))
-            data = None if d.data is None else np.asarray(d.data, dtype=np.float32).ravel()
-            self.agent.on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
+        what follows `receive`. Runs once a message in the simulator's core: the lookups are
+        hoisted out of the loops."""
+        delivered = self.receiver.take_delivered()
+        if delivered:
+            keep, on_message = self.deliveries.append, self.agent.on_message
+            for d in delivered:
+                by_class = d.lost_bytes_by_class
+                keep((d.src_rank, d.iteration, d.tensor_id, d.nbytes, d.lost_bytes, d.first_ns, d.done_ns,
+                      {int(k): int(v) for k, v in by_class.items()} if by_class else {}))
+                data = None if d.data is None else np.asarray(d.data, dtype=np.float32).ravel()
+                on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
         for m in self.agent.take_sends():
             sender = self.senders.get(m.dst)
             if sender is None:
@@ -124,10 +128,13 @@ class HostStack(AgentEndpoints):
                     cc=self.settings.cc(), rtt=self.settings.rtt(self.link_rate_bps, self.mtu))
                 if self.on_sender is not None:
                     self.on_sender(sender)
+            if m.data is None and not m.exact:   # payload-free: the chunks' magnitudes come with it
+                sender.send(Message(None, m.iteration, m.tensor_id, m.priority, self.job, self.rank, m.dst,
+                                    m.magnitudes(sender.payload_size)), now, m.nbytes)
+                continue
             # A message that must arrive whole (sparse) is never droppable; its values are
             # the bucket's largest, so its packets carry the highest magnitude class.
-            exact = m.exact
-            sized = m.data is None      # payload-free: the chunks' magnitudes come with it
+            exact, sized = m.exact, m.data is None
             sender.send(Message(m.data, iteration=m.iteration, tensor_id=m.tensor_id,
                                 priority=m.priority, job=self.job, src_rank=self.rank,
                                 dst_rank=m.dst, tclass=m.tclass, mag_class=TOP_CLASS if exact else None,

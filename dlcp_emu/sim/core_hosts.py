@@ -99,7 +99,9 @@ class CoreHosts(SimHosts):
             self._collect(key, sid)
 
     def _collect(self, key, sid):
-        self.endpoints[key].completed([SendResult(*r) for r in self.core.take_completions(sid)])
+        results = self.core.take_completions(sid)
+        if results:   # most turns complete nothing
+            self.endpoints[key].completed([SendResult(*r) for r in results])
 
     # -- per-packet records, from the core ---------------------------------------------------
     def packet_logs(self):

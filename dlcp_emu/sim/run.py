@@ -69,13 +69,16 @@ class SimBackend:
             return _simulate(setup, log, self.hosts, prefetch)
 
     def summarize(self, setup, out, s):
-        net, wall, cpu = out.state
+        net, wall, cpu, thread_cpu = out.state
         s["engine"], s["engine_note"] = net.engine, net.engine_note
         s["events"] = net.loop.events
         s["wall_s"] = time.monotonic() - wall
         s["process_cpu_s"] = time.process_time() - cpu   # every thread's: the prefetch's draws too
-        # Of wall_s, the time inside the compiled core (None: the Python engine has none).
+        # Of wall_s, the time inside the compiled core (None: the Python engine has none); the
+        # same split in the running thread's CPU time, which other work on the machine moves less.
         s["core_wall_s"] = net.loop.core_s if net.engine == "native" else None
+        s["run_cpu_s"] = thread_cpu
+        s["core_cpu_s"] = net.loop.core_cpu_s if net.engine == "native" else None
         conservation = net.conservation()
         s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
         # The simulator's own speed on this run (NICs included, as `bench sim` counts).
@@ -212,7 +215,7 @@ def _simulate(setup, log, hosts, prefetch):
     net, hosts = build_network(setup, hosts, prefetch)
     topo = setup.topology
     log(f"  engine: {net.engine} ({net.engine_note})")
-    wall, cpu = time.monotonic(), time.process_time()
+    wall, cpu, thread_cpu = time.monotonic(), time.process_time(), time.thread_time()
     samples = {name: {"ports": net.port_numbers(name), "samples": []} for name in topo.switches()}
     sample_ns = spec.scale.delay_ns(1_000_000)   # 1 ms of real-world time
 
@@ -253,6 +256,7 @@ def _simulate(setup, log, hosts, prefetch):
                 progress()   # where the run ended
         except KeyboardInterrupt:   # where Ctrl-C is not ours to take (a thread's run)
             asked.append(1)
+    thread_cpu = time.thread_time() - thread_cpu
     if asked:
         interrupted = "interrupted (Ctrl-C)"
     hosts.collect()
@@ -267,7 +271,7 @@ def _simulate(setup, log, hosts, prefetch):
                                       dropped=hosts.training_drops())}
     return Outcome(records, net.counters(), samples,
                    {"p99_lateness_us": 0.0, "fell_behind": False, "note": "virtual time: exact by construction"},
-                   spec.scale.seconds(net.loop.now), interrupted, frames, state=(net, wall, cpu),
+                   spec.scale.seconds(net.loop.now), interrupted, frames, state=(net, wall, cpu, thread_cpu),
                    handles={"hosts": hosts})
 
 

@@ -115,9 +115,9 @@ class Sender:
         self._busy = _Busy(self._core)
 
     def send(self, msg: Message, now: int, nbytes: int | None = None) -> None:
-        for name in ("iteration", "tensor_id"):
-            if not 0 <= getattr(msg, name) <= _U32:
-                raise ValueError(f"{name} must be in 0..{_U32}, got {getattr(msg, name)}")
+        if not (0 <= msg.iteration <= _U32 and 0 <= msg.tensor_id <= _U32):
+            name = "iteration" if not 0 <= msg.iteration <= _U32 else "tensor_id"
+            raise ValueError(f"{name} must be in 0..{_U32}, got {getattr(msg, name)}")
         p = prepare(msg, job=self.job, src_rank=self.src_rank, dst_rank=self.dst_rank,
                     payload_size=self.payload_size, policy=self.policy,
                     bounded_loss=self.bounded_loss, busy=self._busy, nbytes=nbytes, planner=self._plan,
