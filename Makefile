@@ -40,6 +40,7 @@ bench: setup
 	$(CLI) bench switch
 	$(CLI) bench transport
 	$(CLI) bench host
+	$(CLI) bench htsim --speed
 	$(PY) scripts/bench_schedules.py
 
 # Emulated against simulated, side by side: how closely the backends agree is a figure that

@@ -53,6 +53,12 @@ def add_parser(sub):
                     "packets, k=8 fat tree; tests/reference/htsim/dctcp)")
     ht.add_argument("--draws", type=positive_int, help="with --dctcp-incast: path draws of ours a run "
                     "(switch seeds 0..N-1; default: as many as htsim's, 8)")
+    ht.add_argument("--speed", action="store_true",
+                    help="instead: data packet-hops a second of the whole command, ours and htsim's, on a "
+                    "ring of 100 MB flows over 8 and 128 hosts (dlcp_emu/study/htsim_speed.py)")
+    ht.add_argument("--htsim", type=Path, metavar="PATH", help="with --speed: htsim's htsim_ndp, run side by "
+                    "side (default: htsim's figures stored in tests/reference/htsim/speed)")
+    ht.add_argument("--hosts", type=positive_int_list, metavar="N,N", help="with --speed: ring sizes (default 8,128)")
     ht.add_argument("--json", action="store_true", help="print one JSON list, a row a run")
     ht.set_defaults(func=_bench_htsim)
     return p
@@ -60,6 +66,11 @@ def add_parser(sub):
 
 def _bench_htsim(args):
     from dlcp_emu.study import baselines
+    if args.speed:
+        return _bench_htsim_speed(args)
+    if args.htsim or args.hosts:
+        print("dlcp-emu bench htsim: --htsim and --hosts go with --speed", file=sys.stderr)
+        return 2
     if args.dctcp_incast:
         return _bench_htsim_dctcp(args)
     if args.draws:
@@ -69,6 +80,18 @@ def _bench_htsim(args):
     chosen = dict(scenarios=args.scenarios or tuple(baselines.SCENARIOS),
                   transports=args.transports or baselines.TRANSPORTS, buffers=args.buffers or baselines.BUFFER_FRAMES)
     return _htsim_rows(args, baselines, **chosen)
+
+
+def _bench_htsim_speed(args):
+    from dlcp_emu.study import htsim_speed
+    if args.dctcp_incast or args.scenarios or args.transports or args.buffers or args.draws:
+        print("dlcp-emu bench htsim: --speed runs its own ring: no --dctcp-incast, --scenarios, --transports, "
+              "--buffers or --draws", file=sys.stderr)
+        return 2
+    if args.htsim is not None and not args.htsim.is_file():
+        print(f"dlcp-emu bench htsim: --htsim: no file at {args.htsim}", file=sys.stderr)
+        return 2
+    return _htsim_rows(args, htsim_speed, hosts=tuple(args.hosts or htsim_speed.HOSTS), htsim=args.htsim)
 
 
 def _bench_htsim_dctcp(args):

@@ -51,6 +51,7 @@ class BackgroundEndpoint(AgentEndpoints):
         # (flow id, dst, nbytes, start_ns, done_ns): all of them in the simulator; the
         # emulator's process takes them out as it streams them (`take_finished`).
         self.finished = []
+        self.data_packets = 0     # data packets the finished flows took, retransmissions included
 
     def receive(self, h, payload, now, ce=False):
         if h.type == 0:
@@ -95,6 +96,7 @@ class BackgroundEndpoint(AgentEndpoints):
         for r in results:
             dst, nbytes, start = self.started.pop(r.tensor_id)
             self.finished.append((r.tensor_id, dst, nbytes, start, r.done_ns))
+            self.data_packets += r.packets
 
     def take_finished(self):
         out, self.finished = self.finished, []
