@@ -130,7 +130,7 @@ class HostStack(AgentEndpoints):
                     self.on_sender(sender)
             if m.data is None and not m.exact:   # payload-free: the chunks' magnitudes come with it
                 sender.send(Message(None, m.iteration, m.tensor_id, m.priority, self.job, self.rank, m.dst,
-                                    m.magnitudes(sender.payload_size)), now, m.nbytes)
+                                    m.magnitudes(sender.payload_size), tclass=m.tclass), now, m.nbytes)
                 continue
             # A message that must arrive whole (sparse) is never droppable; its values are
             # the bucket's largest, so its packets carry the highest magnitude class.
