@@ -62,9 +62,10 @@ def scenarios(draw, max_values=40_000, max_messages=6):
             at=draw(st.sampled_from([0, 0]) | st.integers(0, 3_000_000)),
             iteration=draw(st.integers(0, 3)), tensor_id=i * 7 + draw(st.integers(0, 6)),
             explicit=explicit))
+    pull_gap_ns = draw(st.sampled_from([None, None, None, 124, 1_000, 20_000]))   # NDP's pulls
     cc = dict(ecn=draw(st.sampled_from(["dctcp", "halve"])), pacing=draw(st.booleans()),
-              initial_window=draw(st.sampled_from([10, 10, 1, 4, 64])))
-    return dict(transport=transport, mtu=mtu, policy=policy, messages=messages, cc=cc,
+              initial_window=draw(st.sampled_from([10, 10, 1, 4, 64])), pulls=pull_gap_ns is not None)
+    return dict(transport=transport, mtu=mtu, policy=policy, messages=messages, cc=cc, pull_gap_ns=pull_gap_ns,
                 rtt=draw(st.sampled_from(["default", "default", "link", "tight"])),
                 reorder_fraction=draw(st.sampled_from([0.25, 0.25, 0.1, 0.3, 0.0])),
                 remember=draw(st.sampled_from([4096, 4096, 1])),
@@ -104,8 +105,9 @@ def run_twins(sc, payload_free=False, max_events=400_000, stalled=None):
                    policy=sc["policy"], reorder_fraction=sc["reorder_fraction"])
 
     s = Twin(sender(S_py), sender(S_nat), "sender", payload_free=payload_free)
-    r = Twin(R_py(1, mtu=mtu, remember=sc["remember"]),
-             R_nat(1, mtu=mtu, remember=sc["remember"], store=not payload_free), "receiver",
+    gap = sc.get("pull_gap_ns")
+    r = Twin(R_py(1, mtu=mtu, remember=sc["remember"], pull_gap_ns=gap),
+             R_nat(1, mtu=mtu, remember=sc["remember"], store=not payload_free, pull_gap_ns=gap), "receiver",
              payload_free=payload_free)
     sends = sorted(((m["at"], _message(m, mtu)) for m in sc["messages"]), key=lambda x: x[0])
     try:

@@ -31,13 +31,16 @@ CASES = [   # (spec, preset, fields set): every example's mechanism at a byte sc
     ("examples/spray-vs-ecmp.toml", "dlcp-nospray", {}),
     ("examples/dc2.toml", "dlcp", {}),
     ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
+    ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005, "transport.congestion": "ndp",   # NDP's pulls
+                                       "transport.initial_window": 20}),
     ("examples/default.toml", ECN, SMALL),                            # CE marks, the window's answer
     ("examples/default.toml", DLCP_ECN, {"byte_scale": 0.01}),
     ("examples/rail-optimized.toml", "dlcp", {"byte_scale": 0.0002}),   # servers: their own FIFO, PXN
 ]
-IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}" for p, s, _ in CASES]
+IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}"
+       f"{'-pulls' if f.get('transport.congestion') == 'ndp' else ''}" for p, s, f in CASES]
 # the rest run in `make test`, not in the fast tier (servers are held both ways there by test_rails)
-FAST = {"default-dlcp", "ps-vgg16-ndp"}
+FAST = {"default-dlcp", "ps-vgg16-ndp", "ps-vgg16-ndp-pulls"}
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 

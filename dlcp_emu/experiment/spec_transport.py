@@ -8,7 +8,8 @@ from dlcp_emu.transport.settings import CONGESTION, DEFAULT_CONGESTION, DEFAULT_
 
 TRANSPORT_SETTINGS_FIELDS = {
     "congestion": (DEFAULT_CONGESTION, one_of(CONGESTION),
-                   f"one of {', '.join(CONGESTION)} (dctcp needs a switch queue_manager \"ecn\")"),
+                   f"one of {', '.join(CONGESTION)} (dctcp needs a switch queue_manager \"ecn\", "
+                   "ndp one that trims, \"trim\")"),
     "min_rto_us": (DEFAULT_MIN_RTO_US, number(1, 1_000_000), "a number of microseconds in 1..1000000"),
     "initial_ssthresh": ("infinite", lambda v: v == "infinite" or number(2, 1 << 20)(v),
                          "\"infinite\" or 2..1048576 packets"),
@@ -18,13 +19,21 @@ TRANSPORT_SETTINGS_FIELDS = {
 
 
 def check_congestion(c, transport, switch):
-    """DCTCP answers ECN marks: a switch that marks none leaves it NewReno under another name
-    (a switch spec that does not parse is reported by the caller)."""
-    if transport.get("congestion") != "dctcp":
+    """DCTCP answers ECN marks: a switch that marks none leaves it NewReno under another name;
+    NDP's pulls are asked by the packets that arrive, whole or trimmed: a switch that drops
+    instead of trimming loses the pulls with them (a switch spec that does not parse is
+    reported by the caller)."""
+    if transport.get("congestion") not in ("dctcp", "ndp"):
         return
     try:
         qm = PipelineSpec.parse(switch).queue_manager.name
     except SwitchSpecError:
+        return
+    if transport["congestion"] == "ndp":
+        if qm != "trim":
+            c.problems.append(f"transport.congestion: ndp's pulls are asked by every packet that arrives, whole "
+                              f"or trimmed, and the switch's queue manager {qm!r} drops instead of trimming; "
+                              f"use switch.queue_manager = \"trim\" (the ndp preset) or congestion = \"newreno\"")
         return
     if qm != "ecn":
         c.problems.append(f"transport.congestion: dctcp reacts to ECN marks, and the switch's queue manager "

@@ -40,10 +40,11 @@ class BackgroundEndpoint(AgentEndpoints):
                              f"with {endpoints} endpoints")
         self.endpoints, self.sized = endpoints, payload == "sizes"
         self.sender_cls = native.ReliableSender if endpoints == "native" else ReliableSender
+        gap = None if settings is None else settings.pull_gap_ns(link_rate_bps, mtu)   # NDP: it paces pulls
         if endpoints == "native":
-            self.receiver = native.ReliableReceiver(index, mtu=mtu, store=not self.sized)
+            self.receiver = native.ReliableReceiver(index, mtu=mtu, store=not self.sized, pull_gap_ns=gap)
         else:
-            self.receiver = ReliableReceiver(index, mtu=mtu)
+            self.receiver = ReliableReceiver(index, mtu=mtu, pull_gap_ns=gap)
         self.on_sender = None     # called with each sender as it is made (the core adopts it)
         self.senders = {}
         self.pending = sorted(flows, reverse=True)     # next to start at the end

@@ -57,7 +57,9 @@ class HostStack(AgentEndpoints):
                                       drop_order=drop_order, seed=seed)
         if not store and endpoints != "native":
             raise ValueError("a payload-free stack (store=False) needs native endpoints")
-        self.receiver = receiver_cls(rank, mtu=mtu) if store else receiver_cls(rank, mtu=mtu, store=False)
+        gap = self.settings.pull_gap_ns(link_rate_bps, mtu)   # NDP's pulls: the receiver paces them
+        kw = ({} if store else {"store": False}) | ({} if gap is None else {"pull_gap_ns": gap})
+        self.receiver = receiver_cls(rank, mtu=mtu, **kw)
         self.senders = {}
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
                                   #  {magnitude class: lost bytes})

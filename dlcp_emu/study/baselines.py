@@ -8,9 +8,10 @@ over 100 Gbit/s links with 1 us of delay, at byte scale 1 and time dilation 1 (v
 no scaling at all). A flow's completion time is when its sender learns the last byte arrived,
 as htsim prints it. Transports, each over the switch queue it was made for:
 
-- `ndp`: htsim's NDP over trimming queues; here the `reliable` transport over the `ndp`
-  preset (per-packet spray, trim once `buffer_frames` data packets are queued, headers first),
-  its senders starting at one BDP as htsim's (`NDP_INITIAL_WINDOW`);
+- `ndp`: htsim's NDP over trimming queues; here the `reliable` transport with NDP's
+  receiver-paced pulls (`transport.congestion = "ndp"`) over the `ndp` preset (per-packet
+  spray, trim once `buffer_frames` data packets are queued, headers first), its senders'
+  first window one BDP as htsim's (`NDP_INITIAL_WINDOW`);
 - `tcp`: drop-tail FIFO (htsim's TCP NewReno: no reference at the commit used, README.md);
 - `dctcp`: FIFO marking CE above `DCTCP_MARK_FRAMES` queued frames (htsim's DCTCP: likewise).
 """
@@ -119,10 +120,11 @@ def pipeline(transport, buffer_frames):
 
 
 def settings(scenario, transport):
-    """The senders' settings: NDP's first window of one BDP under `ndp`; else the defaults."""
+    """The endpoints' settings: NDP's pulls and first window of one BDP under `ndp`; else the
+    defaults."""
     if transport != "ndp":
         return None
-    return TransportSettings(initial_window=NDP_INITIAL_WINDOW[scenario.split("-")[0]])
+    return TransportSettings(congestion="ndp", initial_window=NDP_INITIAL_WINDOW[scenario.split("-")[0]])
 
 
 def run(scenario, transport, buffer_frames, reference_dir=REFERENCE_DIR, engine="native"):

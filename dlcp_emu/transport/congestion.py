@@ -101,11 +101,13 @@ class CongestionControl:
     `min_window` (RFC 5681's loss window).
 
     Pacing (optional): packets leave at least srtt / (cwnd * pacing_gain) apart.
+    `pulls`: NDP's receiver-paced pulls instead of the window after the first one
+    (`pulls.py`): the sender reads it, the window stays as it is.
     """
 
     def __init__(self, initial_window: float = INITIAL_WINDOW, min_window: float = 1,
                  max_window: float = 1 << 20, ecn: str = "dctcp", dctcp_g: float = DCTCP_G,
-                 pacing: bool = False, pacing_gain: float = 2.0):
+                 pacing: bool = False, pacing_gain: float = 2.0, pulls: bool = False):
         if ecn not in ("dctcp", "halve"):
             raise ValueError(f"ecn must be 'dctcp' or 'halve', got {ecn!r}")
         if not 1 <= min_window <= initial_window <= max_window:
@@ -119,6 +121,7 @@ class CongestionControl:
         self.alpha = 1.0
         self.pacing = pacing
         self.pacing_gain = pacing_gain
+        self.pulls = pulls
         self.next_seq = 0          # sequence number of the next transmission
         self._recover = -1         # last seq sent before the latest reduction
         self._alpha_end = 0        # DCTCP observation window ends when this seq is acked

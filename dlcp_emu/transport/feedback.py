@@ -6,9 +6,10 @@ ACK and BITMAP payloads start with the feedback prefix (16 bytes)::
     0    Q    echo_ts    send_ts_ns of the packet answered: an exact RTT sample, and
                          tells which transmission of a chunk it was
     8    I    cum        every chunk below cum has arrived
-    12   B    fb_flags   FB_CE | FB_COMPLETE | FB_NACK | FB_NEED_PROBE
+    12   B    fb_flags   FB_CE | FB_COMPLETE | FB_NACK | FB_NEED_PROBE | FB_PULL
     13   B    n_extra    ACK only: number of extra chunk indices that follow
-    14   2x   reserved
+    14   H    pull       the latest pull number released to the sender (`pulls.py`;
+                         0 unless the receiver paces pulls)
 
 ACK (one per data packet; header chunk_index = the chunk that arrived): prefix, then
 n_extra (<= 3) u32 chunk indices that arrived just before, so a lost ACK is repaired by
@@ -19,6 +20,9 @@ nbits u32, then ceil(nbits / 8) bytes: bit i (least significant bit first) says 
 chunk base + i has arrived. A large tensor's bitmap is split over several packets, each
 self-describing. A NACK is a one-bit BITMAP with FB_NACK: the transmission whose send
 time is echo_ts was trimmed.
+
+PULL (a receiver that paces pulls, `pulls.py`): an ACK with FB_PULL, no extra chunks, echo_ts
+and cum 0: it only carries a pull number.
 
 PROBE (dlcp, sender -> receiver, after the last chunk): total u32, chunk_size u32,
 bound_bytes u32, n_droppable u32, seg u16, nseg u16, then u32 entries
@@ -37,19 +41,21 @@ FB_CE = 0x01          # the data packet answered arrived with ECN CE
 FB_COMPLETE = 0x02    # the receiver has completed (delivered) the tensor
 FB_NACK = 0x04        # the transmission answered was trimmed
 FB_NEED_PROBE = 0x08  # the receiver lacks (part of) the probe's droppable list
+FB_PULL = 0x10        # a PULL: nothing but a pull number
 
 FEEDBACK = struct.Struct(">QIBB2x")
 ACK_EXTRA = 3
-ACK_STRUCTS = [struct.Struct(">QIBB2x" + "I" * k) for k in range(ACK_EXTRA + 1)]
+ACK_STRUCTS = [struct.Struct(">QIBBH" + "I" * k) for k in range(ACK_EXTRA + 1)]
 SEGMENT = struct.Struct(">II")
 BITMAP_HEAD = struct.Struct(">QIBB2xII")
+NACK_HEAD = struct.Struct(">QIBBHII")
 PROBE_HEAD = struct.Struct(">IIIIHH")
 PROBE_ENTRY_SHIFT = 29
 PROBE_CHUNK_MASK = (1 << PROBE_ENTRY_SHIFT) - 1
 
 
-def encode_ack(echo_ts: int, cum: int, fb_flags: int, extra) -> bytes:
-    return ACK_STRUCTS[len(extra)].pack(echo_ts, cum, fb_flags, len(extra), *extra)
+def encode_ack(echo_ts: int, cum: int, fb_flags: int, extra, pull: int = 0) -> bytes:
+    return ACK_STRUCTS[len(extra)].pack(echo_ts, cum, fb_flags, len(extra), pull, *extra)
 
 
 def decode_ack(payload) -> tuple[int, int, int, tuple[int, ...]]:
@@ -89,8 +95,8 @@ def decode_bitmap(payload) -> tuple[int, int, int, int, np.ndarray]:
     return echo, cum, fl, base, bits
 
 
-def encode_nack(echo_ts: int, cum: int, chunk: int, fb_flags: int = 0) -> bytes:
-    return BITMAP_HEAD.pack(echo_ts, cum, fb_flags | FB_NACK, 0, chunk, 1) + b"\x00"
+def encode_nack(echo_ts: int, cum: int, chunk: int, fb_flags: int = 0, pull: int = 0) -> bytes:
+    return NACK_HEAD.pack(echo_ts, cum, fb_flags | FB_NACK, 0, pull, chunk, 1) + b"\x00"
 
 
 def encode_probes(total: int, chunk_size: int, bound_bytes: int, droppable: bytes,

@@ -12,7 +12,8 @@ the latest-sent packet still in flight is sent again, outside the
 window. Its ACK either repairs the tail itself (then it counts as a loss: the window halves,
 as RFC 8985 7.4 and Linux reduce when a probe's ACK carries no DSACK) or lets RACK find the
 losses sent before it in its lane. One probe is outstanding at a time; the RTO (after a
-probe, or when the RTO comes before the PTO) stays the last resort. `Sender` mixes this in:
+probe, or when the RTO comes before the PTO) stays the last resort. A sender paced by NDP's
+pulls (`pulls.py`) neither runs RACK nor probes: only the RTO is left it. `Sender` mixes this in:
 it keeps the lanes, timers and counters these methods work on.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
-from dlcp_emu.transport.outbound import IN_FLIGHT
+from dlcp_emu.transport.outbound import IN_FLIGHT, LOST
 
 
 class _Lane:
@@ -110,7 +111,7 @@ class LossDetection:
             self._tlp = t = None
         srtt = self.rtt.srtt_ns
         deadline = None
-        if t is None and self._inflight and srtt and not self._after_rto:
+        if t is None and self._inflight and srtt and not self._after_rto and not self._pulls:
             deadline = now + int(2 * srtt) + self.rtt.pto_margin_ns
             if self._rto_deadline is not None and deadline >= self._rto_deadline:
                 deadline = None
@@ -152,8 +153,12 @@ class LossDetection:
                 for seq, _, m, c in lane.q:
                     if not m.done and m.tx_seq[c] == seq and m.state[c] == IN_FLIGHT:
                         self._lost(m, c, seq)
+                        if self._pulls and m.state[c] == LOST:
+                            self._credit += 1   # NDP: an RTO's resends go out unasked
                 lane.q.clear()
                 lane.deadline = None
+        if self._pulls and self._credit < 1:
+            self._credit = 1   # a packet to restart the pulls: the last PULL may have been lost
         if self.bounded_loss:
             for m in self._msgs.values():
                 if m.next_new >= m.count and m.probe_rounds:

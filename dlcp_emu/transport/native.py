@@ -63,7 +63,7 @@ def cc_settings(cc) -> dict:
         raise ValueError("the native sender takes a fresh CongestionControl (nothing sent yet)")
     return {"cwnd": cc.cwnd, "min_window": cc.min_window, "max_window": cc.max_window, "ecn": cc.ecn,
             "g": cc.g, "pacing": cc.pacing, "pacing_gain": cc.pacing_gain, "ssthresh": cc.ssthresh,
-            "alpha": cc.alpha}
+            "alpha": cc.alpha, "pulls": cc.pulls}
 
 
 def rtt_settings(rtt) -> dict:
@@ -170,11 +170,14 @@ class Receiver:
     bounded_loss = False
     _core_class = None
 
-    def __init__(self, rank: int, *, mtu: int = DEFAULT_MTU, remember: int = 4096, store: bool = True):
+    def __init__(self, rank: int, *, mtu: int = DEFAULT_MTU, remember: int = 4096, store: bool = True,
+                 pull_gap_ns: int | None = None):
         self.rank = rank
         self.payload_size = transport_payload_size(mtu)
         self.remember = remember
-        self._core = self._core_class(rank, mtu, remember, store)
+        if pull_gap_ns is not None and not (isinstance(pull_gap_ns, int) and pull_gap_ns > 0):
+            raise ValueError(f"pull_gap_ns must be a positive integer of ns, got {pull_gap_ns!r}")
+        self._core = self._core_class(rank, mtu, remember, store, pull_gap_ns or 0)
 
     def receive(self, h: DlcpHeader, payload, now: int, ce: bool = False) -> None:
         self._core.receive(fields(h), payload, now, ce)
@@ -183,7 +186,7 @@ class Receiver:
         return packets(self._core.poll(now))
 
     def next_timeout(self) -> int | None:
-        return None  # senders drive all recovery
+        return self._core.next_timeout()   # the pull pacer's, if it paces pulls
 
     def take_delivered(self) -> list[Delivery]:
         return [Delivery(*d) for d in self._core.take_delivered()]

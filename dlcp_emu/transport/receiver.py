@@ -7,7 +7,9 @@ echoed send time and CE mark); a trimmed packet by a NACK. `ReliableReceiver` co
 tensor when every chunk has arrived. `DlcpReceiver` also completes once a PROBE has told it
 which chunks are droppable, every other chunk has arrived, and the missing bytes are within
 the bound; the missing bytes stay zero (the parameters keep last iteration's value) and are
-accounted exactly in the Delivery.
+accounted exactly in the Delivery. Given `pull_gap_ns`, a receiver paces NDP's pulls
+(`pulls.py`): every data packet asks its sender for one more, released by a pacer shared by
+every flow into it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from dlcp_emu.wire import MAX_PAYLOAD, DlcpHeader, Flags, PacketType
 from dlcp_emu.transport import feedback as fb
 from dlcp_emu.transport.message import DEFAULT_MTU, FLOAT, transport_payload_size
+from dlcp_emu.transport.pulls import PullPacer
 
 ACK = PacketType.ACK
 BITMAP = PacketType.BITMAP
@@ -95,8 +98,10 @@ class Receiver:
 
     bounded_loss = False
 
-    def __init__(self, rank: int, *, mtu: int = DEFAULT_MTU, remember: int = 4096):
+    def __init__(self, rank: int, *, mtu: int = DEFAULT_MTU, remember: int = 4096,
+                 pull_gap_ns: int | None = None):
         self.rank = rank
+        self._pacer = None if pull_gap_ns is None else PullPacer(pull_gap_ns)
         self.payload_size = transport_payload_size(mtu)
         self.remember = remember
         self._msgs: dict[tuple, _Inbound] = {}
@@ -115,11 +120,13 @@ class Receiver:
             self._on_probe(h, payload, now)
 
     def poll(self, now: int) -> list:
+        if self._pacer is not None:
+            self._release_pull(now)
         out, self._out = self._out, []
         return out
 
     def next_timeout(self) -> int | None:
-        return None  # senders drive all recovery
+        return None if self._pacer is None else self._pacer.next_timeout()  # senders drive recovery
 
     def take_delivered(self) -> list[Delivery]:
         out, self._delivered = self._delivered, []
@@ -161,6 +168,8 @@ class Receiver:
             self.malformed += 1
             return
         st.packets += 1
+        if self._pacer is not None:
+            self._pacer.request((h.job, h.src_rank), now, (h.iteration, h.tensor_id, c, st.count))
         if h.flags in HAS_TRIMMED:
             st.trimmed += 1
             st.classes[c] = h.mag_class
@@ -234,8 +243,23 @@ class Receiver:
         self._done[st.key] = None
         if len(self._done) > self.remember:
             self._done.popitem(last=False)
+        if self._pacer is not None and not any(k[:2] == (job, src) for k in self._msgs):
+            self._pacer.flush((job, src))
+
+    def _release_pull(self, now: int) -> None:
+        """A PULL, if the pacer has one due (an ACK with FB_PULL: a pull number alone)."""
+        due = self._pacer.release(now)
+        if due is not None:
+            (job, src), n = due
+            iteration, tensor, chunk, count = self._pacer.header[(job, src)]
+            p = fb.encode_ack(0, 0, fb.FB_PULL, (), n)
+            self._out.append((DlcpHeader(ACK, NO_FLAGS, CONTROL_PRIORITY, CONTROL_MAG, job, self.rank, src,
+                                         len(p), iteration, tensor, chunk, count, 0, now), p))
 
     def _feedback(self, h: DlcpHeader, now: int, payload: bytes, ptype, chunk: int | None = None):
+        if self._pacer is not None:   # every answer carries the sender's latest pull number
+            pull = self._pacer.released.get((h.job, h.src_rank), 0)
+            payload = payload[:14] + bytes((pull >> 8, pull & 0xFF)) + payload[16:]
         self._out.append((DlcpHeader(
             ptype, NO_FLAGS, CONTROL_PRIORITY, CONTROL_MAG, h.job, self.rank, h.src_rank,
             len(payload), h.iteration, h.tensor_id, h.chunk_index if chunk is None else chunk,

@@ -6,7 +6,8 @@ congestion window among its tensors; the tensor with the highest layer priority 
 number, then the oldest) sends first, its retransmissions before its new chunks.
 
 Loss detection is RACK-like, per lane (`loss_detection.py`); trimmed packets are NACKed at
-once; a retransmission timeout catches the rest.
+once; a retransmission timeout catches the rest. Under NDP's pulls (`cc.pulls`, `pulls.py`)
+the receiver paces the sender instead of its window, and only NACKs and the RTO find losses.
 
 `ReliableSender` retransmits every lost chunk. `DlcpSender` retransmits lost non-droppable
 chunks, gives up droppable ones while their bytes fit in the loss bound, sends a PROBE after
@@ -28,6 +29,7 @@ from dlcp_emu.transport.outbound import (
     ABANDONED, ACKED, IN_FLIGHT, LOST, UNSENT, SendResult, _Outbound, prepare,
 )
 from dlcp_emu.transport.message import DEFAULT_MTU, MagnitudePolicy, Message, transport_payload_size
+from dlcp_emu.transport.pulls import PullCredit
 
 DATA, PROBE, ACK, BITMAP = PacketType.DATA, PacketType.PROBE, PacketType.ACK, PacketType.BITMAP
 _FLAGS = [Flags(i) for i in range(16)]  # Flags(i) is slow; the data path indexes this
@@ -35,7 +37,7 @@ DROPPABLE, RETX, LAST = int(Flags.DROPPABLE), int(Flags.RETRANSMISSION), int(Fla
 HAS_TRIMMED = frozenset(f for f in range(256) if f & Flags.TRIMMED)  # cheaper than `flags & X`
 
 
-class Sender(LossDetection):
+class Sender(LossDetection, PullCredit):
     """Base sender; use ReliableSender or DlcpSender."""
 
     bounded_loss = False
@@ -66,6 +68,9 @@ class Sender(LossDetection):
         self._tlp_due = None   # (seq, msg, chunk) the probe timer chose, sent by this poll
         self._after_rto = False   # an RTO came and nothing new was acknowledged since
         self.timeouts = self.losses = self.malformed = self.spurious = self.tail_probes = 0
+        self._pulls = self.cc.pulls                     # NDP: paced by the receiver's pulls
+        self._credit = self._first_window = max(1, int(self.cc.cwnd))
+        self._max_pull = 0
 
     # ---- sans-I/O interface -----------------------------------------------------------
     def send(self, msg: Message, now: int) -> None:
@@ -103,6 +108,7 @@ class Sender(LossDetection):
         m.start_ns = now
         m.packets = m.retransmits = 0
         m.lane_base = msg.priority << 3
+        self._start_window()
         self._msgs[m.key] = m
         self._make_ready(m)
 
@@ -118,14 +124,16 @@ class Sender(LossDetection):
         self._probe_queue.clear()
         cwnd = max(1, int(self.cc.cwnd))
         gap = self.cc.pacing_gap_ns(self.rtt.srtt_ns)
-        ready = self._ready
-        while ready and self._inflight < cwnd:
+        ready, pulls = self._ready, self._pulls
+        while ready and (self._credit > 0 if pulls else self._inflight < cwnd):
             if gap and now < self._next_release:
                 break
             m = ready[0][2]
             c, retx = self._next_chunk(m) if not m.done else (-1, False)
             if c >= 0:
                 out.append(self._emit(m, c, retx, now))
+                if pulls:
+                    self._credit -= 1
                 if gap:
                     self._next_release = max(self._next_release, now) + int(gap + 0.5)
             if self.bounded_loss and m.next_new >= m.count and not m.probe_rounds and not m.done:
@@ -139,6 +147,8 @@ class Sender(LossDetection):
         if h.job != self.job or h.src_rank != self.dst_rank or h.dst_rank != self.src_rank:
             self.malformed += 1
             return
+        if self._pulls and h.flags not in HAS_TRIMMED and self._take_pull(payload):
+            return  # a PULL: nothing else to read
         m = self._msgs.get((h.iteration, h.tensor_id))
         if m is None:
             return  # finished already: a late or duplicate answer
@@ -274,7 +284,8 @@ class Sender(LossDetection):
             lane.rack_seq = max(lane.rack_seq, seq)
             lane.rack_rtt = now - echo
         self._progress(m, newly, seq, bool(fl & fb.FB_CE), now)
-        self._detect(lane, now)
+        if not self._pulls:  # NDP reads nothing from reordering
+            self._detect(lane, now)
 
     def _on_bitmap(self, m: _Outbound, h: DlcpHeader, payload, now: int) -> None:
         if h.flags in HAS_TRIMMED or len(payload) < fb.BITMAP_HEAD.size:

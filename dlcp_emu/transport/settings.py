@@ -9,6 +9,12 @@ them, for both backends and both engines, and says in the summary what the trans
 - `congestion = "dctcp"`: the same, but an ECN echo cuts the window by alpha/2, alpha the
   moving average (g = 1/16) of the fraction of marked packets per window (RFC 8257). It needs
   a switch that marks (queue_manager = "ecn"); the spec refuses it otherwise.
+- `congestion = "ndp"`: NDP's receiver-paced pulls (`pulls.py`, htsim's NDP): the first
+  window (`initial_window`, one BDP for NDP) goes out unasked, then one packet per PULL, which
+  each receiver paces at 99% of its link for all the flows into it; no window reduction, no
+  RACK or tail-loss probe (a NACKed trim is resent on the next pull; the RTO stays the last
+  resort). It needs a switch that trims (queue_manager = "trim"): a dropped packet asks for
+  no pull.
 - `initial_ssthresh`: slow start's threshold before the first loss, in packets ("infinite",
   RFC 5681's, by default; htsim's TCP and DCTCP programs set 10). `dctcp_alpha`: DCTCP's alpha
   before the first window is measured (1 by default, as Linux: the first reaction halves;
@@ -29,8 +35,9 @@ from dataclasses import dataclass
 from dlcp_emu.transport.congestion import (
     DCTCP_G, INITIAL_WINDOW, MAX_RTO_NS, MIN_RTO_NS, CongestionControl, RttEstimator,
 )
+from dlcp_emu.transport.pulls import PULL_RATE, pull_gap_ns
 
-CONGESTION = {"newreno": "halve", "dctcp": "dctcp"}   # name -> CongestionControl's ECN reaction
+CONGESTION = {"newreno": "halve", "dctcp": "dctcp", "ndp": "halve"}   # name -> CongestionControl's ECN reaction
 DEFAULT_CONGESTION = "newreno"
 DEFAULT_MIN_RTO_US = MIN_RTO_NS / 1000
 MAX_INITIAL_WINDOW = 1 << 20      # CongestionControl's max_window
@@ -57,9 +64,23 @@ class TransportSettings:
             raise ValueError(f"min_rto_ns must be in 1..{MAX_RTO_NS}, got {self.min_rto_ns!r}")
 
     def cc(self) -> CongestionControl:
-        cc = CongestionControl(initial_window=self.initial_window, ecn=CONGESTION[self.congestion])
+        cc = CongestionControl(initial_window=self.initial_window, ecn=CONGESTION[self.congestion],
+                               pulls=self.pulls)
         cc.ssthresh, cc.alpha = float(self.initial_ssthresh), float(self.dctcp_alpha)  # the native twin reads both
         return cc
+
+    @property
+    def pulls(self) -> bool:
+        """Whether senders are paced by their receivers' pulls (NDP)."""
+        return self.congestion == "ndp"
+
+    def pull_gap_ns(self, link_rate_bps, mtu=1500) -> int | None:
+        """What a receiver on a link of `link_rate_bps` paces its pulls at (None: it paces none)."""
+        if not self.pulls:
+            return None
+        if link_rate_bps is None:
+            raise ValueError("congestion ndp: a receiver paces pulls at its link's rate, and none was given")
+        return pull_gap_ns(link_rate_bps, mtu)
 
     def rtt(self, link_rate_bps=None, mtu=1500) -> RttEstimator:
         if link_rate_bps is None:
@@ -69,6 +90,11 @@ class TransportSettings:
     def describe(self, dilation=1.0) -> dict:
         """What the summary says of the transport (times in real-world units)."""
         ssthresh = "infinite" if math.isinf(self.initial_ssthresh) else self.initial_ssthresh
+        if self.pulls:
+            return {"congestion": self.congestion, "initial_window": self.initial_window,
+                    "pacing": f"receiver-paced pulls at {PULL_RATE:g} of the receiver's link, round robin",
+                    "loss_detection": "NACK of a trimmed packet; the RTO", "loss_reaction": "none",
+                    "min_rto_us": self.min_rto_ns / dilation / 1000, "max_rto_s": MAX_RTO_NS / dilation / 1e9}
         return {"congestion": self.congestion, "initial_window": self.initial_window, "initial_ssthresh": ssthresh,
                 "loss_detection": "RACK per lane (reordering window SRTT/4), tail-loss probe at 2 SRTT "
                                   "+ 40 frame times of the host link",

@@ -141,6 +141,7 @@ CongestionControl make_cc(const py::dict& c) {
                        c["g"].cast<double>(), c["pacing"].cast<bool>(), c["pacing_gain"].cast<double>());
   cc.ssthresh = c["ssthresh"].cast<double>();
   cc.alpha = c["alpha"].cast<double>();
+  cc.pulls = c["pulls"].cast<bool>();
   return cc;
 }
 
@@ -161,8 +162,8 @@ void bind_endpoints(py::module_& m, const char* sender, const char* receiver) {
            py::arg("src_rank"), py::arg("dst_rank"), py::arg("job"), py::arg("mtu"), py::arg("cc"), py::arg("rtt"),
            py::arg("reorder_fraction"));
   py::class_<R, Receiver>(m, receiver)
-      .def(py::init<int64_t, int64_t, int64_t, bool>(), py::arg("rank"), py::arg("mtu"), py::arg("remember"),
-           py::arg("store"));
+      .def(py::init<int64_t, int64_t, int64_t, bool, int64_t>(), py::arg("rank"), py::arg("mtu"),
+           py::arg("remember"), py::arg("store"), py::arg("pull_gap_ns") = 0);
 }
 
 }  // namespace
@@ -196,13 +197,14 @@ void bind_transport(py::module_& m) {
   // their own for the tests that hold them to the Python ones operation by operation.
   py::class_<CongestionControl>(m, "TransportCongestion")
       .def(py::init([](double initial_window, double min_window, double max_window, const std::string& ecn,
-                       double dctcp_g, bool pacing, double pacing_gain) {
-             return CongestionControl(initial_window, min_window, max_window, ecn_mode(ecn), dctcp_g, pacing,
-                                      pacing_gain);
+                       double dctcp_g, bool pacing, double pacing_gain, bool pulls) {
+             CongestionControl c(initial_window, min_window, max_window, ecn_mode(ecn), dctcp_g, pacing, pacing_gain);
+             c.pulls = pulls;
+             return c;
            }),
            py::arg("initial_window") = INITIAL_WINDOW, py::arg("min_window") = 1.0,
            py::arg("max_window") = double(1 << 20), py::arg("ecn") = "dctcp", py::arg("dctcp_g") = DCTCP_G,
-           py::arg("pacing") = false, py::arg("pacing_gain") = 2.0)
+           py::arg("pacing") = false, py::arg("pacing_gain") = 2.0, py::arg("pulls") = false)
       .def("on_send", &CongestionControl::on_send)
       .def("on_ack", &CongestionControl::on_ack, py::arg("seq"), py::arg("ce"), py::arg("newly_acked"))
       .def("on_loss", &CongestionControl::on_loss)
@@ -222,6 +224,7 @@ void bind_transport(py::module_& m) {
       .def_readonly("g", &CongestionControl::g)
       .def_readonly("pacing", &CongestionControl::pacing)
       .def_readonly("pacing_gain", &CongestionControl::pacing_gain)
+      .def_readonly("pulls", &CongestionControl::pulls)
       .def_readonly("next_seq", &CongestionControl::next_seq)
       .def_readonly("reductions", &CongestionControl::reductions)
       .def_readonly("timeouts", &CongestionControl::timeouts)

@@ -111,6 +111,8 @@ void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
 
 std::optional<int64_t> HostStack::next_timeout() {
   std::optional<int64_t> t = agent_timer;
+  const std::optional<int64_t> r = receiver_->next_timeout();  // its pull pacer's, if it paces pulls
+  if (r && (!t || *r < *t)) t = r;
   for (auto& [rank, sender] : senders_) {
     const std::optional<int64_t> s = sender->next_timeout();
     if (s && (!t || *s < *t)) t = s;

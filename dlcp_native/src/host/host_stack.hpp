@@ -78,7 +78,7 @@ class HostStack {
   // stack.py `poll` after its agent part: the receiver's packets, then each sender's in the
   // order they were made.
   void poll(int64_t now, std::vector<transport::OutPacket>& out);
-  // stack.py `next_timeout`: the agent's timer and the senders' (the receiver has none).
+  // stack.py `next_timeout`: the agent's timer, the receiver's (its pull pacer) and the senders'.
   std::optional<int64_t> next_timeout();
   // The agent has to run before the endpoints are polled: a tensor for it, or its timer due.
   bool needs_agent(int64_t now) const;

@@ -69,6 +69,7 @@ class CongestionControl {
   double alpha = 1.0;
   bool pacing;
   double pacing_gain;
+  bool pulls = false;  // NDP's receiver-paced pulls instead of the window (transport_pulls.hpp)
   int64_t next_seq = 0;
   int64_t reductions = 0, timeouts = 0;
   // The state the Python object keeps private, exposed for the differential tests.

@@ -24,19 +24,20 @@ uint32_t get32(const uint8_t* p) {
 }
 uint64_t get64(const uint8_t* p) { return uint64_t(get32(p)) << 32 | get32(p + 4); }
 
-void put_prefix(uint8_t* p, uint64_t echo, uint32_t cum, uint8_t flags, uint8_t n_extra) {
+void put_prefix(uint8_t* p, uint64_t echo, uint32_t cum, uint8_t flags, uint8_t n_extra, uint16_t pull = 0) {
   put64(p, echo);
   put32(p + 8, cum);
   p[12] = flags;
   p[13] = n_extra;
-  p[14] = p[15] = 0;
+  put16(p + 14, pull);
 }
 
 }  // namespace
 
-Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra) {
+Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra,
+                 uint16_t pull) {
   Bytes out(FEEDBACK_SIZE + 4 * n_extra);
-  put_prefix(out.data(), echo_ts, cum, fb_flags, uint8_t(n_extra));
+  put_prefix(out.data(), echo_ts, cum, fb_flags, uint8_t(n_extra), pull);
   for (size_t i = 0; i < n_extra; ++i) put32(out.data() + FEEDBACK_SIZE + 4 * i, extra[i]);
   return out;
 }
@@ -78,8 +79,9 @@ std::vector<std::pair<uint32_t, Bytes>> encode_bitmaps(const std::vector<uint8_t
   }
 }
 
-Bytes encode_nack(uint64_t echo_ts, uint32_t cum, uint32_t chunk, uint8_t fb_flags) {
+Bytes encode_nack(uint64_t echo_ts, uint32_t cum, uint32_t chunk, uint8_t fb_flags, uint16_t pull) {
   Bytes out = bitmap_head(echo_ts, cum, uint8_t(fb_flags | FB_NACK), chunk, 1);
+  put16(out.data() + 14, pull);
   out.push_back(0);
   return out;
 }

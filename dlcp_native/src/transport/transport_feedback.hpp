@@ -14,8 +14,9 @@ constexpr uint8_t FB_CE = 0x01;
 constexpr uint8_t FB_COMPLETE = 0x02;
 constexpr uint8_t FB_NACK = 0x04;
 constexpr uint8_t FB_NEED_PROBE = 0x08;
+constexpr uint8_t FB_PULL = 0x10;  // a PULL: nothing but a pull number
 
-constexpr size_t FEEDBACK_SIZE = 16;    // >QIBB2x
+constexpr size_t FEEDBACK_SIZE = 16;    // >QIBBH: the last two bytes, the pull number
 constexpr size_t ACK_EXTRA = 3;
 constexpr size_t BITMAP_HEAD_SIZE = 24;  // >QIBB2xII
 constexpr size_t PROBE_HEAD_SIZE = 20;   // >IIIIHH
@@ -24,7 +25,9 @@ constexpr uint32_t PROBE_CHUNK_MASK = (uint32_t{1} << PROBE_ENTRY_SHIFT) - 1;
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra);
+Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra,
+                 uint16_t pull = 0);
+inline uint16_t pull_number(const uint8_t* p) { return uint16_t(p[14] << 8 | p[15]); }  // len >= FEEDBACK_SIZE
 
 struct Ack {
   uint64_t echo;
@@ -42,7 +45,7 @@ inline int64_t bitmap_bits_per_packet(int64_t payload_size) {
 std::vector<std::pair<uint32_t, Bytes>> encode_bitmaps(const std::vector<uint8_t>& got, uint32_t cum,
                                                        uint64_t echo_ts, uint8_t fb_flags, int64_t payload_size);
 Bytes bitmap_head(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, uint32_t base, uint32_t nbits);
-Bytes encode_nack(uint64_t echo_ts, uint32_t cum, uint32_t chunk, uint8_t fb_flags = 0);
+Bytes encode_nack(uint64_t echo_ts, uint32_t cum, uint32_t chunk, uint8_t fb_flags = 0, uint16_t pull = 0);
 
 struct Bitmap {
   uint64_t echo;

@@ -81,7 +81,7 @@ void Sender::arm_pto(int64_t now) {
     if (m.done || m.tx_seq[tlp_->c] != tlp_->seq || m.state[tlp_->c] != IN_FLIGHT) tlp_.reset();
   }
   pto_deadline_.reset();
-  if (!tlp_ && inflight_ && rtt.has_srtt && rtt.srtt_ns != 0 && !after_rto_) {
+  if (!tlp_ && inflight_ && rtt.has_srtt && rtt.srtt_ns != 0 && !after_rto_ && !cc.pulls) {
     const int64_t deadline = now + int64_t(2 * rtt.srtt_ns) + rtt.pto_margin_ns;
     if (!rto_deadline_ || deadline < *rto_deadline_) pto_deadline_ = deadline;
   }
@@ -128,12 +128,16 @@ void Sender::on_rto(int64_t now) {
     for (Lane& lane : lanes_) {
       for (const LaneEntry& e : lane.q) {
         const Outbound& m = *e.m;
-        if (!m.done && m.tx_seq[e.c] == e.seq && m.state[e.c] == IN_FLIGHT) lost(e.m, e.c, e.seq);
+        if (!m.done && m.tx_seq[e.c] == e.seq && m.state[e.c] == IN_FLIGHT) {
+          lost(e.m, e.c, e.seq);
+          if (cc.pulls && m.state[e.c] == LOST) credit_ += 1;  // NDP: an RTO's resends go out unasked
+        }
       }
       lane.q.clear();
       lane.deadline.reset();
     }
   }
+  if (cc.pulls && credit_ < 1) credit_ = 1;  // a packet to restart the pulls: the last PULL may have been lost
   if (bounded_loss)
     for (const auto& [order, m] : msgs_)
       if (m->next_new >= m->count && m->probe_rounds) queue_probe(m);

@@ -24,7 +24,7 @@ int64_t chunk_size_of(const Header& h) {
 
 }  // namespace
 
-Receiver::Receiver(bool bounded, int64_t rank_, int64_t mtu, int64_t remember_, bool store_)
+Receiver::Receiver(bool bounded, int64_t rank_, int64_t mtu, int64_t remember_, bool store_, int64_t pull_gap_ns)
     : bounded_loss(bounded),
       rank(uint16_t(rank_)),
       payload_size(transport_payload_size(mtu)),
@@ -32,6 +32,8 @@ Receiver::Receiver(bool bounded, int64_t rank_, int64_t mtu, int64_t remember_, 
       store(store_) {
   if (rank_ < 0 || rank_ > 0xFFFF) throw std::invalid_argument("rank must be in 0..65535, got " + std::to_string(rank_));
   if (remember_ < 0) throw std::invalid_argument("remember must be >= 0, got " + std::to_string(remember_));
+  if (pull_gap_ns < 0) throw std::invalid_argument("pull_gap_ns must be >= 0, got " + std::to_string(pull_gap_ns));
+  if (pull_gap_ns > 0) pacer_.emplace(pull_gap_ns);
 }
 
 void Receiver::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
@@ -86,6 +88,7 @@ void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, b
     return;
   }
   st->packets += 1;
+  if (pacer_) pacer_->request({h.job, h.src_rank}, now, {h.iteration, h.tensor_id, c, st->count});
   if (h.flags & FLAG_TRIMMED) {
     st->trimmed += 1;
     st->classes[c] = h.mag_class;
@@ -191,9 +194,31 @@ void Receiver::complete(Inbound& st, int64_t now) {
     done_.erase(done_order_.front());
     done_order_.pop_front();
   }
+  if (pacer_) {
+    bool under_way = false;
+    for (const auto& [k, _] : msgs_) under_way |= k.job == key.job && k.src_rank == key.src_rank;
+    if (!under_way) pacer_->flush({key.job, key.src_rank});
+  }
+}
+
+// A PULL, if the pacer has one due (an ACK with FB_PULL: a pull number alone).
+void Receiver::release_pull(int64_t now) {
+  const std::optional<PullSource> src = pacer_->release(now);
+  if (!src) return;
+  const PullHeader& ph = pacer_->header(*src);
+  std::vector<uint8_t> payload = fb::encode_ack(0, 0, fb::FB_PULL, nullptr, 0, pacer_->released(*src));
+  OutPacket& p = out_.emplace_back();
+  p.h = {ACK, 0, CONTROL_PRIORITY, CONTROL_MAG, src->job, rank, src->src, uint16_t(payload.size()), ph.iteration,
+         ph.tensor_id, ph.chunk_index, ph.chunk_count, 0, now};
+  p.control = std::move(payload);
 }
 
 void Receiver::feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk) {
+  if (pacer_) {  // every answer carries the sender's latest pull number
+    const uint16_t pull = pacer_->released({h.job, h.src_rank});
+    payload[14] = uint8_t(pull >> 8);
+    payload[15] = uint8_t(pull);
+  }
   OutPacket& p = out_.emplace_back();
   p.h = {type, 0, CONTROL_PRIORITY, CONTROL_MAG, h.job, rank, h.src_rank, uint16_t(payload.size()), h.iteration,
          h.tensor_id, chunk < 0 ? h.chunk_index : uint32_t(chunk), h.chunk_count, 0, now, h.tclass};

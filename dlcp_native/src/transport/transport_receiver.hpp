@@ -9,6 +9,8 @@
 //
 // `store` false is the payload-free receiver: it keeps which chunks arrived, not their bytes,
 // and delivers sizes and losses only. What a PROBE does is in transport_receiver_probes.cpp.
+// `pull_gap_ns` > 0: it paces NDP's pulls (transport_pulls.hpp), every answer carrying the
+// sender's latest pull number.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/transport_pulls.hpp"
 #include "wire/transport_packet.hpp"
 
 namespace dlcp::transport {
@@ -101,14 +104,17 @@ struct Inbound {
 
 class Receiver {
  public:
-  Receiver(bool bounded_loss, int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true);
+  Receiver(bool bounded_loss, int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true,
+           int64_t pull_gap_ns = 0);
 
   void receive(const Header& h, const InPayload& payload, int64_t now, bool ce = false);
-  void poll(int64_t /*now*/, std::vector<OutPacket>& out) {
+  void poll(int64_t now, std::vector<OutPacket>& out) {
+    if (pacer_) release_pull(now);
     for (auto& p : out_) out.push_back(std::move(p));
     out_.clear();
   }
-  std::optional<int64_t> next_timeout() const { return std::nullopt; }  // senders drive recovery
+  // The pull pacer's, if it paces pulls (senders drive recovery).
+  std::optional<int64_t> next_timeout() const { return pacer_ ? pacer_->next_timeout() : std::nullopt; }
   std::vector<Delivery> take_delivered() { return std::exchange(delivered_, {}); }
   bool has_delivered() const { return !delivered_.empty(); }
   size_t pending() const { return msgs_.size(); }
@@ -132,6 +138,9 @@ class Receiver {
   void on_trimmed_probe(const Header& h, int64_t now);
   void bitmaps(const Header& h, const Inbound& st, int64_t now, uint8_t fl);
   void bitmap_complete(const Header& h, int64_t now);
+  void release_pull(int64_t now);
+
+  std::optional<PullPacer> pacer_;
 
   std::unordered_map<InKey, std::unique_ptr<Inbound>, InKeyHash> msgs_;
   std::unordered_set<InKey, InKeyHash> done_;  // completed keys: answer late packets
@@ -143,16 +152,16 @@ class Receiver {
 // Completes a tensor when every byte has arrived.
 class ReliableReceiver : public Receiver {
  public:
-  ReliableReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true)
-      : Receiver(false, rank, mtu, remember, store) {}
+  ReliableReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true, int64_t pull_gap_ns = 0)
+      : Receiver(false, rank, mtu, remember, store, pull_gap_ns) {}
 };
 
 // Bounded loss: completes when every non-droppable chunk has arrived and the missing
 // (droppable) bytes are within the bound the sender's PROBE announced.
 class DlcpReceiver : public Receiver {
  public:
-  DlcpReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true)
-      : Receiver(true, rank, mtu, remember, store) {}
+  DlcpReceiver(int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true, int64_t pull_gap_ns = 0)
+      : Receiver(true, rank, mtu, remember, store, pull_gap_ns) {}
 };
 
 }  // namespace dlcp::transport

@@ -32,6 +32,7 @@ Sender::Sender(bool bounded, int64_t src, int64_t dst, int64_t job_, int64_t mtu
       rtt(rtt_),
       lanes_(64) {
   for (int i = 0; i < 64; ++i) lanes_[size_t(i)].idx = i;
+  credit_ = first_window_ = std::max<int64_t>(1, int64_t(cc.cwnd));
 }
 
 // ---- sans-I/O interface -------------------------------------------------------------------
@@ -78,6 +79,8 @@ void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std:
   m->order = order_++;
   m->start_ns = now;
   m->lane_base = int(priority) << 3;
+  // A message to an idle sender starts a flow: under pulls its first window goes out unasked.
+  if (cc.pulls && msgs_.empty()) credit_ = std::max(credit_, first_window_);
   msgs_.emplace(m->order, m);
   by_key_.emplace(key(iteration, tensor_id), m);
   make_ready(m);
@@ -95,12 +98,14 @@ void Sender::poll(int64_t now, std::vector<OutPacket>& out) {
   probe_queue_.clear();
   const int64_t cwnd = std::max<int64_t>(1, int64_t(cc.cwnd));
   const double gap = cc.pacing_gap_ns(rtt.has_srtt ? rtt.srtt_ns : 0.0);
-  while (!ready_.empty() && inflight_ < cwnd) {
+  const bool pulls = cc.pulls;
+  while (!ready_.empty() && (pulls ? credit_ > 0 : inflight_ < cwnd)) {
     if (gap != 0 && now < next_release_) break;
     OutboundPtr m = ready_.front().m;
     const auto [c, retx] = !m->done ? next_chunk(*m) : std::pair<int64_t, bool>{-1, false};
     if (c >= 0) {
       emit(m, uint32_t(c), retx, now, out);
+      if (pulls) credit_ -= 1;
       if (gap != 0) next_release_ = std::max(next_release_, now) + int64_t(gap + 0.5);
     }
     if (bounded_loss && m->next_new >= m->count && !m->probe_rounds && !m->done)
@@ -118,6 +123,7 @@ void Sender::receive(const Header& h, const InPayload& payload, int64_t now, boo
     malformed += 1;
     return;
   }
+  if (cc.pulls && !(h.flags & FLAG_TRIMMED) && take_pull(h, payload)) return;  // a PULL: nothing else to read
   const auto it = by_key_.find(key(h.iteration, h.tensor_id));
   if (it == by_key_.end()) return;  // finished already: a late or duplicate answer
   const OutboundPtr m = it->second;
@@ -139,6 +145,16 @@ std::optional<int64_t> Sender::next_timeout() {
       (!t || next_release_ < *t))
     t = next_release_;
   return t;
+}
+
+bool Sender::take_pull(const Header& /*h*/, const InPayload& p) {
+  if (p.size < fb::FEEDBACK_SIZE) return false;  // trimmed: its number is lost, the next one covers it
+  const uint16_t d = uint16_t(fb::pull_number(p.data) - max_pull_);
+  if (0 < d && d <= 0x7FFF) {
+    max_pull_ = uint16_t(max_pull_ + d);
+    credit_ += d;
+  }
+  return (p.data[12] & fb::FB_PULL) != 0;
 }
 
 // ---- sending -------------------------------------------------------------------------------

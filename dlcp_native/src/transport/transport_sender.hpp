@@ -140,6 +140,11 @@ class Sender {
   std::optional<TlpDue> tlp_due_;
   bool after_rto_ = false;  // an RTO came and nothing new was acknowledged since
   int64_t next_release_ = 0;  // pacing
+  // NDP's pulls (cc.pulls; dlcp_emu/transport/pulls.py's PullCredit): packets it may send, the
+  // latest pull number seen, and the window a flow starts with.
+  int64_t credit_ = 0, first_window_ = 0;
+  uint16_t max_pull_ = 0;
+  bool take_pull(const Header& h, const InPayload& p);  // whether it was a PULL alone
   std::vector<OutboundPtr> probe_queue_;
   std::vector<SendResult> completed_;
   double reo_mult_ = 1;

@@ -67,7 +67,7 @@ void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, 
     lane.rack_rtt = now - echo;
   }
   progress(mp, newly, seq, a.flags & fb::FB_CE, now);
-  detect(lane, now);
+  if (!cc.pulls) detect(lane, now);  // NDP reads nothing from reordering
 }
 
 void Sender::on_bitmap(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
