@@ -93,7 +93,7 @@ def _ack(chunk, echo, pull, count=10, flags=0):
 @pytest.mark.parametrize("twin", TWINS)
 def test_the_sender_sends_its_first_window_then_one_packet_a_pull(twin):
     s = twin[0](0, 1, cc=CongestionControl(initial_window=4, pulls=True))
-    s.send(Message(tensor(10 * CS // 4), tensor_id=1, src_rank=0, dst_rank=1), 0)
+    s.send(Message(tensor(10 * CS // 4), tensor_id=1, src_rank=0, dst_rank=1, mag_class=7), 0)   # one lane
     first = s.poll(0)
     assert [h.chunk_index for h, _ in first] == [0, 1, 2, 3] and s.poll(1) == []
     s.receive(*_ack(0, 0, pull=0), 1000)           # an ACK that releases no pull
@@ -115,7 +115,7 @@ def test_the_sender_reads_nothing_from_reordering(twin):
     window later; under pulls nothing is resent and no tail-loss probe is armed (the RTO is all
     that is left)."""
     s = twin[0](0, 1, cc=CongestionControl(initial_window=4, pulls=True))
-    s.send(Message(tensor(10 * CS // 4), tensor_id=1, src_rank=0, dst_rank=1), 0)
+    s.send(Message(tensor(10 * CS // 4), tensor_id=1, src_rank=0, dst_rank=1, mag_class=7), 0)   # one lane
     s.poll(0)
     s.receive(*_ack(1, 0, pull=0), 10_000)
     s.receive(*_ack(3, 0, pull=0), 10_000)
