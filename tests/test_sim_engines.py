@@ -31,7 +31,8 @@ CASES = [   # (spec, preset, fields set): every example's mechanism at a byte sc
     ("examples/spray-vs-ecmp.toml", "dlcp-nospray", {}),
     ("examples/dc2.toml", "dlcp", {}),
     ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005}),       # trimmed headers, NACKs
-    ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005, "transport.congestion": "ndp",   # NDP's pulls
+    ("examples/ps-vgg16.toml", "ndp", {"byte_scale": 0.0005, "switch.preset": "ndp",   # NDP's pulls
+                                       "transport.congestion": "ndp",
                                        "transport.initial_window": 20}),
     ("examples/default.toml", ECN, SMALL),                            # CE marks, the window's answer
     ("examples/default.toml", DLCP_ECN, {"byte_scale": 0.01}),

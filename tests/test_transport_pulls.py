@@ -140,3 +140,14 @@ def test_ndp_is_a_congestion_setting_that_needs_a_trimming_switch():
         parse_spec({**GOOD, "transport": {"congestion": "ndp"}})
     with pytest.raises(ValueError, match="pull_gap_ns must be a positive integer of ns, got 0"):
         native.ReliableReceiver(0, pull_gap_ns=0)
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_paced_sender_without_pulls_left_waits_for_one(twin):
+    """Pacing on as well: with no pull to send on, the pacing clock is no reason to poll again
+    (it had asked for a poll at a time already past, again and again)."""
+    s = twin[0](0, 1, cc=CongestionControl(initial_window=2, pulls=True, pacing=True))
+    s.send(Message(tensor(10 * CS // 4), tensor_id=1, src_rank=0, dst_rank=1, mag_class=7), 0)
+    assert len(s.poll(0)) == 2
+    s.receive(*_ack(0, 0, pull=0), 10_000)
+    assert s.poll(10_000) == [] and s.next_timeout() == 10_000 + s.rtt.rto_ns

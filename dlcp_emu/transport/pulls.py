@@ -52,10 +52,10 @@ class PullPacer:
         self.waiting: dict[tuple, int] = {}    # (job, src) -> requests not yet released
         self.turn: deque = deque()             # senders with requests waiting, round robin
         self.last: int | None = None           # when the latest pull was released
-        self.header: dict[tuple, tuple] = {}   # (job, src) -> (iteration, tensor, chunk, count) to pull with
+        self.header: dict[tuple, tuple] = {}   # (job, src) -> (iteration, tensor, chunk, count, tclass) to pull with
 
     def request(self, src: tuple, now: int, header: tuple) -> int:
-        """One more packet asked of `src` (header: the iteration, tensor, chunk and count a
+        """One more packet asked of `src` (header: the iteration, tensor, chunk, count and tclass a
         PULL for it names); the pull number its answers now carry."""
         self.header[src] = header
         if not self.turn and (self.last is None or now - self.last >= self.gap_ns):

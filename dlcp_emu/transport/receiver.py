@@ -169,7 +169,7 @@ class Receiver:
             return
         st.packets += 1
         if self._pacer is not None:
-            self._pacer.request((h.job, h.src_rank), now, (h.iteration, h.tensor_id, c, st.count))
+            self._pacer.request((h.job, h.src_rank), now, (h.iteration, h.tensor_id, c, st.count, h.tclass))
         if h.flags in HAS_TRIMMED:
             st.trimmed += 1
             st.classes[c] = h.mag_class
@@ -251,10 +251,10 @@ class Receiver:
         due = self._pacer.release(now)
         if due is not None:
             (job, src), n = due
-            iteration, tensor, chunk, count = self._pacer.header[(job, src)]
+            iteration, tensor, chunk, count, tclass = self._pacer.header[(job, src)]
             p = fb.encode_ack(0, 0, fb.FB_PULL, (), n)
             self._out.append((DlcpHeader(ACK, NO_FLAGS, CONTROL_PRIORITY, CONTROL_MAG, job, self.rank, src,
-                                         len(p), iteration, tensor, chunk, count, 0, now), p))
+                                         len(p), iteration, tensor, chunk, count, 0, now, tclass), p))
 
     def _feedback(self, h: DlcpHeader, now: int, payload: bytes, ptype, chunk: int | None = None):
         if self._pacer is not None:   # every answer carries the sender's latest pull number

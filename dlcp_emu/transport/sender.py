@@ -166,7 +166,8 @@ class Sender(LossDetection, PullCredit):
             t = timers[0][0]
         if self._pto_deadline is not None and (t is None or self._pto_deadline < t):
             t = self._pto_deadline
-        if (self.cc.pacing and self._ready and self._inflight < max(1, int(self.cc.cwnd))
+        may_send = self._credit > 0 if self._pulls else self._inflight < max(1, int(self.cc.cwnd))
+        if (self.cc.pacing and self._ready and may_send
                 and (t is None or self._next_release < t)):
             t = self._next_release
         return t

@@ -18,9 +18,10 @@ struct PullSource {
   bool operator==(const PullSource& o) const { return job == o.job && src == o.src; }
 };
 
-// What a PULL for a sender names: the latest tensor and chunk asked of it.
+// What a PULL for a sender names: the latest tensor and chunk asked of it, and its traffic class.
 struct PullHeader {
   uint32_t iteration, tensor_id, chunk_index, chunk_count;
+  uint8_t tclass;
 };
 
 class PullPacer {

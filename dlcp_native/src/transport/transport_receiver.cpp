@@ -88,7 +88,7 @@ void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, b
     return;
   }
   st->packets += 1;
-  if (pacer_) pacer_->request({h.job, h.src_rank}, now, {h.iteration, h.tensor_id, c, st->count});
+  if (pacer_) pacer_->request({h.job, h.src_rank}, now, {h.iteration, h.tensor_id, c, st->count, h.tclass});
   if (h.flags & FLAG_TRIMMED) {
     st->trimmed += 1;
     st->classes[c] = h.mag_class;
@@ -209,7 +209,7 @@ void Receiver::release_pull(int64_t now) {
   std::vector<uint8_t> payload = fb::encode_ack(0, 0, fb::FB_PULL, nullptr, 0, pacer_->released(*src));
   OutPacket& p = out_.emplace_back();
   p.h = {ACK, 0, CONTROL_PRIORITY, CONTROL_MAG, src->job, rank, src->src, uint16_t(payload.size()), ph.iteration,
-         ph.tensor_id, ph.chunk_index, ph.chunk_count, 0, now};
+         ph.tensor_id, ph.chunk_index, ph.chunk_count, 0, now, ph.tclass};
   p.control = std::move(payload);
 }
 

@@ -141,20 +141,11 @@ std::optional<int64_t> Sender::next_timeout() {
   }
   if (!timers_.empty() && (!t || timers_.front().first < *t)) t = timers_.front().first;
   if (pto_deadline_ && (!t || *pto_deadline_ < *t)) t = pto_deadline_;
-  if (cc.pacing && !ready_.empty() && inflight_ < std::max<int64_t>(1, int64_t(cc.cwnd)) &&
+  const bool may_send = cc.pulls ? credit_ > 0 : inflight_ < std::max<int64_t>(1, int64_t(cc.cwnd));
+  if (cc.pacing && !ready_.empty() && may_send &&
       (!t || next_release_ < *t))
     t = next_release_;
   return t;
-}
-
-bool Sender::take_pull(const Header& /*h*/, const InPayload& p) {
-  if (p.size < fb::FEEDBACK_SIZE) return false;  // trimmed: its number is lost, the next one covers it
-  const uint16_t d = uint16_t(fb::pull_number(p.data) - max_pull_);
-  if (0 < d && d <= 0x7FFF) {
-    max_pull_ = uint16_t(max_pull_ + d);
-    credit_ += d;
-  }
-  return (p.data[12] & fb::FB_PULL) != 0;
 }
 
 // ---- sending -------------------------------------------------------------------------------

@@ -22,6 +22,17 @@ int64_t as_time(uint64_t echo) {
 
 }  // namespace
 
+// NDP's pulls: the credit a feedback payload's pull number adds (pulls.py's PullCredit).
+bool Sender::take_pull(const Header& /*h*/, const InPayload& p) {
+  if (p.size < fb::FEEDBACK_SIZE) return false;  // trimmed: its number is lost, the next one covers it
+  const uint16_t d = uint16_t(fb::pull_number(p.data) - max_pull_);
+  if (0 < d && d <= 0x7FFF) {
+    max_pull_ = uint16_t(max_pull_ + d);
+    credit_ += d;
+  }
+  return (p.data[12] & fb::FB_PULL) != 0;
+}
+
 // ---- feedback ------------------------------------------------------------------------------
 void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
   Outbound& m = *mp;
