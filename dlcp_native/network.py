@@ -90,6 +90,9 @@ class NativeNetwork:
         self.stack_flush, self.take_completions = core.stack_flush, core.take_completions
         self.record_packets, self.packet_records = core.record_packets, core.packet_records
         self.carried_in_flight = core.carried_in_flight
+        # Schedule agents in the core (src/host/schedule_agent.hpp), one a training stack.
+        self.attach_schedule_agent, self.start_agent = core.attach_schedule_agent, core.start_agent
+        self.agent_state, self.agent_records = core.agent_state, core.agent_records
 
     def _peer(self, port, switch_index):
         if port.peer in switch_index:

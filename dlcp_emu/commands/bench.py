@@ -160,21 +160,23 @@ def _bench_sim(args):
     result = bench_sim.scaling_curve(k=args.k, repeat=args.repeat)
     e2e = bench_sim.end_to_end(args.spec, byte_scale=args.byte_scale, iterations=args.iterations, log=log)
     grow = bench_sim.growth(log=log)
+    sched = bench_sim.schedule(log=log)
     net = result["engines"]
     out = {"packet_hops_per_s": e2e["native"]["packet_hops_per_s"],
            "python_packet_hops_per_s": e2e["python"]["packet_hops_per_s"],
            "ratio": round(e2e["native"]["packet_hops_per_s"] / e2e["python"]["packet_hops_per_s"], 2),
            "native_network_packet_hops_per_s": e2e["native_network"]["packet_hops_per_s"],
-           "identical": e2e["identical"],
+           "identical": e2e["identical"] and sched["identical"],
+           "schedule_packet_hops_per_s": sched["core"]["packet_hops_per_s"], "schedule_ratio": sched["ratio"],
            "network_packet_hops_per_s": net["native"]["packet_hops_per_s"],
            "network_python_packet_hops_per_s": net["python"]["packet_hops_per_s"],
            "network_ratio": round(net["native"]["packet_hops_per_s"] / net["python"]["packet_hops_per_s"], 1),
-           "k": args.k, "end_to_end": e2e, "growth": grow, **result}
+           "k": args.k, "end_to_end": e2e, "growth": grow, "schedule": sched, **result}
     if args.plot:
         bench_sim.plot(result, args.plot)
     if args.json:
         print(json.dumps(out))
-        return 0 if e2e["identical"] else 1
+        return 0 if out["identical"] else 1
     print(f"network alone: fat-tree k={args.k}, permutation traffic, dlcp preset (fastest of {args.repeat}):")
     for engine, r in net.items():
         print(f"  {engine}:")
@@ -208,11 +210,18 @@ def _bench_sim(args):
               f"(R² {g['fit_r2']})")
         if caveat:
             print(f"    ({caveat})")
+    print(f"a schedule: {sched['spec']} {sched['preset']}, {sched['iterations']} iteration(s), payload "
+          f"{sched['payload']}, native engine, endpoints in the core:")
+    for agents, what in (("core", "schedule agents in the core"), ("python", "schedule agents in Python")):
+        r = sched[agents]
+        print(f"  {what}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s ({r['core_s']:.2f} s in the "
+              f"core): {r['packet_hops_per_s']:,}/s")
+    print(f"  core / python agents = {sched['ratio']}x; summaries identical: {sched['identical']}")
     print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
           f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
     if args.plot:
         print(f"plot: {args.plot}")
-    return 0 if e2e["identical"] else 1
+    return 0 if out["identical"] else 1
 
 
 def _add_switch(kinds):

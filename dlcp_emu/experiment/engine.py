@@ -49,3 +49,28 @@ def _parts(pipeline, t):
         twins = ", ".join(n for n, other in TRANSPORTS.items() if other.native)
         yield (f"transport {t.name!r}", None if t.native else f"transport {t.name!r} has no native twin",
                f"; transports with one: {twins}", "the host's endpoints are all native")
+
+
+def choose_schedule_agents(agents, *, endpoints_in_core, drop_order, jobs=1):
+    """(where a schedule's agents run: "core" or "python", why) when the hosts' endpoints run
+    in the core or not, for `agents` asked: "auto" (the core where it can), "core" (an error
+    where it cannot) or "python" (the oracle). The core's twin draws the messages' synthetic
+    values and magnitudes itself (host/schedule_draws.py) and plans chunks by magnitude;
+    drop_order "random" shuffles with numpy's generator, which only Python has. A run of
+    several jobs ([[jobs]]) keeps its agents in Python: the core's hosts start one job's."""
+    if agents not in ENGINES_OF_AGENTS:
+        raise ValueError(f"agents must be one of {', '.join(ENGINES_OF_AGENTS)}, got {agents!r}")
+    if agents == "python":
+        return "python", "schedule agents in Python (asked for)"
+    why = (None if endpoints_in_core and drop_order == "magnitude" and jobs == 1
+           else "the hosts' endpoints are Python's" if not endpoints_in_core
+           else f"{jobs} jobs share the run" if jobs != 1
+           else f"transport.drop_order {drop_order!r} shuffles with numpy's generator")
+    if why is None:
+        return "core", "schedule agents in the core"
+    if agents == "core":
+        raise ValueError(f"agents: 'core' cannot run here: {why}")
+    return "python", f"schedule agents in Python ({why})"
+
+
+ENGINES_OF_AGENTS = ("auto", "core", "python")

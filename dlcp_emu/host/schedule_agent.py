@@ -10,7 +10,9 @@ Messages may arrive before their op starts (a faster peer): they are kept until 
 Iterations follow one another on a rank: iteration i+1 starts when all of i's ops ended.
 
 Only gradients may lose bytes (bounded loss): every other class is sent exact (never
-droppable, the top magnitude class), so the dlcp transport delivers it whole.
+droppable, the top magnitude class), so the dlcp transport delivers it whole. What a message
+carries (values, or one magnitude per chunk) is drawn from a counter-based hash of (seed,
+iteration, message) (`schedule_draws`), which the twin in the core draws bit for bit.
 """
 import functools
 import heapq
@@ -21,6 +23,7 @@ import numpy as np
 from workloads.schedule import TrafficClass
 
 from dlcp_emu.host.agent import IterationRecord, Outgoing
+from dlcp_emu.host.schedule_draws import chunk_magnitudes, message_values
 
 
 @dataclass
@@ -40,7 +43,7 @@ class ScheduleAgent:
     def __init__(self, rank, program, iterations=1, payload="values", seed=0):
         self.rank, self.p, self.iterations = rank, program, iterations
         self.sizes = payload == "sizes"
-        self.rng = np.random.default_rng([seed, rank])
+        self.seed = seed
         n = len(program.deps)
         self.succ = [[] for _ in range(n)]
         for i, ds in enumerate(program.deps):
@@ -143,10 +146,11 @@ class ScheduleAgent:
         wire = -(-snd.nbytes // 4) * 4       # whole float32 values
         if self.sizes:
             out = Outgoing(snd.dst, self.iteration, snd.tid, None, self.p.priority[op], exact=exact, nbytes=wire,
-                           magnitudes=functools.partial(_magnitudes, wire, self.rng), tclass=int(tclass))
+                           magnitudes=functools.partial(chunk_magnitudes, self.seed, self.iteration, snd.gid, wire),
+                           tclass=int(tclass))
         else:
             data = np.zeros(wire // 4, dtype=np.float32) if exact else \
-                self.rng.standard_normal(wire // 4, dtype=np.float32)
+                message_values(self.seed, self.iteration, snd.gid, wire // 4)
             out = Outgoing(snd.dst, self.iteration, snd.tid, data, self.p.priority[op], exact=exact,
                            tclass=int(tclass))
         self.outbox.append(out)
@@ -177,7 +181,3 @@ class ScheduleAgent:
         else:
             self.done = True
 
-
-def _magnitudes(nbytes, rng, chunk_bytes):
-    """Payload-free: one |gradient| per chunk (a lognormal draw)."""
-    return np.abs(rng.lognormal(0.0, 1.0, -(-nbytes // chunk_bytes)))

@@ -24,7 +24,8 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB,
 from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
-from dlcp_emu.experiment.engine import choose_engine
+from dlcp_emu.sim.core_schedule import CoreScheduleAgent, CoreScheduleHosts
+from dlcp_emu.experiment.engine import choose_engine, choose_schedule_agents
 from dlcp_emu.experiment.jobs_run import job_setups
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
@@ -52,21 +53,24 @@ class SimBackend:
     (compiled, inside the native network: Python per message), "python" (Python per packet;
     the oracle), or "auto" (the core when the network is native). The workers draw their
     synthetic gradients a bucket ahead on threads of their own while the core moves packets
-    (host/prefetch.py)."""
+    (host/prefetch.py). agents: where a schedule's agents run: "core" (beside the endpoints
+    in the core: no Python per message), "python" (the oracle) or "auto" (the core where it
+    can: `experiment.engine.choose_schedule_agents`)."""
 
     name = "simulation"
 
-    def __init__(self, hosts="auto"):
+    def __init__(self, hosts="auto", agents="auto"):
         if hosts not in HOSTS:
             raise ValueError(f"hosts must be one of {', '.join(HOSTS)}, got {hosts!r}")
-        self.hosts = hosts
+        choose_schedule_agents(agents, endpoints_in_core=True, drop_order="magnitude")   # a bad name fails here
+        self.hosts, self.agents = hosts, agents
 
     def transport(self, spec, pipeline):
         return sim_transport(spec, pipeline)
 
     def execute(self, setup, log):
         with Prefetch() as prefetch:
-            return _simulate(setup, log, self.hosts, prefetch)
+            return _simulate(setup, log, self.hosts, prefetch, self.agents)
 
     def summarize(self, setup, out, s):
         net, wall, cpu, thread_cpu = out.state
@@ -90,17 +94,17 @@ class SimBackend:
             s["background"]["model"] = "reliable transport standing in for kernel TCP"
 
 
-def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None):
+def build(spec, pipeline, keep_results=False, hosts="auto", prefetch=None, agents="auto"):
     """(scaled topology, plan, network, hosts) of a run, nothing started: `experiment.run`'s
     set-up and this backend's network on it. hosts: as SimBackend's; prefetch: a
     host.prefetch.Prefetch the workers draw their next bucket's synthetic gradients on, ahead
     of need (None: when they begin it)."""
-    setup = prepare(spec, SimBackend(hosts), pipeline, keep_results=keep_results)
-    net, sim_hosts = build_network(setup, hosts, prefetch)
+    setup = prepare(spec, SimBackend(hosts, agents), pipeline, keep_results=keep_results)
+    net, sim_hosts = build_network(setup, hosts, prefetch, agents)
     return setup.topology, setup.plan, net, sim_hosts
 
 
-def build_network(setup: Setup, hosts="auto", prefetch=None):
+def build_network(setup: Setup, hosts="auto", prefetch=None, agents="auto"):
     """(network, hosts) of a prepared run: the switches and the hosts' stacks on them."""
     spec, pipeline, topo = setup.spec, setup.pipeline, setup.topology
     jobs = job_setups(setup)
@@ -111,8 +115,16 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
         raise ValueError(f"payload: 'sizes' (payload-free) runs with the hosts' endpoints in the native core; "
                          f"here {why}")
     net.engine_note += f"; {why}"
-    first = _stacks(setup, jobs[0], in_core, prefetch)
-    if in_core:
+    agents_in_core = False
+    if any(isinstance(job.plan, SchedulePlan) for job in jobs):
+        where, note = choose_schedule_agents(agents, endpoints_in_core=in_core,
+                                             drop_order=spec.transport["drop_order"], jobs=len(jobs))
+        agents_in_core = where == "core"
+        net.engine_note += f"; {note}"
+    first = _stacks(setup, jobs[0], in_core, prefetch, agents_in_core)
+    if agents_in_core:
+        sim_hosts = CoreScheduleHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
+    elif in_core:
         sim_hosts = CoreHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
     else:
         sim_hosts = SimHosts(net, first, setup.placement.host_of_rank)
@@ -125,8 +137,9 @@ def build_network(setup: Setup, hosts="auto", prefetch=None):
     return net, sim_hosts
 
 
-def _stacks(setup, job, in_core, prefetch):
-    """{rank: HostStack} of one job: its agents over their transport's endpoints."""
+def _stacks(setup, job, in_core, prefetch, agents_in_core=False):
+    """{rank: HostStack} of one job: its agents over their transport's endpoints (a schedule's
+    agents in the core with agents_in_core)."""
     spec, transport, topo = job.spec, job.transport, setup.topology
     placement, trace, plan = job.placement, job.trace, job.plan
     w, t = spec.workload, spec.transport
@@ -139,7 +152,8 @@ def _stacks(setup, job, in_core, prefetch):
 
     for rank in placement.host_of_rank:
         if isinstance(plan, SchedulePlan):
-            agent = ScheduleAgent(rank, plan.programs[rank], w["iterations"], payload=spec.payload, seed=spec.seed)
+            kind = CoreScheduleAgent if agents_in_core else ScheduleAgent
+            agent = kind(rank, plan.programs[rank], w["iterations"], payload=spec.payload, seed=spec.seed)
         elif rank in placement.ps_ranks:
             agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"],
                                     compression=compression, seed=spec.seed)
@@ -210,9 +224,9 @@ def _ctrl_c_between_slices():
         signal.signal(signal.SIGINT, previous)
 
 
-def _simulate(setup, log, hosts, prefetch):
+def _simulate(setup, log, hosts, prefetch, agents="auto"):
     spec = setup.spec
-    net, hosts = build_network(setup, hosts, prefetch)
+    net, hosts = build_network(setup, hosts, prefetch, agents)
     topo = setup.topology
     log(f"  engine: {net.engine} ({net.engine_note})")
     wall, cpu, thread_cpu = time.monotonic(), time.process_time(), time.thread_time()
@@ -240,8 +254,8 @@ def _simulate(setup, log, hosts, prefetch):
 
     def progress():
         nonlocal shown
-        its = min(sum(1 for r in s.agent.iteration_records if r.comm_end_ns >= 0)
-                  for s in hosts.all_stacks() if isinstance(s.agent, (Worker, ScheduleAgent)))
+        its = min(_iterations_ended(s.agent) for s in hosts.all_stacks()
+                  if isinstance(s.agent, (Worker, ScheduleAgent, CoreScheduleAgent)))
         shown = (time.monotonic(), net.loop.events)
         log(f"  virtual {spec.scale.seconds(t):8.3f} s  iterations {its}/{spec.workload['iterations']}  "
             f"events {shown[1]:,}  wall {shown[0] - wall:.1f} s")
@@ -288,8 +302,16 @@ def _background_table(topo, hosts, scale):
     return pd.DataFrame(rows, columns=["src", "dst", "bytes", "state", "start_s", "fct_s"])
 
 
+def _iterations_ended(agent):
+    if isinstance(agent, CoreScheduleAgent):
+        return agent.iterations_ended()
+    return sum(1 for r in agent.iteration_records if r.comm_end_ns >= 0)
+
+
 def _records(rank, stack):
     a = stack.agent
+    if isinstance(a, CoreScheduleAgent):
+        return {"rank": rank, "started_ns": 0, **a.records()}
     out = {"rank": rank, "deliveries": stack.deliveries, "started_ns": 0}
     if isinstance(a, Worker):
         out["iterations"] = [r.__dict__ for r in a.iteration_records]

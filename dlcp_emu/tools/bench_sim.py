@@ -10,6 +10,9 @@ does, because a shared machine only ever slows a run down.
 End to end: a whole simulated run of a spec (hosts, transports and agents included), as
 `simulate` runs it, three ways: the native engine with the hosts' endpoints in the core (the
 default), the native network with the endpoints in Python, and the Python engine.
+
+A schedule (`schedule`): an LLM spec's run on the native engine with its schedule agents in
+the core and with the Python agents over the same endpoints in the core.
 """
 import gc
 import random
@@ -162,6 +165,33 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
     same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
     out["identical"] = all(x == same[0] for x in same)
     return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations, **out}
+
+
+def schedule(spec_path="examples/llm-tp-dp.toml", preset="dlcp", iterations=1, payload="sizes", log=None):
+    """The spec's schedule run (native engine, endpoints in the core) with its agents in the
+    core and in Python: packet-hops per second of each, their ratio, and whether the summaries
+    are identical (they must be)."""
+    import tempfile
+
+    from dlcp_emu.experiment.spec import load_spec
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
+    spec = load_spec(spec_path).with_field("workload.iterations", iterations).with_field("engine", "native")
+    spec = spec.with_field("packet_records", False).with_field("payload", payload)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for agents in ("core", "python"):
+            if log:
+                log(f"schedule: {spec_path} {preset}, {iterations} iteration(s), payload {payload}, agents in {agents}")
+            gc.collect()
+            runs[agents], _ = run(spec, SimBackend("core", agents), preset, f"{tmp}/{agents}", log=lambda *_: None)
+    out = {a: {"packet_hops": s["packet_hops"], "wall_s": round(s["wall_s"], 3), "core_s": round(s["core_wall_s"], 3),
+               "packet_hops_per_s": s["packet_hops_per_s"]} for a, s in runs.items()}
+    same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
+    return {"spec": str(spec_path), "preset": preset, "iterations": iterations, "payload": payload, **out,
+            "ratio": round(out["core"]["packet_hops_per_s"] / out["python"]["packet_hops_per_s"], 2),
+            "identical": same[0] == same[1]}
 
 
 def _fit(runs):

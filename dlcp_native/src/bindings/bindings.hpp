@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "host/host_stack.hpp"
+#include "net/network.hpp"
+#include "transport/transport_congestion.hpp"
 #include "switch/port.hpp"
 #include "switch/registry.hpp"
 #include "switch/switch.hpp"
@@ -30,6 +32,17 @@ std::vector<int64_t> queued_bytes(const dlcp::Switch& sw);
 // none taken).
 py::list stack_completions(dlcp::HostStack& st);
 py::dict stack_packet_records(const dlcp::HostStack& st);
+
+// A sender's settings as transport/native.py gives them (cc_settings, rtt_settings).
+dlcp::transport::CongestionControl make_cc(const py::dict& c);
+dlcp::transport::RttEstimator make_rtt(const py::dict& r);
+
+// A schedule agent in the core (bindings_schedule.cpp): adopted by stack `id` of `net`; its
+// state and its records, as numpy columns.
+void attach_schedule_agent(dlcp::Network& net, uint32_t id, int32_t rank, const py::tuple& columns,
+                           int64_t compute_ns, int64_t iterations, bool sizes, uint64_t seed, const py::tuple& spec);
+py::tuple agent_state(const dlcp::Network& net, uint32_t id);
+py::dict agent_records(const dlcp::Network& net, uint32_t id);
 
 // The model inside a dlcp_native._core.Switch object (the datapath loop drives it).
 dlcp::Switch& core_switch(py::handle core);

@@ -345,6 +345,13 @@ void bind_network(py::module_& m) {
       .def("attach_stack", &NetCore::attach_stack, py::arg("host"), py::arg("job"), py::arg("receiver"),
            py::arg("wire"), py::arg("agent_reads"))
       .def("add_sender", &NetCore::add_sender)
+      .def("attach_schedule_agent", [](NetCore& c, uint32_t id, int32_t rank, const py::tuple& columns, int64_t compute_ns,
+                                       int64_t iterations, bool sizes, uint64_t seed, const py::tuple& spec) {
+        attach_schedule_agent(c.net_, id, rank, columns, compute_ns, iterations, sizes, seed, spec);
+      })
+      .def("start_agent", [](NetCore& c, uint32_t id, int64_t now, int64_t major) { return c.net_.start_agent(id, now, major); })
+      .def("agent_state", [](const NetCore& c, uint32_t id) { return agent_state(c.net_, id); })
+      .def("agent_records", [](const NetCore& c, uint32_t id) { return agent_records(c.net_, id); })
       .def("stack_flush", &NetCore::stack_flush)
       .def("take_completions", &NetCore::take_completions)
       .def("record_packets", &NetCore::record_packets)

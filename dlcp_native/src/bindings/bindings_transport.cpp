@@ -135,6 +135,8 @@ CongestionControl::Ecn ecn_mode(const std::string& ecn) {
   return ecn == "halve" ? CongestionControl::Ecn::HALVE : CongestionControl::Ecn::DCTCP;
 }
 
+}  // namespace
+
 CongestionControl make_cc(const py::dict& c) {
   CongestionControl cc(c["cwnd"].cast<double>(), c["min_window"].cast<double>(), c["max_window"].cast<double>(),
                        ecn_mode(c["ecn"].cast<std::string>()),
@@ -149,6 +151,8 @@ RttEstimator make_rtt(const py::dict& r) {
   return RttEstimator(r["rto_ns"].cast<int64_t>(), r["min_rto_ns"].cast<int64_t>(), r["max_rto_ns"].cast<int64_t>(),
                       r["granularity_ns"].cast<int64_t>(), r["pto_margin_ns"].cast<int64_t>());
 }
+
+namespace {
 
 py::object optional_int(const std::optional<int64_t>& t) { return t ? py::object(py::int_(*t)) : py::none(); }
 

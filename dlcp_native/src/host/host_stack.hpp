@@ -4,7 +4,9 @@
 // packets; one timer armed at their next timeout). The agent stays in Python and is called
 // per message: the network hands the stack to the driver when its receiver has completed a
 // tensor the agent reads, or the agent's own timer is due, and runs everything else (every
-// packet, every transport timer) without it.
+// packet, every transport timer) without it. A schedule's agent can live here too
+// (`adopt_agent`, schedule_agent.hpp; host_stack_agent.cpp): then no driver is called per
+// message at all.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/schedule_agent.hpp"
 #include "switch/packet.hpp"
 #include "transport/transport_receiver.hpp"
 #include "transport/transport_sender.hpp"
@@ -63,6 +66,24 @@ struct PacketRecords {
   int64_t overflow = 0;
 };
 
+// What stack.py's pump needs to send for an agent in the core: how to make a sender
+// (`sender_cls(rank, dst, job=, mtu=, policy=, cc=, rtt=)`) and the MagnitudePolicy's numbers
+// (drop_order "magnitude", no class edges: the chunks' own octiles).
+struct SenderSpec {
+  bool bounded_loss;
+  int64_t mtu;
+  transport::CongestionControl cc;  // fresh: each sender starts from a copy
+  transport::RttEstimator rtt;
+  double reorder_fraction, droppable_fraction, loss_bound;
+};
+
+// stack.py `deliveries`: src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
+// {magnitude class: lost bytes} (in the order Python's dict fills).
+struct DeliveryRecord {
+  int64_t src, iteration, tensor_id, nbytes, lost_bytes, first_ns, done_ns;
+  std::vector<std::pair<int, int64_t>> lost_by_class;
+};
+
 class HostStack {
  public:
   // agent_reads: the agent reads the receiver's tensors (training); else they are let go as
@@ -85,8 +106,18 @@ class HostStack {
   // The switch packet that carries `out` (hosts.py `_flush`: dlcp_packet or plain_packet).
   Packet packet(const transport::OutPacket& out);
 
+  // A schedule agent runs here from now on (host_stack_agent.cpp): the stack makes its
+  // senders and messages as stack.py's pump does.
+  void adopt_agent(std::unique_ptr<ScheduleAgent> agent, SenderSpec spec);
+  // stack.py `start` (starting) or `pump`, then `agent_turn`: the agent's part of a flush.
+  void run_agent(int64_t now, bool starting);
+
   const int32_t host;
   const uint16_t job;
+  std::unique_ptr<ScheduleAgent> agent;     // null: the agent is the driver's
+  bool done_reported = false;               // the driver was told the agent is done
+  std::vector<DeliveryRecord> deliveries;   // with an agent here
+  int64_t timer_lateness_sum = 0;
   std::optional<int64_t> agent_timer;  // set by the driver after every call of the agent
   std::optional<int64_t> armed;        // hosts.py `armed`: the timeout last armed
   std::optional<int64_t> queued;       // hosts.py `queued`: its earliest event in the loop
@@ -95,12 +126,16 @@ class HostStack {
 
  private:
   int64_t flow(const transport::Header& h);
+  void pump(int64_t now);
+  void send(const Outgoing& m, int64_t now);  // one message of the agent's to its sender
 
   transport::Receiver* receiver_;
   std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
   StackWire wire_;
   bool agent_reads_;
   std::vector<int64_t> pair_flow_;  // by rank, once computed (-1: not yet)
+  std::optional<SenderSpec> spec_;  // with an agent here
+  std::vector<std::unique_ptr<transport::Sender>> own_senders_;
 };
 
 }  // namespace dlcp

@@ -129,6 +129,10 @@ class Network {
   // (`AGENT`), under that entry's major.
   void stack_flush(uint32_t id, int64_t now, int64_t major);
 
+  // stack.py `start` and the flush after it for a stack whose agent is in the core
+  // (HostStack::adopt_agent), under `major`; whether the agent is done already.
+  bool start_agent(uint32_t id, int64_t now, int64_t major);
+
   // Run events in time order until none is left, the next one is after `until` (then
   // now = until), `max_events` have run (below 0: no limit), or a batch is collected: the
   // events for the driver at one time that follow each other in the order of the heap and
@@ -174,6 +178,7 @@ class Network {
   void stack_deliver(const Packet& pkt, int host, std::vector<HostEvent>& batch);
   void stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch);
   void stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch);
+  void agent_turn(uint32_t id, int64_t now, int64_t major, bool starting, std::vector<HostEvent>& batch);
 
   PacketPool pool_;               // sends waiting for their time
   std::vector<int32_t> sender_;   // by slot: the host of a send waiting for its time

@@ -119,7 +119,12 @@ void Network::stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch)
 // After a stack took a packet, or its timer fired: its agent first if it has to run
 // (the driver answers, then calls stack_flush), else the flush here and now.
 void Network::stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch) {
-  if (stacks_[id]->needs_agent(now)) {
+  HostStack& st = *stacks_[id];
+  if (st.agent && st.needs_agent(now)) {  // its agent is here: no driver
+    agent_turn(id, now, loop.major(), false, batch);
+    return;
+  }
+  if (st.needs_agent(now)) {
     Delivery d{};
     d.host = stacks_[id]->host;
     d.time = now;
@@ -128,6 +133,32 @@ void Network::stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch
     return;
   }
   stack_flush(id, now, loop.major());
+}
+
+// A turn of an agent in the core (HostStack::run_agent, then the flush); the driver hears of
+// it once, when the agent is done (an AGENT entry: it stops the run once every agent is).
+void Network::agent_turn(uint32_t id, int64_t now, int64_t major, bool starting, std::vector<HostEvent>& batch) {
+  HostStack& st = *stacks_[id];
+  st.run_agent(now, starting);
+  stack_flush(id, now, major);
+  st.completions.clear();  // the simulator's records take the receivers' deliveries only
+  if (st.agent->done && !st.done_reported) {
+    st.done_reported = true;
+    Delivery d{};
+    d.host = st.host;
+    d.time = now;
+    batch.push_back({AGENT, id, major, d});
+    agent_called_ = true;
+  }
+}
+
+bool Network::start_agent(uint32_t id, int64_t now, int64_t major) {
+  HostStack& st = stack(id);
+  if (!st.agent) throw std::invalid_argument("stack id " + std::to_string(id) + " has no agent in the core");
+  std::vector<HostEvent> none;
+  agent_turn(id, now, major, true, none);
+  agent_called_ = false;  // said by the return value
+  return st.agent->done;
 }
 
 void Network::carried_in_flight(std::vector<transport::Header>& out) const {
