@@ -82,7 +82,9 @@ def port_table(counters_by_switch, duration_s, scale, roles=None):
                    "rate_bps": rate,
                    "utilization": (p["tx_bytes"] * 8 / (rate * duration_s * scale.dilation))
                    if rate and duration_s else None}
-            for reason, count in p["drops"].items():
+            # by name: the engines' counters list reasons in different orders (first seen,
+            # the core's codes), and the columns must not depend on which ran
+            for reason, count in sorted(p["drops"].items()):
                 row[f"drop_{reason}"] = count
             rows.append(row)
     return pd.DataFrame(rows)
