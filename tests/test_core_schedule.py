@@ -103,3 +103,9 @@ def test_where_the_agents_run_is_chosen_and_said():
         choose_schedule_agents("core", endpoints_in_core=True, drop_order="random")
     with pytest.raises(ValueError, match="agents must be one of auto, core, python, got 'gpu'"):
         SimBackend(agents="gpu")
+
+
+def test_the_benchmark_runs_the_example_both_ways_alike():
+    from dlcp_emu.tools import bench_sim
+    r = bench_sim.schedule()
+    assert r["identical"] and r["core"]["packet_hops"] == r["python"]["packet_hops"] > 0 and r["ratio"] > 0

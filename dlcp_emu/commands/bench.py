@@ -210,7 +210,8 @@ def _bench_sim(args):
               f"(R² {g['fit_r2']})")
         if caveat:
             print(f"    ({caveat})")
-    print(f"a schedule: {sched['spec']} {sched['preset']}, {sched['iterations']} iteration(s), payload "
+    print(f"a schedule: {sched['spec']} {sched['preset']}, byte scale {sched['byte_scale']:g}, "
+          f"{sched['iterations']} iteration(s), payload "
           f"{sched['payload']}, native engine, endpoints in the core:")
     for agents, what in (("core", "schedule agents in the core"), ("python", "schedule agents in Python")):
         r = sched[agents]

@@ -167,10 +167,12 @@ def end_to_end(spec_path, preset="dlcp", byte_scale=0.1, iterations=1, ways=tupl
     return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations, **out}
 
 
-def schedule(spec_path="examples/llm-tp-dp.toml", preset="dlcp", iterations=1, payload="sizes", log=None):
+def schedule(spec_path="examples/llm-tp-dp.toml", preset="dlcp", byte_scale=None, iterations=1, payload="sizes",
+             log=None):
     """The spec's schedule run (native engine, endpoints in the core) with its agents in the
     core and in Python: packet-hops per second of each, their ratio, and whether the summaries
-    are identical (they must be)."""
+    are identical (they must be). byte_scale: None for the spec's (the fewer bytes a message,
+    the more the agents' share of the run)."""
     import tempfile
 
     from dlcp_emu.experiment.spec import load_spec
@@ -178,18 +180,22 @@ def schedule(spec_path="examples/llm-tp-dp.toml", preset="dlcp", iterations=1, p
     from dlcp_emu.experiment.run import run
     from dlcp_emu.sim.run import SimBackend
     spec = load_spec(spec_path).with_field("workload.iterations", iterations).with_field("engine", "native")
+    byte_scale = spec.byte_scale if byte_scale is None else byte_scale
+    spec = spec.with_field("byte_scale", byte_scale)
     spec = spec.with_field("packet_records", False).with_field("payload", payload)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for agents in ("core", "python"):
             if log:
-                log(f"schedule: {spec_path} {preset}, {iterations} iteration(s), payload {payload}, agents in {agents}")
+                log(f"schedule: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), "
+                    f"payload {payload}, agents in {agents}")
             gc.collect()
             runs[agents], _ = run(spec, SimBackend("core", agents), preset, f"{tmp}/{agents}", log=lambda *_: None)
     out = {a: {"packet_hops": s["packet_hops"], "wall_s": round(s["wall_s"], 3), "core_s": round(s["core_wall_s"], 3),
                "packet_hops_per_s": s["packet_hops_per_s"]} for a, s in runs.items()}
     same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
-    return {"spec": str(spec_path), "preset": preset, "iterations": iterations, "payload": payload, **out,
+    return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations,
+            "payload": payload, **out,
             "ratio": round(out["core"]["packet_hops_per_s"] / out["python"]["packet_hops_per_s"], 2),
             "identical": same[0] == same[1]}
 

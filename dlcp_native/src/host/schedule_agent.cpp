@@ -187,7 +187,7 @@ void ScheduleAgent::_send(int64_t op, int64_t s, int64_t now) {
   sent.push_back({iteration, p_.send_gid[s], rank, p_.send_dst[s], tclass, nbytes, now, -1, 0});
   const int64_t wire = (nbytes + 3) / 4 * 4;  // whole float32 values
   outbox_.push_back({p_.send_dst[s], iteration, p_.send_tid[s], p_.priority[op], wire, p_.send_gid[s],
-                     tclass != GRADIENT_CLASS});
+                     tclass != GRADIENT_CLASS, uint8_t(tclass)});
   left_[op] -= 1;
 }
 

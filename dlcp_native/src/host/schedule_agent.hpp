@@ -47,6 +47,7 @@ struct IterationRecord {  // agent.py IterationRecord
 struct Outgoing {
   int64_t dst, iteration, tensor_id, priority, nbytes, gid;
   bool exact;
+  uint8_t tclass;  // workloads.schedule.TrafficClass of the op sending it
 };
 
 // schedule_draws.py: SplitMix64 of (seed, iteration, gid), then its k-th output.
