@@ -77,7 +77,7 @@ class CoreScheduleHosts(CoreHosts):
         for rank, stack in stacks.items():
             sid = self.stack_id[(TRAINING, rank)]
             stack.agent.attach(self.core, sid, stack)
-            self.net.on_agent(sid, lambda now, rank=rank: self._check_done(rank))
+            self.net.on_agent(sid, lambda now, rank=rank: self._check_done((TRAINING, rank)))
 
     def start(self):
         now = self.loop.now
@@ -88,7 +88,7 @@ class CoreScheduleHosts(CoreHosts):
                     ep.start(now)
                 self._flush(key, now)
             elif self.core.start_agent(self.stack_id[key], now, self.loop.major):
-                self._check_done(rank)
+                self._check_done(key)
 
     def collect(self):
         for key, sid in self.stack_id.items():

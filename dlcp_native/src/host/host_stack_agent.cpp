@@ -94,7 +94,7 @@ void HostStack::send(const Outgoing& m, int64_t now) {
   }
   // prepare: the bound is the policy's whenever the transport has bounded loss
   plan.bound_bytes = spec.bounded_loss ? static_cast<int64_t>(std::floor(spec.loss_bound * double(m.nbytes))) : 0;
-  sender->send(uint32_t(m.iteration), uint32_t(m.tensor_id), m.priority, std::move(buf), plan, now);
+  sender->send(uint32_t(m.iteration), uint32_t(m.tensor_id), m.priority, std::move(buf), plan, now, m.tclass);
 }
 
 }  // namespace dlcp
