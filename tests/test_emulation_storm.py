@@ -41,9 +41,9 @@ def storm(t, src, dst, seed=1):
 
     def corrupted():
         """A field the codec refuses: version, an unknown flag, priority, magnitude class,
-        reserved byte (the switch checks no UDP checksum)."""
+        traffic class (the switch checks no UDP checksum)."""
         f = bytearray(dlcp())
-        off, value = rng.choice([(2, 9), (4, 0x80), (5, 8), (6, 9), (7, 1)])
+        off, value = rng.choice([(2, 9), (4, 0x80), (5, 8), (6, 9), (7, 9)])
         f[DLCP_OFF + off] = value
         return bytes(f)
 

@@ -18,8 +18,8 @@ CASES = [("examples/default.toml", "dlcp", {"byte_scale": 0.002}),      # ring a
          ("examples/ps-vgg16.toml", "dlcp", {"byte_scale": 0.0005})]   # a PS's lost ranges
 
 
-def simulate(spec, preset, each_slice=None):
-    _, _, net, hosts = build(spec, preset)
+def simulate(spec, preset, each_slice=None, agents="auto"):
+    _, _, net, hosts = build(spec, preset, agents=agents)
     hosts.start()
     while not hosts.done() and net.loop.pending():
         net.loop.run(until=int(spec.time_limit_s * 1e9), max_events=300)
@@ -80,7 +80,8 @@ def test_a_schedules_streamed_records_make_the_same_messages_and_exposed_communi
     from dlcp_emu.experiment.results import measured_iterations
     from dlcp_emu.experiment.schedule_results import class_table, exposed_table, message_table
     spec = load_spec("examples/llm-emu.toml").with_field("workload.iterations", 3)
-    kept = simulate(spec, "dlcp")
+    # the emulator's hosts run the Python agent (the simulator's native engine runs its twin in the core)
+    kept = simulate(spec, "dlcp", agents="python")
     expected = [_records(rank, s) for rank, s in kept.stacks.items()]
     paths = {rank: host_paths(tmp_path, rank) for rank in kept.stacks}
     writers = {rank: JsonLinesWriter(p["records"]) for rank, p in paths.items()}
@@ -91,7 +92,7 @@ def test_a_schedules_streamed_records_make_the_same_messages_and_exposed_communi
             writers[rank].append(take_closed(st.agent, st))
             held.append(len(st.agent.sent) + len(st.agent.received) + len(st.agent.iteration_records))
 
-    streamed = simulate(spec, "dlcp", stream)
+    streamed = simulate(spec, "dlcp", stream, agents="python")
     for rank, st in streamed.stacks.items():
         writers[rank].append(take_closed(st.agent, st, final=True))
         writers[rank].close()
