@@ -60,17 +60,39 @@ def choose_schedule_agents(agents, *, endpoints_in_core, drop_order, jobs=1):
     several jobs ([[jobs]]) keeps its agents in Python: the core's hosts start one job's."""
     if agents not in ENGINES_OF_AGENTS:
         raise ValueError(f"agents must be one of {', '.join(ENGINES_OF_AGENTS)}, got {agents!r}")
-    if agents == "python":
-        return "python", "schedule agents in Python (asked for)"
     why = (None if endpoints_in_core and drop_order == "magnitude" and jobs == 1
            else "the hosts' endpoints are Python's" if not endpoints_in_core
            else f"{jobs} jobs share the run" if jobs != 1
            else f"transport.drop_order {drop_order!r} shuffles with numpy's generator")
+    return _where(agents, why, "schedule agents")
+
+
+def choose_ring_collectives(agents, *, endpoints_in_core, payload, drop_order, jobs=1):
+    """(where a data-parallel worker's collective steps run: "core" or "python", why), for
+    `agents` as choose_schedule_agents takes it. The core (sim/core_ring.py) runs a
+    payload-free collective's steps whole, handed over as the worker begins it; with values
+    the worker sums what arrives, compresses it and may train on it, which Python alone does
+    (and payload-free runs have no compression, training or parameter servers: the spec's
+    checks). drop_order "random" shuffles with numpy's generator; several jobs keep their
+    workers in Python (the core's hosts hand over one job's)."""
+    if agents not in ENGINES_OF_AGENTS:
+        raise ValueError(f"agents must be one of {', '.join(ENGINES_OF_AGENTS)}, got {agents!r}")
+    why = (None if endpoints_in_core and payload == "sizes" and drop_order == "magnitude" and jobs == 1
+           else "the hosts' endpoints are Python's" if not endpoints_in_core
+           else "payload 'values': the worker sums, compresses or trains on what arrives" if payload != "sizes"
+           else f"{jobs} jobs share the run" if jobs != 1
+           else f"transport.drop_order {drop_order!r} shuffles with numpy's generator")
+    return _where(agents, why, "ring collectives")
+
+
+def _where(agents, why, what):
+    if agents == "python":
+        return "python", f"{what} in Python (asked for)"
     if why is None:
-        return "core", "schedule agents in the core"
+        return "core", f"{what} in the core"
     if agents == "core":
         raise ValueError(f"agents: 'core' cannot run here: {why}")
-    return "python", f"schedule agents in Python ({why})"
+    return "python", f"{what} in Python ({why})"
 
 
 ENGINES_OF_AGENTS = ("auto", "core", "python")

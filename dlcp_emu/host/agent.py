@@ -122,6 +122,7 @@ class Worker:
         self.controller = Dc2Controller(compression or CompressionSpec(), wire_ns_per_byte)
         self.ready_gradients = {}    # (iteration, bucket) -> the values `pregenerate` drew
         self.prefetch = None         # host.prefetch.Prefetch (`draw_ahead_on`)
+        self.collectives = None      # what runs the collectives' steps if not this (sim/core_ring.py)
 
     def pregenerate(self, max_bytes):
         """Draw every iteration's synthetic gradients now, if they fit in max_bytes: in an
@@ -165,6 +166,12 @@ class Worker:
         """A whole message arrived; `lost` lists (start, stop) byte ranges of it that the
         transport zero-filled."""
         self.inbox[(iteration, tid, src)] = (data, lost)
+        self._progress(now)
+
+    def steps_ended(self, lost, now):
+        """The active collective's steps, which `collectives` ran, are done; `lost`: byte ranges zero-filled."""
+        self.active.lost.extend(lost)
+        self.active.k = len(self.active.steps)
         self._progress(now)
 
     # -- compute ---------------------------------------------------------------------------
@@ -234,6 +241,8 @@ class Worker:
             if c.k == len(c.steps):
                 self._finish_collective(now)
                 continue
+            if self.collectives is not None and not self.collectives.run(c, now):
+                return   # its steps run in the core (sim/core_ring.py), which says when they end
             phase, step, send, recv = c.steps[c.k]
             if send is not None and not c.sent:
                 self._send(c, phase, step, send)

@@ -105,10 +105,7 @@ def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
     real values would give is the mean of its values' magnitudes, which varies less: the
     classes a message's chunks get then differ by layer more than within one. Which layer
     each chunk is in is kept per message shape, in the plan (`Plan.chunk_layers`)."""
-    key = (bucket.index, start, nbytes, chunk_bytes)
-    layers = plan.chunk_layers.get(key)
-    if layers is None:
-        layers = plan.chunk_layers[key] = _chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
+    layers = chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
     if plan.mag_params is None:   # a chunk table: per layer, as the trace samples it
         lids = layers
         out = np.empty(len(lids), dtype=np.float64)
@@ -118,6 +115,29 @@ def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
         return out
     dist, mu, sigma, lognormal_only = layers
     return magnitudes.draws(dist, mu, sigma, rng, lognormal_only)
+
+
+def collective_magnitudes(trace, plan, bucket, sends, rng):
+    """`chunk_magnitudes` of each of a collective's messages, `sends` (start, nbytes,
+    chunk_bytes) in the order they are sent, one after the other from `rng`: one array. Where
+    every chunk's layer is lognormal, one draw of all of them (the same stream of the
+    generator, the same float32 operations element by element), not one a message."""
+    if plan.mag_params is not None:
+        layers = [chunk_layers(plan, bucket, *s) for s in sends]
+        if all(lognormal for *_, lognormal in layers):
+            dist, mu, sigma = (np.concatenate([x[i] for x in layers]) if layers else np.empty(0, np.float32)
+                               for i in range(3))
+            return magnitudes.draws(dist, mu, sigma, rng, True)
+    return np.concatenate([np.empty(0)] + [chunk_magnitudes(trace, plan, bucket, *s, rng=rng) for s in sends])
+
+
+def chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
+    """`_chunk_layers`, kept per message shape in the plan (`Plan.chunk_layers`)."""
+    key = (bucket.index, start, nbytes, chunk_bytes)
+    layers = plan.chunk_layers.get(key)
+    if layers is None:
+        layers = plan.chunk_layers[key] = _chunk_layers(plan, bucket, start, nbytes, chunk_bytes)
+    return layers
 
 
 def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):

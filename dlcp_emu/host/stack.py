@@ -109,6 +109,17 @@ class HostStack(AgentEndpoints):
         """Tensors the senders know to have arrived (SendResults), for the records."""
         self.completions.extend(results)
 
+    def sender(self, dst):
+        """The sender to rank `dst`, made on the first message to it."""
+        sender = self.senders.get(dst)
+        if sender is None:
+            sender = self.senders[dst] = self.sender_cls(
+                self.rank, dst, job=self.job, mtu=self.mtu, policy=self.policy,
+                cc=self.settings.cc(), rtt=self.settings.rtt(self.link_rate_bps, self.mtu))
+            if self.on_sender is not None:
+                self.on_sender(sender)
+        return sender
+
     def pump(self, now):
         """Tensors the receiver delivered to the agent, and the agent's sends to the senders:
         what follows `receive`. Runs once a message in the simulator's core: the lookups are
@@ -123,13 +134,7 @@ class HostStack(AgentEndpoints):
                 data = None if d.data is None else np.asarray(d.data, dtype=np.float32).ravel()
                 on_message(d.src_rank, d.iteration, d.tensor_id, data, d.lost_ranges, now)
         for m in self.agent.take_sends():
-            sender = self.senders.get(m.dst)
-            if sender is None:
-                sender = self.senders[m.dst] = self.sender_cls(
-                    self.rank, m.dst, job=self.job, mtu=self.mtu, policy=self.policy,
-                    cc=self.settings.cc(), rtt=self.settings.rtt(self.link_rate_bps, self.mtu))
-                if self.on_sender is not None:
-                    self.on_sender(sender)
+            sender = self.senders.get(m.dst) or self.sender(m.dst)
             if m.data is None and not m.exact:   # payload-free: the chunks' magnitudes come with it
                 sender.send(Message(None, m.iteration, m.tensor_id, m.priority, self.job, self.rank, m.dst,
                                     m.magnitudes(sender.payload_size), tclass=m.tclass), now, m.nbytes)

@@ -24,8 +24,9 @@ from dlcp_emu.host.background import BACKGROUND_UDP_PORT, JOB as BACKGROUND_JOB,
 from dlcp_emu.host.packet_log import PacketLog, packet_table
 from dlcp_emu.host.stack import HostStack
 from dlcp_emu.sim.core_hosts import CoreHosts
+from dlcp_emu.sim.core_ring import CoreRingHosts
 from dlcp_emu.sim.core_schedule import CoreScheduleAgent, CoreScheduleHosts
-from dlcp_emu.experiment.engine import choose_engine, choose_schedule_agents
+from dlcp_emu.experiment.engine import choose_engine, choose_ring_collectives, choose_schedule_agents
 from dlcp_emu.experiment.jobs_run import job_setups
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
@@ -53,9 +54,10 @@ class SimBackend:
     (compiled, inside the native network: Python per message), "python" (Python per packet;
     the oracle), or "auto" (the core when the network is native). The workers draw their
     synthetic gradients a bucket ahead on threads of their own while the core moves packets
-    (host/prefetch.py). agents: where a schedule's agents run: "core" (beside the endpoints
-    in the core: no Python per message), "python" (the oracle) or "auto" (the core where it
-    can: `experiment.engine.choose_schedule_agents`)."""
+    (host/prefetch.py). agents: where a schedule's agents, or a payload-free ring's collective
+    steps, run: "core" (beside the endpoints in the core: no Python per message), "python"
+    (the oracle) or "auto" (the core where it can: `experiment.engine.choose_schedule_agents`,
+    `choose_ring_collectives`)."""
 
     name = "simulation"
 
@@ -115,15 +117,22 @@ def build_network(setup: Setup, hosts="auto", prefetch=None, agents="auto"):
         raise ValueError(f"payload: 'sizes' (payload-free) runs with the hosts' endpoints in the native core; "
                          f"here {why}")
     net.engine_note += f"; {why}"
-    agents_in_core = False
+    agents_in_core = rings_in_core = False
     if any(isinstance(job.plan, SchedulePlan) for job in jobs):
         where, note = choose_schedule_agents(agents, endpoints_in_core=in_core,
                                              drop_order=spec.transport["drop_order"], jobs=len(jobs))
         agents_in_core = where == "core"
         net.engine_note += f"; {note}"
+    elif not setup.placement.ps_ranks:   # data-parallel workers: their collectives' steps
+        where, note = choose_ring_collectives(agents, endpoints_in_core=in_core, payload=spec.payload,
+                                              drop_order=spec.transport["drop_order"], jobs=len(jobs))
+        rings_in_core = where == "core"
+        net.engine_note += f"; {note}"
     first = _stacks(setup, jobs[0], in_core, prefetch, agents_in_core)
     if agents_in_core:
         sim_hosts = CoreScheduleHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
+    elif rings_in_core:
+        sim_hosts = CoreRingHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
     elif in_core:
         sim_hosts = CoreHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)
     else:

@@ -3,6 +3,7 @@
 // conversions from Python's values, and nothing of the model.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <vector>
@@ -43,6 +44,17 @@ void attach_schedule_agent(dlcp::Network& net, uint32_t id, int32_t rank, const 
                            int64_t compute_ns, int64_t iterations, bool sizes, uint64_t seed, const py::tuple& spec);
 py::tuple agent_state(const dlcp::Network& net, uint32_t id);
 py::dict agent_records(const dlcp::Network& net, uint32_t id);
+
+// A worker's collectives in the core (bindings_collectives.cpp): adopted by stack `id`, begun,
+// and taken back when they end; a stack's deliveries (its agent's or its collectives') as columns.
+void attach_collectives(dlcp::Network& net, uint32_t id, int32_t rank, const py::tuple& policy);
+py::object begin_collective(dlcp::Network& net, uint32_t id, int64_t iteration, int64_t priority, int64_t tclass,
+                            const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& steps,
+                            const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& mag_ptr,
+                            const py::array_t<double, py::array::c_style | py::array::forcecast>& mags, int64_t now);
+py::object take_ended_collective(dlcp::Network& net, uint32_t id);
+py::dict delivery_columns(const dlcp::HostStack& st);
+py::dict collectives_deliveries(const dlcp::Network& net, uint32_t id);
 
 // The model inside a dlcp_native._core.Switch object (the datapath loop drives it).
 dlcp::Switch& core_switch(py::handle core);

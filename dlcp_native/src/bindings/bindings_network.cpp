@@ -352,6 +352,16 @@ void bind_network(py::module_& m) {
       .def("start_agent", [](NetCore& c, uint32_t id, int64_t now, int64_t major) { return c.net_.start_agent(id, now, major); })
       .def("agent_state", [](const NetCore& c, uint32_t id) { return agent_state(c.net_, id); })
       .def("agent_records", [](const NetCore& c, uint32_t id) { return agent_records(c.net_, id); })
+      .def("attach_collectives", [](NetCore& c, uint32_t id, int32_t rank, const py::tuple& policy) {
+        attach_collectives(c.net_, id, rank, policy);
+      })
+      .def("begin_collective", [](NetCore& c, uint32_t id, int64_t iteration, int64_t priority, int64_t tclass,
+                                  const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& steps,
+                                  const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& mag_ptr,
+                                  const py::array_t<double, py::array::c_style | py::array::forcecast>& mags,
+                                  int64_t now) { return begin_collective(c.net_, id, iteration, priority, tclass, steps, mag_ptr, mags, now); })
+      .def("take_ended_collective", [](NetCore& c, uint32_t id) { return take_ended_collective(c.net_, id); })
+      .def("collectives_deliveries", [](const NetCore& c, uint32_t id) { return collectives_deliveries(c.net_, id); })
       .def("stack_flush", &NetCore::stack_flush)
       .def("take_completions", &NetCore::take_completions)
       .def("record_packets", &NetCore::record_packets)

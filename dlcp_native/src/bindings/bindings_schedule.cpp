@@ -108,19 +108,7 @@ py::dict agent_records(const Network& net, uint32_t id) {
   it["compute_ns"] = col(ir, [](const IterationRecord& r) { return r.compute_ns; });
   it["backward_end_ns"] = col(ir, [](const IterationRecord& r) { return r.backward_end_ns; });
   it["comm_end_ns"] = col(ir, [](const IterationRecord& r) { return r.comm_end_ns; });
-  const auto& dv = st.deliveries;
-  py::dict del;
-  del["src"] = col(dv, [](const DeliveryRecord& r) { return r.src; });
-  del["iteration"] = col(dv, [](const DeliveryRecord& r) { return r.iteration; });
-  del["tensor_id"] = col(dv, [](const DeliveryRecord& r) { return r.tensor_id; });
-  del["nbytes"] = col(dv, [](const DeliveryRecord& r) { return r.nbytes; });
-  del["lost_bytes"] = col(dv, [](const DeliveryRecord& r) { return r.lost_bytes; });
-  del["first_ns"] = col(dv, [](const DeliveryRecord& r) { return r.first_ns; });
-  del["done_ns"] = col(dv, [](const DeliveryRecord& r) { return r.done_ns; });
-  py::list by_class;  // only the deliveries that lost bytes have entries
-  for (size_t i = 0; i < dv.size(); ++i)
-    if (!dv[i].lost_by_class.empty()) by_class.append(py::make_tuple(i, py::cast(dv[i].lost_by_class)));
-  del["lost_by_class"] = by_class;
+  py::dict del = delivery_columns(st);
   py::dict d;
   d["iterations"] = it;
   d["busy_ns"] = py::array_t<int64_t>(py::ssize_t(a.busy.size()), a.busy.data());

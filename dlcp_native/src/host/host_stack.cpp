@@ -121,7 +121,8 @@ std::optional<int64_t> HostStack::next_timeout() {
 }
 
 bool HostStack::needs_agent(int64_t now) const {
-  return (agent_reads_ && receiver_->has_delivered()) || (agent_timer && *agent_timer <= now);
+  return (agent_reads_ && receiver_->has_delivered()) || (agent_timer && *agent_timer <= now) ||
+         (collectives && collectives->ended());
 }
 
 // hosts.py: the emulator's data path hashes the 5-tuple (frames.py); the same hash here makes

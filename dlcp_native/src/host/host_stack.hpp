@@ -6,7 +6,9 @@
 // tensor the agent reads, or the agent's own timer is due, and runs everything else (every
 // packet, every transport timer) without it. A schedule's agent can live here too
 // (`adopt_agent`, schedule_agent.hpp; host_stack_agent.cpp): then no driver is called per
-// message at all.
+// message at all. A data-parallel worker's collectives can run here too (`adopt_collectives`,
+// worker_collectives.hpp; host_stack_collectives.cpp): then the driver is called once a
+// collective, when it ends, and for the worker's compute timers.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "host/schedule_agent.hpp"
+#include "host/worker_collectives.hpp"
 #include "switch/packet.hpp"
 #include "transport/transport_receiver.hpp"
 #include "transport/transport_sender.hpp"
@@ -79,6 +82,16 @@ struct SenderSpec {
 
 // stack.py `deliveries`: src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
 // {magnitude class: lost bytes} (in the order Python's dict fills).
+// The MagnitudePolicy's numbers a message's chunk plan needs (drop_order "magnitude", no
+// class edges) and whether the transport has bounded loss.
+struct ChunkPolicy {
+  bool bounded_loss;
+  double droppable_fraction, loss_bound;
+};
+// `prepare`'s plan of a gradient message from its chunks' magnitudes.
+transport::ChunkPlan plan_message(const std::vector<double>& mags, int64_t nbytes, int64_t chunk_size,
+                                  const ChunkPolicy& policy);
+
 struct DeliveryRecord {
   int64_t src, iteration, tensor_id, nbytes, lost_bytes, first_ns, done_ns;
   std::vector<std::pair<int, int64_t>> lost_by_class;
@@ -112,11 +125,20 @@ class HostStack {
   // stack.py `start` (starting) or `pump`, then `agent_turn`: the agent's part of a flush.
   void run_agent(int64_t now, bool starting);
 
+  // A worker's collectives run here from now on: the stack takes in their messages and sends
+  // their steps' through the senders the worker's Python stack made (host_stack_collectives.cpp).
+  void adopt_collectives(int32_t rank, ChunkPolicy policy);
+  // The worker begins a collective (WorkerCollectives::begin); true if it ended at once.
+  bool begin_collective(Collective c, int64_t now);
+  // stack.py `pump` for the collectives: the tensors delivered, then the steps' sends.
+  void pump_collectives(int64_t now);
+
   const int32_t host;
   const uint16_t job;
   std::unique_ptr<ScheduleAgent> agent;     // null: the agent is the driver's
+  std::unique_ptr<WorkerCollectives> collectives;  // null: none run here
   bool done_reported = false;               // the driver was told the agent is done
-  std::vector<DeliveryRecord> deliveries;   // with an agent here
+  std::vector<DeliveryRecord> deliveries;   // with an agent or collectives here
   int64_t timer_lateness_sum = 0;
   std::optional<int64_t> agent_timer;  // set by the driver after every call of the agent
   std::optional<int64_t> armed;        // hosts.py `armed`: the timeout last armed
@@ -128,6 +150,8 @@ class HostStack {
   int64_t flow(const transport::Header& h);
   void pump(int64_t now);
   void send(const Outgoing& m, int64_t now);  // one message of the agent's to its sender
+  void send_sized(const SizedMessage& m, int64_t now);  // one of the collectives'
+  void record(transport::Delivery& d);  // into `deliveries`
 
   transport::Receiver* receiver_;
   std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
@@ -135,6 +159,7 @@ class HostStack {
   bool agent_reads_;
   std::vector<int64_t> pair_flow_;  // by rank, once computed (-1: not yet)
   std::optional<SenderSpec> spec_;  // with an agent here
+  ChunkPolicy chunk_policy_{};      // with collectives here
   std::vector<std::unique_ptr<transport::Sender>> own_senders_;
 };
 

@@ -42,11 +42,23 @@ void HostStack::pump(int64_t now) {
   for (Delivery& d : receiver_->take_delivered()) {
     int64_t lost = 0;
     for (const auto& [a, b] : d.lost_ranges) lost += b - a;
-    deliveries.push_back({d.src_rank, d.iteration, d.tensor_id, d.total, d.lost_bytes, d.first_ns, d.done_ns,
-                          std::move(d.lost_bytes_by_class)});
+    record(d);
     agent->on_message(d.src_rank, d.iteration, d.tensor_id, lost, now);
   }
   for (const Outgoing& m : agent->take_sends()) send(m, now);
+}
+
+void HostStack::record(Delivery& d) {
+  deliveries.push_back({d.src_rank, d.iteration, d.tensor_id, d.total, d.lost_bytes, d.first_ns, d.done_ns,
+                        std::move(d.lost_bytes_by_class)});
+}
+
+ChunkPlan plan_message(const std::vector<double>& mags, int64_t nbytes, int64_t cs, const ChunkPolicy& p) {
+  ChunkPlan plan = plan_chunks(mags, nbytes, cs, p.droppable_fraction, p.loss_bound, p.bounded_loss, std::nullopt);
+  if (!p.bounded_loss) plan.droppable.assign(plan.droppable.size(), 0);
+  // prepare: the bound is the policy's whenever the transport has bounded loss
+  plan.bound_bytes = p.bounded_loss ? static_cast<int64_t>(std::floor(p.loss_bound * double(nbytes))) : 0;
+  return plan;
 }
 
 // A message as stack.py makes it of an Outgoing and as `prepare` plans it: an exact one
@@ -89,11 +101,10 @@ void HostStack::send(const Outgoing& m, int64_t now) {
       buf->data = reinterpret_cast<const uint8_t*>(values->data());
       buf->owner = values;
     }
-    plan = plan_chunks(mags, m.nbytes, cs, spec.droppable_fraction, spec.loss_bound, spec.bounded_loss, std::nullopt);
-    if (!spec.bounded_loss) plan.droppable.assign(size_t(count), 0);
+    plan = plan_message(mags, m.nbytes, cs, {spec.bounded_loss, spec.droppable_fraction, spec.loss_bound});
   }
-  // prepare: the bound is the policy's whenever the transport has bounded loss
-  plan.bound_bytes = spec.bounded_loss ? static_cast<int64_t>(std::floor(spec.loss_bound * double(m.nbytes))) : 0;
+  if (m.exact)  // prepare: the bound is the policy's whenever the transport has bounded loss
+    plan.bound_bytes = spec.bounded_loss ? static_cast<int64_t>(std::floor(spec.loss_bound * double(m.nbytes))) : 0;
   sender->send(uint32_t(m.iteration), uint32_t(m.tensor_id), m.priority, std::move(buf), plan, now, m.tclass);
 }
 

@@ -117,9 +117,12 @@ void Network::stack_timer(uint32_t id, int64_t t, std::vector<HostEvent>& batch)
 }
 
 // After a stack took a packet, or its timer fired: its agent first if it has to run
-// (the driver answers, then calls stack_flush), else the flush here and now.
+// (the driver answers, then calls stack_flush), else the flush here and now. A worker's
+// collectives in the core take their messages first: the driver hears of a collective
+// only when it ends.
 void Network::stack_turn(uint32_t id, int64_t now, std::vector<HostEvent>& batch) {
   HostStack& st = *stacks_[id];
+  if (st.collectives) st.pump_collectives(now);
   if (st.agent && st.needs_agent(now)) {  // its agent is here: no driver
     agent_turn(id, now, loop.major(), false, batch);
     return;

@@ -1,0 +1,99 @@
+"""A data-parallel worker's collectives in the compiled core: `CoreHosts` whose workers
+(`host.agent.Worker`, payload-free) hand each collective's steps to the core as they begin it
+(dlcp_native/src/host/worker_collectives.hpp, the twin of `Worker.on_message`, `_progress`
+and `_send_size`) and hear back once, when its last step is done. The worker keeps the rest:
+compute, the bucket queue, every record. Python is then called once a collective and for
+the compute timers, not once a message.
+
+The core sends the messages `_send_size` would make: the same sizes, keys and priorities, and
+the chunk magnitudes drawn from the collective's generator in the order the Python worker
+draws them (all of a collective's at once: `plan.collective_magnitudes`). Event for event it
+does what the Python worker did over the same endpoints (its turn is stack.py's pump, under
+the major the driver would have used), so summaries are identical (tests/test_core_ring.py);
+`experiment.engine.choose_ring_collectives` says which runs take this path.
+"""
+import numpy as np
+
+from dlcp_emu.host.plan import collective_magnitudes
+from dlcp_emu.sim.core_hosts import CoreHosts
+from dlcp_emu.sim.hosts import TRAINING
+from dlcp_emu.wire.layout import TCLASS_GRADIENT, tensor_id
+
+NONE = (-1, -1, -1)   # a step's missing send or receive
+
+
+class CoreCollectives:
+    """What a Worker calls to run a collective's steps in the core (`Worker.collectives`)."""
+
+    def __init__(self, core, sid, stack):
+        self.core, self.sid, self.stack = core, sid, stack
+        self.handed = None   # the collective the core is running
+
+    def run(self, c, now):
+        """Hand collective `c` over (once); True if its steps are done (c.lost has what they lost)."""
+        if self.handed is c:
+            return False
+        w, stack = self.stack.agent, self.stack
+        rows, sends, counts = [], [], []
+        for phase, step, send, recv in c.steps:
+            n = 0
+            if send is not None:
+                n = send.stop - send.start
+                c.sent_bytes += n
+                c.dense_bytes += n
+                cs = stack.sender(send.dst).payload_size   # made as the first message to dst would
+                sends.append((send.start, n, cs))
+            counts.append(-(-n // cs) if n else 0)
+            rows.append((phase, tensor_id(c.bucket.index, phase, step),
+                         *(NONE if send is None else (send.dst, send.start, send.stop)),
+                         *(NONE if recv is None else (recv.src, recv.start, recv.stop))))
+        mags = collective_magnitudes(w.trace, w.plan, c.bucket, sends, c.rng)
+        ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        steps = np.array(rows, dtype=np.int64).reshape(len(rows), 8)
+        lost = self.core.begin_collective(self.sid, c.iteration, c.bucket.priority, TCLASS_GRADIENT, steps, ptr,
+                                          mags, now)
+        if lost is None:
+            self.handed = c
+            return False
+        c.lost.extend(lost)
+        c.k = len(c.steps)
+        return True
+
+    def turn(self, now):
+        """The driver calls the worker: first the collective that ended in the core, if one did."""
+        lost = self.core.take_ended_collective(self.sid)
+        if lost is not None:
+            self.handed = None
+            self.stack.agent.steps_ended(lost, now)
+
+
+class CoreRingHosts(CoreHosts):
+    def __init__(self, net, stacks, host_of_rank, packet_records=False):
+        """stacks: {rank: HostStack with native endpoints over a payload-free Worker}."""
+        super().__init__(net, stacks, host_of_rank, packet_records=packet_records)
+        self.collectives = {}
+        for rank, stack in stacks.items():
+            sid = self.stack_id[(TRAINING, rank)]
+            policy = stack.policy
+            if policy.drop_order != "magnitude" or policy.class_edges is not None:
+                raise ValueError("collectives in the core plan chunks by magnitude with the message's own classes; "
+                                 f"drop_order {policy.drop_order!r} needs the Python worker")
+            self.core.attach_collectives(sid, rank, (stack.sender_cls.bounded_loss, float(policy.droppable_fraction),
+                                                     float(policy.loss_bound)))
+            stack.agent.collectives = self.collectives[rank] = CoreCollectives(self.core, sid, stack)
+
+    def _agent(self, job, rank, now):
+        if job == TRAINING:
+            self.collectives[rank].turn(now)
+        super()._agent(job, rank, now)
+
+    def collect(self):
+        """As CoreHosts', and the deliveries the core took for the workers, into their stacks."""
+        super().collect()
+        for rank, stack in self.jobs[TRAINING].items():
+            d = self.core.collectives_deliveries(self.stack_id[(TRAINING, rank)])
+            by_class = {i: dict(pairs) for i, pairs in d["lost_by_class"]}
+            cols = [d[k].tolist() for k in ("src", "iteration", "tensor_id", "nbytes", "lost_bytes", "first_ns",
+                                              "done_ns")]
+            stack.deliveries = [(*row, by_class.get(i, {})) for i, row in enumerate(zip(*cols))]
