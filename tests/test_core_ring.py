@@ -1,0 +1,113 @@
+"""A payload-free ring's collective steps in the core (dlcp_native/src/host/worker_collectives.cpp,
+sim/core_ring.py) against the Python worker that is its oracle (`host.agent.Worker`, stepping
+every message), run for run over the same core endpoints: the same summaries and tables,
+packet header by packet header, for fifo and dlcp (bounded loss acting), 2 to 16 workers,
+several buckets, background flows and DS-Sync groups; and the core calls Python once a
+collective and per compute timer, not once a message."""
+import collections
+
+import pandas as pd
+import pytest
+
+from dlcp_emu.experiment import run as experiment_run
+from dlcp_emu.experiment.engine import choose_ring_collectives
+from dlcp_emu.experiment.spec import load_spec
+from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+from dlcp_emu.sim.native import NativeSimNetwork
+from dlcp_emu.sim.run import SimBackend
+
+TABLES = ("iterations", "tensors", "deliveries", "ports", "queues", "background", "packets")
+# A loss bound of 20%: bounded loss gives up chunks of these small messages (1% of one would be
+# less than a chunk), so the chunks' drawn magnitudes decide what is lost.
+LOSSY = {"transport.loss_bound": 0.2}
+DEFAULT = {"byte_scale": 0.01, "workload.iterations": 2, **LOSSY}   # 4 buckets, background flows on
+FAT_TREE = {"byte_scale": 0.002, "mtu": 1500, "workload.workers": 16, "topology.k": 4, "workload.iterations": 2,
+            "workload.fusion_bytes": 25_000_000, "workload.fusion_cycle_ms": 5.0, **LOSSY}
+CASES = {   # (example, preset, fields)
+    "2-workers-dlcp": ("examples/default.toml", "dlcp", {**DEFAULT, "workload.workers": 2}),
+    "4-workers-fifo": ("examples/default.toml", "fifo", DEFAULT),
+    "6-workers-dlcp": ("examples/default.toml", "dlcp", {**DEFAULT, "workload.workers": 6}),
+    "ds-sync-dlcp": ("examples/default.toml", "dlcp", {**DEFAULT, "workload.workers": 6,
+                                                        "workload.pattern": "ds-sync", "workload.group_size": 3}),
+    "16-workers-dlcp": ("examples/fat-tree-1024-sim.toml", "dlcp", FAT_TREE),
+    "16-workers-fifo": ("examples/fat-tree-1024-sim.toml", "fifo", FAT_TREE),
+}
+
+
+def spec_of(path, fields):
+    spec = load_spec(path).with_field("payload", "sizes").with_field("packet_records", True)
+    for name, value in fields.items():
+        spec = spec.with_field(name, value)
+    return spec
+
+
+def simulate(spec, preset, tmp_path, agents):
+    return experiment_run.run(spec, SimBackend(agents=agents), preset, tmp_path / agents, log=lambda *_: None)
+
+
+@pytest.mark.parametrize("path,preset,fields", CASES.values(), ids=CASES.keys())
+def test_the_core_collectives_give_the_python_workers_run(path, preset, fields, tmp_path):
+    spec = spec_of(path, fields)
+    py, py_frames = simulate(spec, preset, tmp_path, "python")
+    core, core_frames = simulate(spec, preset, tmp_path, "core")
+    assert core["engine_note"].endswith("ring collectives in the core"), core["engine_note"]
+    assert py["engine_note"].endswith("ring collectives in Python (asked for)")
+    assert core["completed"] and core["events"] > 0
+    assert {k: v for k, v in core.items() if k not in WALL_CLOCK_KEYS} == \
+        {k: v for k, v in py.items() if k not in WALL_CLOCK_KEYS}
+    for name in TABLES:
+        pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
+                                      py_frames[name].reset_index(drop=True), obj=name)
+
+
+def test_the_cases_lose_bytes_over_several_buckets(tmp_path):
+    """The comparison above is not of quiet runs: bounded loss gives up gradient bytes (so the
+    chunks' drawn classes and droppable flags decide what is lost), over several buckets a
+    rank, with background flows sharing the links."""
+    path, preset, fields = CASES["6-workers-dlcp"]
+    s, f = simulate(spec_of(path, fields), preset, tmp_path, "core")
+    assert f["tensors"]["lost_bytes"].sum() > 0
+    assert f["packets"]["drop_reason"].notna().any()
+    assert f["tensors"].groupby(["rank", "iteration"]).size().min() >= 2
+    assert len(f["background"]) > 0
+
+
+def test_the_core_calls_python_once_a_collective_not_once_a_message(tmp_path, monkeypatch):
+    """Count the core's calls of the workers' Python (the AGENT entries its loop hands out): with
+    the collectives in the core, at most one a collective and one a compute timer of each rank;
+    with the Python worker, one or more a message delivered."""
+    calls = collections.Counter()
+    on_agent = NativeSimNetwork.on_agent
+
+    def counting(self, sid, turn):
+        def counted(now):
+            calls[sid] += 1
+            return turn(now)
+        on_agent(self, sid, counted)
+
+    monkeypatch.setattr(NativeSimNetwork, "on_agent", counting)
+    path, preset, fields = CASES["16-workers-dlcp"]
+    spec = spec_of(path, {**fields, "workload.iterations": 1})
+    s, f = simulate(spec, preset, tmp_path, "core")
+    ranks, tensors = spec.workload["workers"], len(f["tensors"])
+    messages = len(f["deliveries"])
+    assert s["completed"] and messages == tensors * 2 * (ranks - 1)
+    # per rank: a call when each collective ends, and one per compute timer (forward, each
+    # bucket's release, the end of backward): a few a bucket, far below 30 messages a bucket
+    assert sum(calls.values()) <= 3 * tensors + 2 * ranks
+    calls.clear()
+    simulate(spec, preset, tmp_path, "python")
+    assert sum(calls.values()) >= messages
+
+
+def test_where_the_collectives_run_is_chosen_and_said():
+    auto = {"endpoints_in_core": True, "payload": "sizes", "drop_order": "magnitude"}
+    assert choose_ring_collectives("auto", **auto) == ("core", "ring collectives in the core")
+    assert choose_ring_collectives("python", **auto) == ("python", "ring collectives in Python (asked for)")
+    assert choose_ring_collectives("auto", **(auto | {"payload": "values"})) == \
+        ("python", "ring collectives in Python (payload 'values': the worker sums, compresses or trains on what arrives)")
+    assert choose_ring_collectives("auto", **(auto | {"drop_order": "random"}))[0] == "python"
+    assert choose_ring_collectives("auto", **(auto | {"endpoints_in_core": False}))[0] == "python"
+    assert choose_ring_collectives("auto", **auto, jobs=2)[0] == "python"
+    with pytest.raises(ValueError, match="agents: 'core' cannot run here: payload 'values'"):
+        choose_ring_collectives("core", **(auto | {"payload": "values"}))
