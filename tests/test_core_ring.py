@@ -111,3 +111,9 @@ def test_where_the_collectives_run_is_chosen_and_said():
     assert choose_ring_collectives("auto", **auto, jobs=2)[0] == "python"
     with pytest.raises(ValueError, match="agents: 'core' cannot run here: payload 'values'"):
         choose_ring_collectives("core", **(auto | {"payload": "values"}))
+
+
+def test_the_benchmark_runs_the_ring_both_ways_alike():
+    from dlcp_emu.tools import bench_sim
+    r = bench_sim.ring(k=4, byte_scale=0.01)
+    assert r["identical"] and r["core"]["packet_hops"] == r["python"]["packet_hops"] > 0 and r["ratio"] > 0

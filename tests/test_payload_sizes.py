@@ -32,7 +32,7 @@ def test_sizes_move_the_bytes_of_values_and_time_them_alike(tmp_path):
     # The chunks' classes are drawn, not computed from values: close, not equal.
     assert sizes["iteration_time_mean_s"] == pytest.approx(values["iteration_time_mean_s"], rel=0.05)
     assert 0 < sizes["loss_fraction"] <= sizes["loss_bound"]
-    assert sizes["engine_note"].endswith("hosts' endpoints in the core")
+    assert sizes["engine_note"].endswith("hosts' endpoints in the core; ring collectives in the core")
 
 
 @pytest.mark.parametrize("fields,message", [

@@ -128,7 +128,8 @@ def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_
 def test_auto_is_native_when_every_stage_is(tmp_path):
     s, _ = simulate(spec_of("examples/default.toml", SMALL), "dlcp", "auto", tmp_path)
     assert (s["engine"], s["engine_note"]) == ("native", "every stage of the pipeline is native; hosts' endpoints in "
-                                                         "the core")
+                                                         "the core; ring collectives in Python (payload 'values': the "
+                                                         "worker sums, compresses or trains on what arrives)")
 
 
 def test_an_unknown_engine_is_a_spec_error():

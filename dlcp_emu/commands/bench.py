@@ -161,17 +161,20 @@ def _bench_sim(args):
     e2e = bench_sim.end_to_end(args.spec, byte_scale=args.byte_scale, iterations=args.iterations, log=log)
     grow = bench_sim.growth(log=log)
     sched = bench_sim.schedule(log=log)
+    ring = bench_sim.ring(log=log)
     net = result["engines"]
     out = {"packet_hops_per_s": e2e["native"]["packet_hops_per_s"],
            "python_packet_hops_per_s": e2e["python"]["packet_hops_per_s"],
            "ratio": round(e2e["native"]["packet_hops_per_s"] / e2e["python"]["packet_hops_per_s"], 2),
            "native_network_packet_hops_per_s": e2e["native_network"]["packet_hops_per_s"],
-           "identical": e2e["identical"] and sched["identical"],
+           "identical": e2e["identical"] and sched["identical"] and ring["identical"],
            "schedule_packet_hops_per_s": sched["core"]["packet_hops_per_s"], "schedule_ratio": sched["ratio"],
+           "ring_packet_hops_per_s": ring["core"]["packet_hops_per_s"], "ring_ratio": ring["ratio"],
            "network_packet_hops_per_s": net["native"]["packet_hops_per_s"],
            "network_python_packet_hops_per_s": net["python"]["packet_hops_per_s"],
            "network_ratio": round(net["native"]["packet_hops_per_s"] / net["python"]["packet_hops_per_s"], 1),
-           "k": args.k, "end_to_end": e2e, "growth": grow, "schedule": sched, **result}
+           "k": args.k, "end_to_end": e2e, "growth": grow, "schedule": sched, "ring": ring,
+           **result}
     if args.plot:
         bench_sim.plot(result, args.plot)
     if args.json:
@@ -218,6 +221,13 @@ def _bench_sim(args):
         print(f"  {what}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s ({r['core_s']:.2f} s in the "
               f"core): {r['packet_hops_per_s']:,}/s")
     print(f"  core / python agents = {sched['ratio']}x; summaries identical: {sched['identical']}")
+    print(f"a payload-free ring: fat-tree-1024-sim.toml over {ring['hosts']} hosts, byte scale "
+          f"{ring['byte_scale']:g}, {ring['preset']}, native engine, endpoints in the core:")
+    for agents, what in (("core", "collective steps in the core"), ("python", "collective steps in the Python worker")):
+        r = ring[agents]
+        print(f"  {what}: {r['packet_hops']:,} packet-hops in {r['wall_s']:.2f} s ({r['run_cpu_s']:.2f} CPU-s, "
+              f"{r['core_cpu_s']:.2f} of it in the core): {r['packet_hops_per_s']:,}/s")
+    print(f"  core / python = {ring['ratio']}x; summaries identical: {ring['identical']}")
     print(f"this machine: {result['python_loop_ns']} ns a plain Python loop iteration; building a fat "
           f"tree k=16 (1024 hosts) and one switch's routes: {result['fat_tree_k16_build_s']:.3f} s")
     if args.plot:

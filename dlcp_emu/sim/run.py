@@ -127,7 +127,7 @@ def build_network(setup: Setup, hosts="auto", prefetch=None, agents="auto"):
         where, note = choose_ring_collectives(agents, endpoints_in_core=in_core, payload=spec.payload,
                                               drop_order=spec.transport["drop_order"], jobs=len(jobs))
         rings_in_core = where == "core"
-        net.engine_note += f"; {note}"
+        net.engine_note += f"; {note}" if in_core else ""   # with Python's endpoints nothing else can
     first = _stacks(setup, jobs[0], in_core, prefetch, agents_in_core)
     if agents_in_core:
         sim_hosts = CoreScheduleHosts(net, first, setup.placement.host_of_rank, packet_records=spec.packet_records)

@@ -12,7 +12,8 @@ End to end: a whole simulated run of a spec (hosts, transports and agents includ
 default), the native network with the endpoints in Python, and the Python engine.
 
 A schedule (`schedule`): an LLM spec's run on the native engine with its schedule agents in
-the core and with the Python agents over the same endpoints in the core.
+the core and with the Python agents over the same endpoints in the core; a payload-free ring
+(`ring`) likewise, its collective steps in the core and in the Python worker.
 """
 import gc
 import random
@@ -173,30 +174,48 @@ def schedule(spec_path="examples/llm-tp-dp.toml", preset="dlcp", byte_scale=None
     core and in Python: packet-hops per second of each, their ratio, and whether the summaries
     are identical (they must be). byte_scale: None for the spec's (the fewer bytes a message,
     the more the agents' share of the run)."""
-    import tempfile
-
     from dlcp_emu.experiment.spec import load_spec
-    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
-    from dlcp_emu.experiment.run import run
-    from dlcp_emu.sim.run import SimBackend
     spec = load_spec(spec_path).with_field("workload.iterations", iterations).with_field("engine", "native")
     byte_scale = spec.byte_scale if byte_scale is None else byte_scale
     spec = spec.with_field("byte_scale", byte_scale)
     spec = spec.with_field("packet_records", False).with_field("payload", payload)
+    label = f"schedule: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), payload {payload}"
+    return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations,
+            "payload": payload, **_agents_both_ways(spec, preset, label, log)}
+
+
+def ring(k=8, byte_scale=0.125, preset="dlcp", log=None):
+    """`examples/fat-tree-1024-sim.toml` made smaller (a fat tree of k, every host a worker, one
+    payload-free ResNet-50 ring all-reduce; k=8 and byte scale 0.125 keep its ~100 KB
+    messages) with the ring's collective steps in the core and in the Python worker, as
+    `schedule` compares a schedule's agents."""
+    from dlcp_emu.experiment.spec import load_spec
+    spec = load_spec("examples/fat-tree-1024-sim.toml").with_field("byte_scale", byte_scale) \
+        .with_field("workload.workers", k ** 3 // 4).with_field("topology.k", k)
+    label = f"ring: fat-tree-1024-sim.toml on a fat tree k={k}, byte scale {byte_scale:g}"
+    return {"hosts": k ** 3 // 4, "byte_scale": byte_scale, "preset": preset,
+            **_agents_both_ways(spec, preset, label, log)}
+
+
+def _agents_both_ways(spec, preset, label, log):
+    """The run with its agents (or ring collectives) in the core and in Python, endpoints in the core."""
+    import tempfile
+
+    from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
+    from dlcp_emu.experiment.run import run
+    from dlcp_emu.sim.run import SimBackend
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for agents in ("core", "python"):
             if log:
-                log(f"schedule: {spec_path} {preset}, byte scale {byte_scale:g}, {iterations} iteration(s), "
-                    f"payload {payload}, agents in {agents}")
+                log(f"{label}, agents in {agents}")
             gc.collect()
             runs[agents], _ = run(spec, SimBackend("core", agents), preset, f"{tmp}/{agents}", log=lambda *_: None)
     out = {a: {"packet_hops": s["packet_hops"], "wall_s": round(s["wall_s"], 3), "core_s": round(s["core_wall_s"], 3),
+               "run_cpu_s": round(s["run_cpu_s"], 3), "core_cpu_s": round(s["core_cpu_s"], 3),
                "packet_hops_per_s": s["packet_hops_per_s"]} for a, s in runs.items()}
     same = [{k: v for k, v in s.items() if k not in WALL_CLOCK_KEYS} for s in runs.values()]
-    return {"spec": str(spec_path), "preset": preset, "byte_scale": byte_scale, "iterations": iterations,
-            "payload": payload, **out,
-            "ratio": round(out["core"]["packet_hops_per_s"] / out["python"]["packet_hops_per_s"], 2),
+    return {**out, "ratio": round(out["core"]["packet_hops_per_s"] / out["python"]["packet_hops_per_s"], 2),
             "identical": same[0] == same[1]}
 
 
