@@ -117,3 +117,33 @@ def test_the_benchmark_runs_the_ring_both_ways_alike():
     from dlcp_emu.tools import bench_sim
     r = bench_sim.ring(k=4, byte_scale=0.01)
     assert r["identical"] and r["core"]["packet_hops"] == r["python"]["packet_hops"] > 0 and r["ratio"] > 0
+
+
+def test_a_collective_that_does_not_fit_is_refused_naming_what(tmp_path):
+    """What the core is handed is checked: each step's magnitudes, its byte ranges, a sender
+    made for each destination, one collective at a time."""
+    import numpy as np
+
+    from dlcp_emu.sim.run import build
+    path, preset, fields = CASES["2-workers-dlcp"]
+    _, _, _, hosts = build(spec_of(path, fields), preset, agents="core")
+    core, sid = hosts.core, hosts.stack_id[(0, 0)]
+    step = [[0, 0, 1, 0, 8000, 1, 0, 8000]]   # phase, tensor id, send to 1 [0, 8000), receive from 1
+
+    def begin(steps=step, ptr=(0, 6), mags=np.ones(6)):
+        return core.begin_collective(sid, 0, 0, 1, np.array(steps), np.array(ptr), np.asarray(mags, float), 0)
+
+    with pytest.raises(ValueError, match="collective: mag_ptr must be one offset a step and one more"):
+        begin(ptr=(0, 5))
+    with pytest.raises(ValueError, match="step 0: a send needs a non-empty byte range and magnitudes"):
+        begin(steps=[[0, 0, 1, 8000, 8000, 1, 0, 8000]])
+    with pytest.raises(ValueError, match="collective: steps must be an \\(n, 8\\) array"):
+        begin(steps=[[0, 0, 1, 0, 8000, 1, 0]])
+    with pytest.raises(ValueError, match="rank 0: no sender to rank 1"):
+        begin()
+    hosts.jobs[0][0].sender(1)
+    with pytest.raises(ValueError, match="step 0's message of 8000 bytes needs one magnitude per 1424-byte chunk, got 3"):
+        begin(ptr=(0, 3), mags=np.ones(3))
+    assert begin() is None   # sent, waiting for rank 1's message
+    with pytest.raises(ValueError, match="rank 0: a collective is running"):
+        begin()

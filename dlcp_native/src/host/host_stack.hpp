@@ -152,6 +152,7 @@ class HostStack {
   void send(const Outgoing& m, int64_t now);  // one message of the agent's to its sender
   void send_sized(const SizedMessage& m, int64_t now);  // one of the collectives'
   void record(transport::Delivery& d);  // into `deliveries`
+  transport::Sender* sender_to(int64_t dst) const;  // null: none made
 
   transport::Receiver* receiver_;
   std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
