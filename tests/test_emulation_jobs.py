@@ -11,6 +11,7 @@ from dlcp_emu.emu.run import EmuBackend
 from dlcp_emu.experiment.run import run
 from dlcp_emu.experiment.spec import parse_spec
 from dlcp_emu.sim.run import SimBackend
+from switch_models.traffic import TRAFFIC_CLASSES
 
 pytestmark = [pytest.mark.root]
 
@@ -44,3 +45,38 @@ def test_two_jobs_emulated(tmp_path):
     key = ["job", "rank", "iteration", "bucket", "nbytes", "sent_bytes", "lost_bytes"]
     assert sorted(frames["tensors"][key].itertuples(index=False, name=None)) == \
         sorted(sim_frames["tensors"][key].itertuples(index=False, name=None))
+
+
+# A ring beside a schedule: a 1-layer transformer, tensor parallel 2 x data parallel 2, on the
+# hosts the ring leaves (packed: h2 h3 | h5 h6), every host's packets logged.
+LLM = {"kind": "llm", "model": "gpt3-1.3b", "layers": 1, "workers": 4, "iterations": 2, "gpus_per_server": 1,
+       "parallelism": {"dp": 2, "tp": 2, "seq_len": 128}}
+WITH_SCHEDULE = {**SPEC, "name": "ring-and-llm", "packet_records": True, "transport": {"kind": "auto"},
+                 "jobs": [{"name": "ring", "placement": "spread", "workload": {**RING, "iterations": 2}},
+                          {"name": "llm", "placement": "packed", "workload": LLM}]}
+
+
+def test_a_schedule_job_beside_a_ring_emulated(tmp_path):
+    spec = parse_spec(WITH_SCHEDULE)
+    s, frames = run(spec, EmuBackend(live=False), "dlcp", tmp_path, log=lambda m: None)
+    assert s["completed"], (s.get("stopped_because"), s.get("host_exits"))
+    its = frames["iterations"]
+    done = its[its["total_s"].notna()]
+    for job, ranks in (("ring", 2), ("llm", 4)):   # every rank of each job, every iteration
+        mine = done[done["job"] == job]
+        assert sorted(zip(mine["rank"], mine["iteration"])) == [(r, i) for r in range(ranks) for i in range(2)]
+    # The switches read each frame's job: both jobs' ids, and the per-job rows add up to the ports'
+    per_job, ports = frames["job_ports"], frames["ports"]
+    assert {"ring", "llm"} <= set(per_job["job"]) <= {"ring", "llm", "other"}
+    summed = per_job.groupby(["switch", "port"])[["tx_packets", "tx_bytes", "dropped"]].sum()
+    own = ports.set_index(["switch", "port"]).loc[summed.index, ["tx_packets", "tx_bytes", "dropped"]]
+    assert (summed.sort_index().values == own.sort_index().values).all()
+    # The classes on the wire (the receivers' headers): the schedule's three, the ring's gradients
+    got = frames["packets"][frames["packets"]["fate"] != "lost"]
+    classes = got.groupby("job")["tclass"].agg(lambda c: {TRAFFIC_CLASSES[x] for x in c})
+    assert classes["llm"] == {"gradient", "activation", "activation-gradient"}
+    assert classes["ring"] == {"gradient"}
+    assert set(s["jobs"]["llm"]["traffic_classes"]) == {"gradient", "activation", "activation-gradient"}
+    # Each job judged by its own plan and hosts; the run by its worst
+    assert set(s["fidelity"]["jobs"]) == {"ring", "llm"}
+    assert s["fidelity"]["estimate"] == s["fidelity"]["jobs"][s["fidelity"]["estimate_of_job"]]["estimate"]

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from dlcp_emu.emu import PROJECT_ROOT
 from dlcp_emu.emu.capture import listing
 from dlcp_emu.emu.host_process import write_start
+from dlcp_emu.emu.job_fidelity import job_verdicts, plan_steps, worst_verdict
 from dlcp_emu.emu.liveview import LiveView
 from dlcp_emu.emu.net import EmulationRun
 from dlcp_emu.emu.placement import split_cpus
@@ -27,12 +28,9 @@ from dlcp_emu.emu.run_records import (
 )
 from dlcp_emu.experiment.engine import choose_engine
 from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
-from dlcp_emu.experiment.fidelity_estimate import critical_steps
 from dlcp_emu.experiment.backend import Outcome
 from dlcp_emu.experiment.jobs_run import job_setups
-from dlcp_emu.experiment.spec_schedule import is_schedule
 from dlcp_emu.experiment.topology import host_frame_ns
-from dlcp_emu.host.schedule_plan import SchedulePlan
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
@@ -66,10 +64,6 @@ class EmuBackend:
         if spec.payload != "values":
             raise ValueError(f"payload: {spec.payload!r} (payload-free) runs in the simulator only; the "
                              "emulator's hosts send real bytes (payload = \"values\")")
-        for job in spec.jobs:
-            if is_schedule(job.spec.workload):
-                raise ValueError(f"jobs[{job.index}].workload.kind: in a spec of [[jobs]] the emulator runs jobs "
-                                 "of a trace or a zoo model so far (schedule jobs: --backend sim)")
         if spec.dilation_auto:   # a run at the placeholder 1 would be wildly late, and say nothing
             raise ValueError("time_dilation \"auto\" is chosen before an emulation (study/dilation.py)")
         transport = spec.transport_for(pipeline)
@@ -187,10 +181,12 @@ def _emulate(setup, log, capture, live):
     fidelity.update(cpu_use(records, run.stats, bg_outs.values(), cpu.get("busy"), cpu.get("steal"), duration))
     fidelity["switch_wake_period_us"] = switch_wake_period_ns(frame_ns) / 1e3
     fidelity["cpus"] = {"switches": switch_cpus, "hosts": host_cpus}   # emu/placement.py
-    fidelity.update(host_fidelity(records, plan.compute_ns, frame_ns))
+    fidelity.update(host_fidelity(records, {j.name: j.plan.compute_ns for j in setup.jobs} if setup.jobs
+                                  else plan.compute_ns, frame_ns))
     # How long after the common start the last host began (its wake-up from a sleep).
     fidelity["host_start_late_ms"] = (max(starts) - start_at) / 1e6 if starts and start_at else None
-    frames = {"background": background_table(bg_outs, spec.scale), "packets": _packets(run_dir, outs, spec.scale, t0)}
+    frames = {"background": background_table(bg_outs, spec.scale), "packets": _packets(run_dir, outs, spec.scale, t0,
+                                                                                  keys if setup.jobs else None)}
     state = SimpleNamespace(run=run, log=log, frame_ns=frame_ns, records=records, torn=torn,
                             queue_note=queue_note, host_exits=host_exits)
     return Outcome(records, counters, samples, fidelity, duration, interrupted, frames, t0_ns=t0, state=state)
@@ -201,13 +197,14 @@ def _summarize(setup, out, s, capture):
     spec, placement, plan = setup.spec, setup.placement, setup.plan
     kept = out.state
     run, records, fidelity, log = kept.run, kept.records, out.fidelity, kept.log
-    fidelity.update(judge(fidelity, frame_ns=kept.frame_ns, compute_share=s["scaling_factor"],
-                          iteration_s=s["iteration_time_mean_s"], dilation=spec.time_dilation,
-                          tolerance=spec.fidelity_tolerance,
-                          steps=plan.critical_steps if isinstance(plan, SchedulePlan) else
-                          critical_steps(spec.workload["pattern"], len(plan.buckets),
-                                         workers=placement.workers, ps_ranks=placement.ps_ranks,
-                                         group_size=spec.workload["group_size"])))
+    if setup.jobs:   # each job by its own plan and hosts; the run by its worst job
+        fidelity["jobs"] = job_verdicts(setup.jobs, records, switch_fidelity(run.stats), frame_ns=kept.frame_ns,
+                                        dilation=spec.time_dilation, tolerance=spec.fidelity_tolerance)
+        fidelity.update(worst_verdict(fidelity["jobs"]))
+    else:
+        fidelity.update(judge(fidelity, frame_ns=kept.frame_ns, compute_share=s["scaling_factor"],
+                              iteration_s=s["iteration_time_mean_s"], dilation=spec.time_dilation,
+                              tolerance=spec.fidelity_tolerance, steps=plan_steps(spec, placement, plan)))
     s["engine"] = spec.engine
     s["data_planes"] = data_planes(records, run.stats)
     s["switch_conservation_ok"] = all(st.get("conservation", {}).get("ok", False)
@@ -242,7 +239,8 @@ def _summarize(setup, out, s, capture):
 def data_planes(records, stats):
     """Which data plane each host process and switch ran, and why: {"hosts": {rank:
     [engine, why]}, "switches": {name: [model engine, loop]}}."""
-    return {"hosts": {r["rank"]: [r.get("engine"), r.get("engine_note")] for r in records},
+    return {"hosts": {(f"{r['job']}-{r['rank']}" if r.get("job") else r["rank"]): [r.get("engine"), r.get("engine_note")]
+                      for r in records},
             "switches": {name: [st.get("engine"), st.get("loop")] for name, st in stats.items() if st}}
 
 
@@ -351,15 +349,21 @@ def _failed(procs, run_dir):
             for h, p in procs.items() if p.poll() not in (None, 0)}
 
 
-def _packets(run_dir, outs, scale, t0):
-    """The hosts' per-packet logs joined into one table with each packet's fate."""
+def _packets(run_dir, outs, scale, t0, keys=None):
+    """The hosts' per-packet logs joined into one table with each packet's fate. keys:
+    {process key: (job, rank)} of a run of [[jobs]]: each job's packets joined on their own
+    (ranks repeat across jobs), in a `job` column."""
+    import pandas as pd
     from dlcp_emu.host.packet_log import packet_table, read_records, record_files
-    logs = []
-    for rank in outs:
-        base = run_dir / f"packets-{rank}"
+    logs = {}
+    for key in outs:
+        base = run_dir / f"packets-{key}"
         records = read_records(base)
         if records is not None:
-            logs.append(records)
+            logs.setdefault(keys[key][0].name if keys else None, []).append(records)
         for path in record_files(base).values():
             Path(path).unlink(missing_ok=True)
-    return packet_table(logs, scale, t0)
+    if not keys:
+        return packet_table(logs.get(None, []), scale, t0)
+    parts = [packet_table(part, scale, t0).assign(job=name) for name, part in logs.items()]
+    return pd.concat(parts, ignore_index=True) if parts else packet_table([], scale, t0).assign(job=None)

@@ -38,7 +38,9 @@ def switch_fidelity(stats):
 
 def host_fidelity(records, compute_ns, frame_ns):
     """The hosts' side, from their records (hostd's format): `compute_ns` is one iteration's
-    planned compute, `frame_ns` the time a full frame takes on a host link (emulated ns)."""
+    planned compute, or {job: its} for records of several jobs (their `job`), `frame_ns` the
+    time a full frame takes on a host link (emulated ns)."""
+    plan = compute_ns.get if isinstance(compute_ns, dict) else lambda _job: compute_ns
     out = {}
     late = [x for r in records for x in r.get("timer_lateness_ns", [])]
     # How late the agents' compute timers fired (scheduling, Python), wall-clock us like the
@@ -47,7 +49,7 @@ def host_fidelity(records, compute_ns, frame_ns):
     # A late timer delays the rest of that iteration's forward pass (each layer's timer is
     # set when the previous one fires), so what stretches compute is the lateness summed
     # over an iteration: its mean per worker and iteration, as a fraction of the compute.
-    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / compute_ns
+    stretch = [r["timer_lateness_sum_ns"] / len(r["iterations"]) / plan(r.get("job"))
                for r in records if r.get("iterations") and "timer_lateness_sum_ns" in r]
     out["host_compute_stretch"] = float(sum(stretch) / len(stretch)) if stretch else None
     # How long datagrams waited in the hosts' sockets before their agent took them (kernel

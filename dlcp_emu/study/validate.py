@@ -17,6 +17,9 @@ from dlcp_emu.experiment import results
 from dlcp_emu.jsonio import write_json_atomic
 
 FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99"))
+# A spec of [[jobs]]: each job's figures too (compare's `jobs`, study/job_table.py).
+JOB_FIGURES = (("iteration_time_mean_s", "iter mean"), ("alone_iteration_time_mean_s", "alone"),
+               ("slowdown", "slowdown"))
 
 
 def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
@@ -43,6 +46,9 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
         row["emulation_fidelity"] = compare_table.fidelity_cell({"backend": "emulation", "fidelity": fid})
         d = row["iteration_time_mean_s"]["difference"]
         row["within_tolerance"] = d is not None and abs(d) <= tolerance
+        jobs = _jobs({b: runs[b]["summary"]["presets"].get(preset) or {} for b in runs}, tolerance)
+        if jobs:   # several jobs: each job's own figures side by side too
+            row["jobs"] = jobs
         rows.append(row)
     out = {"spec": spec.name, "seeds": seeds, "tolerance": tolerance, "presets": rows,
            "runs": {b: r["dir"] for b, r in runs.items()},
@@ -52,6 +58,22 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
     out_dir = results.new_run_dir(root, f"{spec.name}-validate")
     write_json_atomic(out_dir / "validation.json", out, indent=2)
     return out_dir, out
+
+
+def _jobs(by_backend, tolerance):
+    """{job: {figure: {"emu", "sim", "difference"}, "within_tolerance"}} of a preset of a
+    spec with [[jobs]] (its summaries' `jobs`, seeds averaged), or {} of a one-job spec."""
+    emu, sim = (by_backend[b].get("jobs") or {} for b in ("emu", "sim"))
+    out = {}
+    for name in emu:
+        line = {}
+        for key, _ in JOB_FIGURES:
+            e, s = emu[name].get(key), (sim.get(name) or {}).get(key)
+            line[key] = {"emu": e, "sim": s, "difference": None if not (e and s) else (e - s) / s}
+        d = line["iteration_time_mean_s"]["difference"]
+        line["within_tolerance"] = d is not None and abs(d) <= tolerance
+        out[name] = line
+    return out
 
 
 def _per_seed(summary, key):
@@ -83,13 +105,48 @@ def table(report):
                     "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%"]
         row += ["yes" if r["within_tolerance"] else "NO", r["emulation_fidelity"]]
         rows.append(row)
+    return _aligned(head, rows) + (f"\n(ms, real-world; mean over {report['seeds']} seed(s) ± their standard "
+                               "deviation; diff = (emulated - simulated) / simulated, on the means; a schedule's"
+                               "\n fct: its gradient messages' completion;"
+                               "\n emulation's estimate: what the emulated runs estimated of their own error, see `compare`)"
+                               ) + _job_table(report)
+
+
+def _job_table(report):
+    """Per job and preset, emulated against simulated ("" for a one-job spec)."""
+    head = ["job", "preset"]
+    for _, label in JOB_FIGURES:
+        head += [f"{label} emu", f"{label} sim", "diff"]
+    head += [f"within {report['tolerance'] * 100:g}%"]
+    rows = []
+    for name in dict.fromkeys(j for r in report["presets"] for j in r.get("jobs", {})):
+        for r in report["presets"]:
+            line = r.get("jobs", {}).get(name)
+            if line is None:
+                continue
+            row = [name, r["preset"]]
+            for key, _ in JOB_FIGURES:
+                f = line[key]
+                row += [_job_cell(key, f["emu"]), _job_cell(key, f["sim"]),
+                        "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%"]
+            rows.append(row + ["yes" if line["within_tolerance"] else "NO"])
+    if not rows:
+        return ""
+    return ("\n\nper job (iteration mean and its alone run, ms; slowdown = mean / alone; "
+            "within: the job's iteration mean)\n" + _aligned(head, rows))
+
+
+def _job_cell(key, value):
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if key == "slowdown" else f"{value * 1e3:.1f}"
+
+
+def _aligned(head, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + (f"\n(ms, real-world; mean over {report['seeds']} seed(s) ± their standard "
-                               "deviation; diff = (emulated - simulated) / simulated, on the means; a schedule's"
-                               "\n fct: its gradient messages' completion;"
-                               "\n emulation's estimate: what the emulated runs estimated of their own error, see `compare`)")
+    return "\n".join(lines)
 
 
 def _ms(mean, per_seed):
