@@ -150,7 +150,7 @@ def test_a_schedule_runs_fct_is_its_gradient_messages():
 
 def test_each_job_of_several_is_compared(monkeypatch, tmp_path):
     """A spec of [[jobs]]: each job's iteration mean, alone run and slowdown, emulated against
-    simulated (seeds averaged by compare), beside the run's."""
+    simulated (seeds averaged by compare), beside the run's, with each job's own estimate."""
     figures = {("emu", "a"): (0.42, 0.40), ("sim", "a"): (0.40, 0.40),
                ("emu", "b"): (0.90, 0.60), ("sim", "b"): (1.00, 0.50)}
 
@@ -161,7 +161,8 @@ def test_each_job_of_several_is_compared(monkeypatch, tmp_path):
                        "slowdown": figures[b, name][0] / figures[b, name][1]} for name in ("a", "b")}
         return {"iteration_time_mean_s": 0.6, "tensor_fct_p99_s": 0.1, "completed": True,
                 "loss_within_bound": True, "compression": {}, "jobs": jobs, "jain_fairness": 0.9,
-                "fidelity": fidelity(0.0 if b == "emu" else None)}
+                "fidelity": {**fidelity(8.0), "jobs": {"a": fidelity(1.0), "b": fidelity(8.0)}} if b == "emu"
+                else fidelity(None)}
     monkeypatch.setattr(compare, "run_one", run_one)
     _, report = validate.validate(SPEC, ["fifo"], tolerance=0.05, root=tmp_path, log=lambda m: None)
     jobs = report["presets"][0]["jobs"]
@@ -173,6 +174,6 @@ def test_each_job_of_several_is_compared(monkeypatch, tmp_path):
     assert jobs["b"]["slowdown"]["difference"] == pytest.approx(-0.25)
     text = validate.table(report)
     line = {j: next(x for x in text.splitlines() if x.split()[:2] == [j, "fifo"]) for j in "ab"}
-    assert "420.0" in line["a"] and "+5.0%" in line["a"] and line["a"].endswith("yes")
+    assert "420.0" in line["a"] and "+5.0%" in line["a"] and line["a"].split()[-2:] == ["yes", "~+1.0%"]
     assert "900.0" in line["b"] and "1000.0" in line["b"] and "-10.0%" in line["b"] and "1.500" in line["b"]
-    assert line["b"].endswith("NO")
+    assert line["b"].split()[-2:] == ["NO", "~+8.0%!"]   # each job its own estimate of its error

@@ -275,6 +275,8 @@ def _combine(per_seed):
     out["fidelity"] = {**worst, "fell_behind": any(f.get("fell_behind") for f in fid)}
     if any("estimate" in f for f in fid):   # emulated: the seeds' mean, as the figures are
         out["fidelity"].update(combine_estimates(fid))
+    if fid and fid[0].get("jobs"):   # several jobs emulated: each job's own estimate too (emu/job_fidelity.py)
+        out["fidelity"]["jobs"] = {name: combine_estimates([f["jobs"][name] for f in fid]) for name in fid[0]["jobs"]}
     if fid and "cpus" in fid[0]:   # the processes' placement (emu/placement.py), the same each run
         out["fidelity"]["cpus"] = fid[0]["cpus"]
     if len(per_seed) > 1:

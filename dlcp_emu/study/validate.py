@@ -47,6 +47,9 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
         d = row["iteration_time_mean_s"]["difference"]
         row["within_tolerance"] = d is not None and abs(d) <= tolerance
         jobs = _jobs({b: runs[b]["summary"]["presets"].get(preset) or {} for b in runs}, tolerance)
+        for name, line in jobs.items():   # what the emulated runs estimated of each job's error
+            own = (fid.get("jobs") or {}).get(name)
+            line["emulation_fidelity"] = compare_table.fidelity_cell({"fidelity": own}) if own else "-"
         if jobs:   # several jobs: each job's own figures side by side too
             row["jobs"] = jobs
         rows.append(row)
@@ -117,7 +120,7 @@ def _job_table(report):
     head = ["job", "preset"]
     for _, label in JOB_FIGURES:
         head += [f"{label} emu", f"{label} sim", "diff"]
-    head += [f"within {report['tolerance'] * 100:g}%"]
+    head += [f"within {report['tolerance'] * 100:g}%", "emulation's estimate"]
     rows = []
     for name in dict.fromkeys(j for r in report["presets"] for j in r.get("jobs", {})):
         for r in report["presets"]:
@@ -129,7 +132,7 @@ def _job_table(report):
                 f = line[key]
                 row += [_job_cell(key, f["emu"]), _job_cell(key, f["sim"]),
                         "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%"]
-            rows.append(row + ["yes" if line["within_tolerance"] else "NO"])
+            rows.append(row + ["yes" if line["within_tolerance"] else "NO", line.get("emulation_fidelity", "-")])
     if not rows:
         return ""
     return ("\n\nper job (iteration mean and its alone run, ms; slowdown = mean / alone; "
