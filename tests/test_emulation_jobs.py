@@ -2,7 +2,8 @@
 starting 30 ms later: every packet's job read by the emulated switches (per-job counters
 add up to the ports'), each job's iterations complete, the late one after its offset, and
 its slowdown comes from the alone emulation it names; the same bytes per tensor as the
-simulator synchronises on the same spec."""
+simulator synchronises on the same spec. And a schedule job (a transformer, tp x dp) beside
+a ring: each host derives its job's plan, tags its job, and its classes reach the wire."""
 import json
 
 import pytest

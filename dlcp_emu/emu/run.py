@@ -237,10 +237,10 @@ def _summarize(setup, out, s, capture):
 
 
 def data_planes(records, stats):
-    """Which data plane each host process and switch ran, and why: {"hosts": {rank:
-    [engine, why]}, "switches": {name: [model engine, loop]}}."""
-    return {"hosts": {(f"{r['job']}-{r['rank']}" if r.get("job") else r["rank"]): [r.get("engine"), r.get("engine_note")]
-                      for r in records},
+    """Which data plane each host process and switch ran, and why: {"hosts": {rank (several
+    jobs: "<job>-<rank>"): [engine, why]}, "switches": {name: [model engine, loop]}}."""
+    key = lambda r: f"{r['job']}-{r['rank']}" if r.get("job") else r["rank"]
+    return {"hosts": {key(r): [r.get("engine"), r.get("engine_note")] for r in records},
             "switches": {name: [st.get("engine"), st.get("loop")] for name, st in stats.items() if st}}
 
 
