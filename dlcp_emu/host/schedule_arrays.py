@@ -48,7 +48,9 @@ def _csr(lists):
 
 
 def rank_arrays(p):
-    """The RankProgram p flattened."""
+    """The RankProgram p flattened (RankArrays as they are: `schedule_programs.Programs.arrays`)."""
+    if isinstance(p, RankArrays):
+        return p
     sends = [s for ss in p.sends for s in ss]
     keys = list(p.recv_gid.items())
     return RankArrays(

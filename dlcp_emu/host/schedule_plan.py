@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.schedule import OpKind, TrafficClass, collectives, messages, steps
+from workloads.schedule import collectives, messages, steps
 
 from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 
@@ -49,7 +49,7 @@ class RankProgram:
 
 @dataclass(frozen=True)
 class SchedulePlan:
-    programs: tuple       # RankProgram by rank
+    programs: object      # RankProgram by rank (schedule_programs.Programs: made when asked for)
     gid_tclass: np.ndarray   # the traffic class of every message
     gid_src: np.ndarray
     gid_dst: np.ndarray
@@ -69,49 +69,47 @@ class SchedulePlan:
         """The messages a rank waits for in an iteration, the most of any rank: the steps
         whose every receive pays a host's wait (`fidelity_estimate`; a data-parallel worker's
         is its buckets' collective steps, the same count)."""
-        return max((sum(map(len, p.recvs)) for p in self.programs), default=0)
+        return self.programs.most_receives()
 
 
 def make_schedule_plan(s, scale, algorithms=None, server_of=None):
     """The programs of a valid schedule `s` on a run of this `scale` (dlcp_emu.scale.Scale).
-    algorithms: {collective kind: algorithm} (workloads.collectives.ALGORITHMS)."""
-    n_ops = s.n_ops
-    op_sends = [[] for _ in range(n_ops)]
-    op_recvs = [[] for _ in range(n_ops)]
-    src, dst, nbytes, tclass, layer_of, dims = [], [], [], [], [], []
-    op_layer = s.layer.tolist()
+    algorithms: {collective kind: algorithm} (workloads.collectives.ALGORITHMS).
 
-    def add(op_s, op_r, a, b, n, after, tc, dim):
-        gid = len(src)
-        dims.append(dim)
-        src.append(a)
-        dst.append(b)
-        nbytes.append(max(1, scale.nbytes(n)))
-        tclass.append(tc)
-        layer_of.append(op_layer[op_s])
-        op_sends[op_s].append((gid, after))
-        op_recvs[op_r].append(gid)
-        return gid
+    Built with numpy a collective at a time (a 1024-GPU LLaMA has ten million messages):
+    the messages' columns in gid order, each rank's program cut from them when asked for."""
+    from dlcp_emu.host.schedule_programs import Programs
 
+    cols = {k: [] for k in ("src", "dst", "nbytes", "after", "send_op", "recv_op", "tclass")}
+    dims, n = [], 0
+    op_of = np.full(s.n_ranks, -1, dtype=np.int64)
     for _, row in collectives(s).iterrows():
         st = steps(s, row, algorithms, server_of)
-        op_of = dict(zip(s.groups[int(row["group"])], (int(o) for o in row["ops"])))
-        dim = _kind(s.group_names[int(row["group"])])
-        g0 = len(src)
-        for k, (a, b, n, d) in enumerate(zip(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(),
-                                              st.dep.tolist())):
-            add(op_of[a], op_of[b], a, b, n, g0 + d if d >= 0 else -1, int(row["tclass"]), dim)
+        ranks = np.asarray(s.groups[int(row["group"])], dtype=np.int64)
+        op_of[ranks] = np.asarray(row["ops"], dtype=np.int64)
+        a, b, dep = (np.asarray(x, dtype=np.int64) for x in (st.src, st.dst, st.dep))
+        for k, v in (("src", a), ("dst", b), ("nbytes", np.asarray(st.nbytes, dtype=np.int64)),
+                     ("after", np.where(dep >= 0, n + dep, -1)), ("send_op", op_of[a]), ("recv_op", op_of[b]),
+                     ("tclass", np.full(len(a), int(row["tclass"]), dtype=np.int64))):
+            cols[k].append(v)
+        dims.append((_kind(s.group_names[int(row["group"])]), len(a)))
+        n += len(a)
     pp = [set(g) for g, name in zip(s.groups, s.group_names) if _kind(name) == "pp"]
-    for m in messages(s).itertuples(index=False):
-        a, b = int(m.src), int(m.dst)
-        add(int(m.send_op), int(m.recv_op), a, b, int(m.nbytes), -1, int(m.tclass),
-            "pp" if any(a in g and b in g for g in pp) else "p2p")
-    tids = _tensor_ids(src, dst, layer_of)
-    programs = tuple(_program(s, r, op_sends, op_recvs, src, dst, nbytes, tids, scale)
-                     for r in range(s.n_ranks))
-    return SchedulePlan(programs, np.asarray(tclass, dtype=np.int8), np.asarray(src), np.asarray(dst),
-                        np.asarray(nbytes, dtype=np.int64), s.n_ranks,
-                        max((p.compute_ns for p in programs), default=0), s, tuple(dims))
+    m = messages(s)
+    if len(m):
+        a, b = m["src"].to_numpy(np.int64), m["dst"].to_numpy(np.int64)
+        for k, v in (("src", a), ("dst", b), ("nbytes", m["nbytes"].to_numpy(np.int64)),
+                     ("after", np.full(len(a), -1, dtype=np.int64)), ("send_op", m["send_op"].to_numpy(np.int64)),
+                     ("recv_op", m["recv_op"].to_numpy(np.int64)), ("tclass", m["tclass"].to_numpy(np.int64))):
+            cols[k].append(v)
+        dims += [("pp" if any(x in g and y in g for g in pp) else "p2p", 1) for x, y in zip(a.tolist(), b.tolist())]
+    g = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+    # scale.nbytes, a message at a time: int() of the scaled size, at least one byte
+    g["nbytes"] = np.maximum(1, (g["nbytes"].astype(np.float64) * scale.byte_scale).astype(np.int64))
+    g["tid"] = _tensor_ids(g["src"], g["dst"], np.asarray(s.layer, dtype=np.int64)[g["send_op"]])
+    programs = Programs(s, scale, g)
+    return SchedulePlan(programs, g["tclass"].astype(np.int8), g["src"], g["dst"], g["nbytes"], s.n_ranks,
+                        programs.most_compute(), s, _dims(dims))
 
 
 def _kind(group_name):
@@ -119,32 +117,30 @@ def _kind(group_name):
     return group_name.split("[", 1)[0]
 
 
-def _tensor_ids(src, dst, layer_of):
-    count, out = {}, []
-    for a, b, layer in zip(src, dst, layer_of):
-        code = min(max(layer + 1, 0), (1 << 16) - 1)   # -1 (no layer): 0
-        n = count.get((a, b, code), 0)
-        if n >= MAX_LAYER_MESSAGES:
-            raise ValueError(f"more than {MAX_LAYER_MESSAGES} messages of layer {layer} from rank {a} "
-                             f"to rank {b} in one iteration: they cannot be told apart on the wire")
-        count[(a, b, code)] = n + 1
-        out.append(code << TENSOR_LAYER_SHIFT | n)
-    return out
+def _dims(runs):
+    """gid_dim from (kind, count) runs in gid order: an array of the kinds' names."""
+    names = list(dict.fromkeys(k for k, _ in runs))
+    code = np.repeat(np.asarray([names.index(k) for k, _ in runs], dtype=np.int64),
+                     np.asarray([c for _, c in runs], dtype=np.int64))
+    return np.asarray(names, dtype=object)[code] if len(code) else np.zeros(0, dtype=object)
 
 
-def _program(s, r, op_sends, op_recvs, src, dst, nbytes, tids, scale):
-    lo, hi = int(s.rank_ptr[r]), int(s.rank_ptr[r + 1])
-    kinds = s.kind[lo:hi].tolist()
-    dur = [scale.time_ns(us) if k == OpKind.COMPUTE else 0 for k, us in zip(kinds, s.duration_us[lo:hi].tolist())]
-    deps = [tuple(s.dep_idx[s.dep_ptr[i]:s.dep_ptr[i + 1]].tolist()) for i in range(lo, hi)]
-    n_layers = max(1, int(s.layer.max(initial=0)) + 1)
-    tcl = s.tclass[lo:hi].tolist()
-    # What blocks compute (activations, their gradients, parameters, all-to-all) goes first;
-    # gradients, which overlap backward, after: front layers first, a bucket of no one layer last.
-    prio = [0 if tc != TrafficClass.GRADIENT else 7 if layer < 0 else 1 + min(6, layer * 7 // n_layers)
-            for tc, layer in zip(tcl, s.layer[lo:hi].tolist())]
-    sends = [[Send(g, dst[g], nbytes[g], after, tids[g]) for g, after in op_sends[i]] for i in range(lo, hi)]
-    recvs = [list(op_recvs[i]) for i in range(lo, hi)]
-    recv_gid = {(src[g], tids[g]): g for rs in recvs for g in rs}
-    return RankProgram(r, dur, [k == OpKind.COMPUTE for k in kinds], deps, sends, recvs, tcl, prio,
-                       recv_gid, compute_ns=sum(dur))
+def _tensor_ids(src, dst, layer):
+    """Each message's tensor_id: its layer's code (layer + 1, clipped to 16 bits) << the
+    shift | n, n counting the messages before it in gid order with the same src, dst, code."""
+    code = np.clip(layer + 1, 0, (1 << 16) - 1)
+    if not len(code):
+        return code
+    key = (src * (int(max(src.max(), dst.max())) + 1) + dst) << 16 | code
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.r_[True, ks[1:] != ks[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(ks)), 0))
+    count = np.empty_like(key)
+    count[order] = np.arange(len(ks)) - start
+    over = np.flatnonzero(count >= MAX_LAYER_MESSAGES)
+    if len(over):
+        i = int(over[0])
+        raise ValueError(f"more than {MAX_LAYER_MESSAGES} messages of layer {int(layer[i])} from rank {int(src[i])} "
+                         f"to rank {int(dst[i])} in one iteration: they cannot be told apart on the wire")
+    return code << TENSOR_LAYER_SHIFT | count

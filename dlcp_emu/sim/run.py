@@ -161,8 +161,9 @@ def _stacks(setup, job, in_core, prefetch, agents_in_core=False):
 
     for rank in placement.host_of_rank:
         if isinstance(plan, SchedulePlan):
-            kind = CoreScheduleAgent if agents_in_core else ScheduleAgent
-            agent = kind(rank, plan.programs[rank], w["iterations"], payload=spec.payload, seed=spec.seed)
+            kind, program = ((CoreScheduleAgent, plan.programs.arrays(rank)) if agents_in_core
+                             else (ScheduleAgent, plan.programs[rank]))
+            agent = kind(rank, program, w["iterations"], payload=spec.payload, seed=spec.seed)
         elif rank in placement.ps_ranks:
             agent = ParameterServer(rank, range(placement.workers), placement.ps_ranks, plan, w["iterations"],
                                     compression=compression, seed=spec.seed)
