@@ -74,23 +74,32 @@ class Steps:
 
 class _Builder:
     def __init__(self):
-        self.cols: list[tuple] = []
-        self.last_in: dict[int, int] = {}
+        self.cols: list[tuple] = []      # one (src, dst, nbytes, round, dep) of arrays a round
+        self.n = 0
+        self.last_in = np.full(0, -1, dtype=np.int64)   # by rank: the last step it received
         self.rounds = 0
 
     def round(self, src, dst, nbytes) -> None:
         """Add one round of steps; each waits for the last step its source received."""
-        start = len(self.cols)
-        for s, d, b in zip(src, dst, nbytes):
-            if b > 0:
-                self.cols.append((int(s), int(d), int(b), self.rounds, self.last_in.get(int(s), -1)))
-        for i in range(start, len(self.cols)):
-            self.last_in[self.cols[i][1]] = i
+        s, d, b = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (src, dst, nbytes))
+        keep = b > 0
+        s, d, b = s[keep], d[keep], b[keep]
+        if len(s):
+            top = int(max(s.max(), d.max())) + 1
+            if top > len(self.last_in):
+                self.last_in = np.r_[self.last_in, np.full(top - len(self.last_in), -1, dtype=np.int64)]
+            idx = self.n + np.arange(len(s), dtype=np.int64)
+            self.cols.append((s, d, b, np.full(len(s), self.rounds, dtype=np.int64), self.last_in[s]))
+            np.maximum.at(self.last_in, d, idx)   # the round's last step into each rank
+            self.n += len(s)
         self.rounds += 1
 
     def steps(self, tclass: int) -> Steps:
-        a = np.array(self.cols, dtype=np.int64).reshape(-1, 5)
-        return Steps(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], tclass)
+        if not self.cols:
+            z = np.zeros(0, dtype=np.int64)
+            return Steps(z, z.copy(), z.copy(), z.copy(), z.copy(), tclass)
+        a = [np.concatenate(c) for c in zip(*self.cols)]
+        return Steps(a[0], a[1], a[2], a[3], a[4], tclass)
 
 
 def chunks(nbytes: int, n: int) -> np.ndarray:
@@ -197,8 +206,8 @@ def _hier(b, ranks, nbytes, server_of, parts):
         for sb, grp, sz in zip(sub, groups, sizes):
             phase(sb, grp, sz)
         for k in range(max(sb.rounds for sb in sub)):
-            rows = [row for sb in sub for row in sb.cols if row[3] == k]
-            b.round([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+            rows = [c for sb in sub for c in sb.cols if c[3][0] == k]   # a round's steps, server by server
+            b.round(*(np.concatenate([r[i] for r in rows]) if rows else [] for i in range(3)))
     rails = [[srv[j] for srv in servers] for j in range(g)]
     own = intra[(np.arange(g) + 1) % g]  # the chunk local GPU j owns after a ring RS
     if "rs" in parts:
