@@ -75,9 +75,11 @@ class NativeNetwork:
             core_switches.append(([port_tuple(n, c) for n, c in zip(self.port_numbers[name], self._configs[name])],
                                   routes, stages, peers))
         core_hosts = []
+        control_first = self.spec.host_queue == "priority"   # the hosts' NIC queue
         for name in self.hosts:
             (port,) = topology.ports(name)
-            core_hosts.append((float(port.link.rate_bps), port.link.delay_ns, self._peer(port, switch_index)))
+            core_hosts.append((float(port.link.rate_bps), port.link.delay_ns, self._peer(port, switch_index),
+                               control_first))
         self._core = core = _core.Network(core_switches, core_hosts, bool(record_drops))
         self.record_drops = bool(record_drops)
         self._drops = []

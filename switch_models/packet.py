@@ -27,7 +27,7 @@ class Packet:
         "dlcp",        # carries a DLCP header (only those can be trimmed)
         "ect",         # ECN-capable transport
         "ce",          # congestion experienced (already marked, or marked here)
-        "header_size", # size after trimming the payload
+        "header_size", # size after trimming the payload (a control packet: its whole size)
         "frame",       # opaque to the model: the driver's bytes, or None
         "uid",         # caller's id for per-packet records
         "job",         # the DLCP header's job (several jobs on one fabric), else NO_JOB
@@ -65,6 +65,14 @@ class Packet:
     def __repr__(self):
         return (f"Packet(uid={self.uid}, size={self.size}, dst={self.dst!r}, flow={self.flow}, "
                 f"prio={self.prio}, mag={self.mag}, tclass={self.tclass}, droppable={self.droppable}, cls={self.cls})")
+
+
+def is_header(pkt):
+    """A packet a trimming switch forwards whole, in its header class, and a priority host
+    queue sends ahead of data: a bare DLCP header (a data packet trimmed upstream) or a
+    control packet, whose feedback is all header (`dlcp_emu.wire.packet.dlcp_packet` gives it
+    a `header_size` of its whole size, so nothing of it is ever cut)."""
+    return pkt.dlcp and pkt.size <= pkt.header_size
 
 
 # Every field a packet built from only `size` and `dst` has, with its value: what an adapter

@@ -11,17 +11,23 @@ of the four stages overriding it; a stage is a name or a table with `name` and p
 `loss_tolerant` names the traffic classes bounded loss may act on (`switch_models.traffic`;
 default gradients only): it goes to every stage that takes it (the dlcp classifier and queue
 manager), so that what may be dropped and what is served above it agree.
+
+`host_queue` is the hosts' NIC queue on a network of such switches (`switch_models.nic`):
+`fifo`, or `priority` (control packets and headers ahead of data, NDP's hosts); a preset
+names its own (`HOST_QUEUES`: `priority` for `ndp`, else `fifo`).
 """
 from dataclasses import dataclass, field
 
 from switch_models.classifiers import CLASSIFIERS
 from switch_models.load_balancers import LOAD_BALANCERS
+from switch_models.nic import HOST_QUEUES
 from switch_models.queue_managers import QUEUE_MANAGERS
 from switch_models.registry import SpecError
 from switch_models.schedulers import SCHEDULERS
 from switch_models.traffic import tolerant_table
 
 LOSS_TOLERANT = "loss_tolerant"   # the switch-wide field (and the stages' parameter)
+HOST_QUEUE = "host_queue"         # the hosts' NIC queue: a field of the whole pipeline
 STAGES = {
     "load_balancer": LOAD_BALANCERS,
     "classifier": CLASSIFIERS,
@@ -50,6 +56,11 @@ PRESETS = {
 # preset, declares none (the framework then runs its reliable transport, the fair baseline).
 PAIRED_TRANSPORTS = {"dlcp": "dlcp", "dlcp-noprio": "dlcp", "dlcp-nodrop": "dlcp", "dlcp-nospray": "dlcp"}
 
+# The hosts' NIC queue a preset was built with: NDP's hosts send their ACKs, NACKs and pulls
+# ahead of data (htsim's host queue); every other system, and a pipeline with no preset, one
+# FIFO.
+PRESET_HOST_QUEUES = {"ndp": "priority"}
+
 
 def preset_names():
     return sorted(PRESETS)
@@ -75,6 +86,7 @@ class PipelineSpec:
     queue_manager: StageSpec
     scheduler: StageSpec
     preset: str | None = None    # the preset it starts from, stages overridden or not
+    host_queue: str = "fifo"     # the hosts' NIC queue (HOST_QUEUES)
 
     @property
     def paired_transport(self):
@@ -89,15 +101,15 @@ class PipelineSpec:
             spec = {"preset": spec}
         if not isinstance(spec, dict):
             raise SpecError(f"switch spec must be a preset name or a table, got {type(spec).__name__}")
-        unknown = sorted(set(spec) - set(STAGES) - {"preset", LOSS_TOLERANT})
+        unknown = sorted(set(spec) - set(STAGES) - {"preset", LOSS_TOLERANT, HOST_QUEUE})
         if unknown:
             raise SpecError(f"switch spec has no field {', '.join(map(repr, unknown))}; "
-                            f"allowed: preset, {LOSS_TOLERANT}, {', '.join(STAGES)}")
+                            f"allowed: preset, {LOSS_TOLERANT}, {HOST_QUEUE}, {', '.join(STAGES)}")
         preset = spec.get("preset")
         if preset is not None and (not isinstance(preset, str) or preset not in PRESETS):
             raise SpecError(f"unknown preset {preset!r}; known: {', '.join(preset_names())}")
         merged = dict(PRESETS.get(preset, {}))
-        merged.update({k: v for k, v in spec.items() if k not in ("preset", LOSS_TOLERANT)})
+        merged.update({k: v for k, v in spec.items() if k not in ("preset", LOSS_TOLERANT, HOST_QUEUE)})
         missing = [s for s in STAGES if s not in merged]
         if missing:
             raise SpecError(f"switch spec needs {', '.join(missing)} (or a preset: {', '.join(preset_names())})")
@@ -105,8 +117,13 @@ class PipelineSpec:
         custom = preset is None or merged != PRESETS[preset]
         if LOSS_TOLERANT in spec:
             stages, custom = _loss_tolerant(stages, spec[LOSS_TOLERANT]), True
+        host_queue = spec.get(HOST_QUEUE, PRESET_HOST_QUEUES.get(preset, "fifo"))
+        if host_queue not in HOST_QUEUES:
+            raise SpecError(f"switch spec: {HOST_QUEUE} must be one of {', '.join(HOST_QUEUES)}, "
+                            f"got {host_queue!r}")
+        custom = custom or host_queue != PRESET_HOST_QUEUES.get(preset, "fifo")
         name = preset if not custom else ("custom" if preset is None else f"{preset}+custom")
-        return cls(name=name, **stages, preset=preset)
+        return cls(name=name, **stages, preset=preset, host_queue=host_queue)
 
     # One classifier and load balancer per switch (switch-wide state such as PIAS flow
     # bytes); one queue manager and scheduler per port.
@@ -124,7 +141,8 @@ class PipelineSpec:
 
     def describe(self):
         return (f"{self.name}: lb={self.load_balancer.describe()} cls={self.classifier.describe()} "
-                f"qm={self.queue_manager.describe()} sched={self.scheduler.describe()}")
+                f"qm={self.queue_manager.describe()} sched={self.scheduler.describe()}"
+                + (f" {HOST_QUEUE}={self.host_queue}" if self.host_queue != "fifo" else ""))
 
 
 def _loss_tolerant(stages, names):

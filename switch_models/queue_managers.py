@@ -5,7 +5,7 @@ now), and may first evict queued packets with port.evict (each counted with its 
 every packet a port takes in is accounted for. Thresholds are fractions of the port buffer
 so that a spec means the same thing at every link rate.
 """
-from switch_models.packet import REWRITE_CE, REWRITE_TRIM
+from switch_models.packet import REWRITE_CE, REWRITE_TRIM, is_header
 from switch_models.registry import Registry, require
 from switch_models.traffic import LOSS_TOLERANT, TRAFFIC_CLASSES, tolerant_table
 
@@ -151,8 +151,10 @@ class PFabric(_Base):
 class Trim(_Base):
     """NDP: once `trim_packets` are queued, a DLCP packet loses its payload and its header
     goes on in class 0, ahead of all data, so the receiver learns at once what to pull
-    again. Headers are dropped only when the whole buffer is full; packets that cannot be
-    trimmed (not DLCP) are dropped at the trim point."""
+    again. Control packets (ACKs, NACKs, pulls, probes, bitmaps: `packet.is_header`) are
+    never cut: they go whole in class 0, as NDP's switches never trim theirs (a NACK cut to
+    its header would name no chunk). Headers are dropped only when the whole buffer is full;
+    packets that cannot be trimmed (not DLCP) are dropped at the trim point."""
 
     def __init__(self, *, trim_packets=8):
         require(isinstance(trim_packets, int) and trim_packets >= 1, "trim", "trim_packets",
@@ -164,8 +166,8 @@ class Trim(_Base):
 
     def enqueue(self, port, pkt, now):
         trimmed = False
-        if pkt.dlcp and pkt.size <= pkt.header_size:
-            # Already a bare header (trimmed upstream, or a control packet): top class.
+        if is_header(pkt):
+            # A bare header (trimmed upstream) or a control packet: never cut, top class.
             pkt.cls = 0
         else:
             data_packets = port.packets - port.qpkts[0] if port.n_queues > 1 else port.packets

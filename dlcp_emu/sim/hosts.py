@@ -15,7 +15,7 @@ from dlcp_emu.host.packet_log import PacketLog, packet_key
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.wire import DLCP_UDP_PORT, FRAME_OVERHEAD, Flags
 from dlcp_emu.wire.flow import flow_hash
-from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
+from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT, PacketType
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
 
 TRAINING = 0
@@ -123,7 +123,8 @@ class SimHosts:
             size = FRAME_OVERHEAD + len(payload)
             if dlcp:
                 pkt = dlcp_packet(size, dst, flow, h.priority, h.mag_class, h.tensor_id, h.flags,
-                                  h.type in ect, False, (h, payload), h.tclass, h.job)
+                                  h.type in ect, False, (h, payload), h.tclass, h.job,
+                                  h.type != PacketType.DATA)
             else:
                 pkt = plain_packet(size, dst, flow, ect=h.type in ect, frame=(h, payload))
             send(src, pkt, now)

@@ -7,12 +7,13 @@ port has started serialising goes onto that link's wire with its departure time,
 when it arrives at the peer (delay included). A wire delivers in order, so only its head is
 on the event heap: the heap holds a wire per busy link, not a packet per packet in flight,
 which keeps it small at scale. A port with a backlog gets a wake-up at the time it can start
-the next packet.
+the next packet. A host's NIC with a `priority` queue (the pipeline's `host_queue`) does the
+same: it holds what it has not started and is woken when its link is free.
 """
 from collections import deque
 from typing import Callable, Iterable, Protocol, runtime_checkable
 
-from switch_models import HostNic, Packet, PortConfig, Switch
+from switch_models import HostNic, Packet, PipelineSpec, PortConfig, Switch
 from switch_models.nic import BUFFER_FULL
 
 from dlcp_emu.sim.events import EventLoop, Loop
@@ -78,9 +79,10 @@ class SimNetwork:
             self.switches[name] = Switch(name, ports, topology.equal_cost_next_hops(name),
                                          topology.pipeline_of(name, pipeline), seed=seed,
                                          record_drops=record_drops)
+        control_first = PipelineSpec.parse(pipeline).host_queue == "priority"
         for name in topology.hosts():
             (port,) = topology.ports(name)
-            self.nics[name] = HostNic(port.link.rate_bps, port.link.delay_ns)
+            self.nics[name] = HostNic(port.link.rate_bps, port.link.delay_ns, control_first=control_first)
         # What the NICs dropped, with packet records on (the switches keep their own logs).
         self.nic_drop_log = [] if record_drops else None
         # wires[node][port number]: the wire each egress leaves on (a host's NIC: port 0).
@@ -108,7 +110,14 @@ class SimNetwork:
     def send(self, host, pkt, now=None):
         """A host hands a packet to its NIC (at the loop's time unless `now` is given)."""
         now = self.loop.now if now is None else now
-        arrival = self.nics[host].transmit(pkt.size, now)
+        nic = self.nics[host]
+        if nic.control_first:
+            if nic.enqueue(pkt, now):
+                self._nic_forward(nic, self.wires[host][0], now)
+            elif self.nic_drop_log is not None:
+                self.nic_drop_log.append((host, now, 0, BUFFER_FULL, pkt))
+            return
+        arrival = nic.transmit(pkt.size, now)
         if arrival is None:
             if self.nic_drop_log is not None:
                 self.nic_drop_log.append((host, now, 0, BUFFER_FULL, pkt))
@@ -173,6 +182,27 @@ class SimNetwork:
         wire.wake_at = None
         self._forward(port, wire, t)
 
+    def _nic_forward(self, nic, wire, now):
+        """A priority NIC: put on the wire what it starts now (control first), and come back
+        when its link is free while packets wait (as `_forward` does for a switch port)."""
+        pkt = nic.start(now)
+        if pkt is not None:
+            if not wire.packets:
+                self.loop.schedule(pkt.depart, wire.head_arrives, None)
+            wire.packets.append(pkt)
+        if nic.control or nic.data:
+            t = nic.free_at
+            if wire.wake_at is None or t < wire.wake_at:
+                wire.wake_at = t
+                self.loop.schedule(t, self._nic_wake, (nic, wire, t))
+
+    def _nic_wake(self, wake):
+        nic, wire, t = wake
+        if wire.wake_at != t:
+            return
+        wire.wake_at = None
+        self._nic_forward(nic, wire, t)
+
     def in_flight(self):
         """Every packet still in the network: queued, serialising, or on a wire."""
         for wires in self.wires.values():
@@ -183,6 +213,9 @@ class SimNetwork:
                 yield from port.inflight
                 for q in port.queues:
                     yield from (p for p in q if p.queued is port)
+        for nic in self.nics.values():
+            yield from nic.control
+            yield from nic.data
 
     def drops(self):
         """(node, time, port, reason, packet) of every packet a switch or NIC dropped, when

@@ -15,11 +15,17 @@ _DROPPABLE = int(Flags.DROPPABLE)
 NOT_DLCP_PRIORITY = 7   # the lowest: what a switch gives traffic that says nothing
 
 
-def dlcp_packet(size, dst, flow, priority, mag_class, tensor_id, flags, ect, ce, frame=None, tclass=GRADIENT, job=0):
-    """A DLCP packet of `size` bytes on the wire (padded to the Ethernet minimum)."""
-    return Packet(size if size > ETH_MIN else ETH_MIN, dst, flow, priority, mag_class,
+def dlcp_packet(size, dst, flow, priority, mag_class, tensor_id, flags, ect, ce, frame=None, tclass=GRADIENT, job=0,
+                control=False):
+    """A DLCP packet of `size` bytes on the wire (padded to the Ethernet minimum). A control
+    packet (any type but DATA: its payload is feedback, a NACK's chunk list or a bitmap) is
+    all header: trimming would leave it naming nothing, so its `header_size` is its size and
+    a trimming switch forwards it whole, a priority host queue sends it first
+    (`switch_models.packet.is_header`)."""
+    size = size if size > ETH_MIN else ETH_MIN
+    return Packet(size, dst, flow, priority, mag_class,
                   tensor_id >> TENSOR_LAYER_SHIFT, bool(flags & _DROPPABLE), True, ect, ce,
-                  FRAME_OVERHEAD, frame, tclass=tclass, job=job)
+                  size if control else FRAME_OVERHEAD, frame, tclass=tclass, job=job)
 
 
 def plain_packet(size, dst, flow, priority=NOT_DLCP_PRIORITY, ect=False, ce=False, frame=None):

@@ -31,7 +31,8 @@ from dlcp_emu.wire.layout import (
     DLCP_OFF, DLCP_UDP_PORT, FRAME_OVERHEAD, HDR_FLAGS, HDR_JOB, HDR_MAG_CLASS, HDR_MAGIC,
     HDR_PRIORITY, HDR_RESERVED2, HDR_TCLASS, HDR_TENSOR_ID, HDR_TYPE, HDR_VERSION, MAGIC, OFF_ETH_DST,
     OFF_ETHERTYPE, OFF_IP_DST, OFF_IP_FRAG, OFF_IP_PROTO, OFF_IP_SRC, OFF_IP_TOS,
-    OFF_IP_TOTAL_LEN, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, TOP_TRAFFIC_CLASS, VERSION, fields_at,
+    OFF_IP_TOTAL_LEN, OFF_IP_VER_IHL, OFF_UDP_DPORT, OFF_UDP_SPORT, TOP_TRAFFIC_CLASS, VERSION, PacketType,
+    fields_at,
 )
 from dlcp_emu.wire.layout import _FLAG_MASK, _TYPES
 from dlcp_emu.wire.packet import dlcp_packet, plain_packet
@@ -79,6 +80,7 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
     tos_table = TOS_TABLE
     plain, dlcp = plain_packet, dlcp_packet
     types = frozenset(_TYPES)
+    data_type = int(PacketType.DATA)
     flag_bits = ~_FLAG_MASK & 0xFF
 
     def parse(frame):
@@ -119,7 +121,8 @@ def make_parser(dlcp_port=DLCP_UDP_PORT):
                             return INVALID_DLCP
                         # wire.flow.flow_hash, written inline: a call a packet costs here.
                         return dlcp(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), dprio, mag,
-                                    tensor_id, flags, ect, ce, frame, tclass, job)
+                                    tensor_id, flags, ect, ce, frame, tclass, job,
+                                    ptype != data_type)
             return plain(n, dst, hash((src_ip, dst_ip, proto, sport, dport)), prio, ect, ce, frame)
         return plain(n, dst, hash((src_ip, dst_ip, proto)), prio, ect, ce, frame)
 

@@ -44,7 +44,8 @@ std::vector<HostSetup> host_setups(const py::list& hosts) {
   std::vector<HostSetup> out;
   for (py::handle h : hosts) {
     const py::tuple t = h.cast<py::tuple>();
-    out.push_back({t[0].cast<double>(), t[1].cast<int64_t>(), to_peer(t[2].cast<py::tuple>())});
+    out.push_back({t[0].cast<double>(), t[1].cast<int64_t>(), to_peer(t[2].cast<py::tuple>()),
+                   t.size() > 3 && t[3].cast<bool>()});
   }
   return out;
 }

@@ -122,6 +122,7 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
         pkt.droppable = hdr.flags & FLAG_DROPPABLE;
         pkt.dlcp = true;
         pkt.job = hdr.job;
+        if (hdr.type != wire::DATA) pkt.header_size = pkt.size;  // a control packet: never cut
         return Parsed::PACKET;
       }
     }

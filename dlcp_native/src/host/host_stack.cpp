@@ -144,8 +144,9 @@ Packet HostStack::packet(const OutPacket& out) {
   p.flow = flow(h);
   p.ect = wire_.ect && ecn_capable(h.type);
   p.ce = false;
-  p.header_size = FRAME_OVERHEAD;
   p.dlcp = wire_.dlcp;
+  // wire/packet.py dlcp_packet: a control packet is all header, never cut.
+  p.header_size = wire_.dlcp && h.type != DATA ? p.size : FRAME_OVERHEAD;
   if (wire_.dlcp) {  // wire/packet.py dlcp_packet
     p.prio = h.priority;
     p.mag = h.mag_class;

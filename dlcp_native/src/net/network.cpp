@@ -35,7 +35,8 @@ Network::Network(const std::vector<SwitchSetup>& setups, const std::vector<HostS
     switches.push_back(std::make_unique<Switch>(setup.ports, setup.routes, std::vector<int>{},
                                                 setup.pipeline, record_drops));
   }
-  for (const HostSetup& h : hosts) nics.emplace_back(h.rate_bps, h.delay_ns);
+  for (const HostSetup& h : hosts)
+    nics.emplace_back(h.rate_bps, h.delay_ns, HOST_BUFFER_BYTES, ETHERNET_OVERHEAD, h.control_first);
   // wires[node][port]: the wire each egress leaves on (a host's NIC: one), switches first.
   for (size_t s = 0; s < setups.size(); ++s) {
     switch_wires.emplace_back();
@@ -53,6 +54,7 @@ Network::Network(const std::vector<SwitchSetup>& setups, const std::vector<HostS
   for (size_t h = 0; h < hosts.size(); ++h) {
     check_peer(hosts[h].peer, setups, hosts.size(), "host index " + std::to_string(h));
     Wire wire;
+    wire.port = static_cast<int32_t>(h);
     wire.peer = hosts[h].peer;
     host_wires.push_back(static_cast<uint32_t>(wires.size()));
     wires.push_back(std::move(wire));
@@ -92,7 +94,16 @@ void Network::set_handled(int host, bool handled) {
 }
 
 bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t major) {
-  const std::optional<int64_t> arrival = nics[host].transmit(pkt.size, now);
+  HostNic& nic = nics[host];
+  if (nic.control_first) {  // network.py `send` with a priority NIC
+    if (!nic.enqueue(pkt, now)) {
+      if (record_drops) note_drop({static_cast<int32_t>(switches.size()) + host, now, 0, BUFFER_FULL, pkt.uid});
+      return false;
+    }
+    nic_forward(host, now, outside, major);
+    return true;
+  }
+  const std::optional<int64_t> arrival = nic.transmit(pkt.size, now);
   if (!arrival) {
     if (record_drops) note_drop({static_cast<int32_t>(switches.size()) + host, now, 0, BUFFER_FULL, pkt.uid});
     return false;
@@ -110,6 +121,35 @@ bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t 
   return true;
 }
 
+// network.py `_nic_forward`: put on the wire what a priority NIC starts now (control first),
+// and come back when its link is free while packets wait.
+void Network::nic_forward(int host, int64_t now, bool outside, int64_t major) {
+  HostNic& nic = nics[host];
+  const uint32_t w = host_wires[host];
+  Wire& wire = wires[w];
+  Packet pkt;
+  if (nic.start(now, pkt)) {
+    if (wire.packets.empty()) {
+      if (outside)
+        loop.schedule_outside(pkt.depart, HEAD, w, major);
+      else
+        loop.schedule(pkt.depart, HEAD, w);
+    }
+    wire.packets.push_back(pkt);
+  }
+  if (nic.waiting()) {
+    const int64_t t = nic.free_at;
+    if (!wire.waking || t < wire.wake_at) {
+      wire.wake_at = t;
+      wire.waking = true;
+      if (outside)
+        loop.schedule_outside(t, WAKE, w, major);
+      else
+        loop.schedule(t, WAKE, w);
+    }
+  }
+}
+
 // -- what is in it -------------------------------------------------------------------------
 void Network::in_flight(std::vector<int64_t>& out) const {
   for (const Wire& wire : wires)
@@ -121,6 +161,10 @@ void Network::in_flight(std::vector<int64_t>& out) const {
         for (size_t i = 0; i < q.size(); ++i)
           if (port->pool.live(q[i])) out.push_back(port->pool[q[i].slot].uid);
     }
+  for (const HostNic& nic : nics) {
+    for (size_t i = 0; i < nic.control.size(); ++i) out.push_back(nic.control[i].uid);
+    for (size_t i = 0; i < nic.data.size(); ++i) out.push_back(nic.data[i].uid);
+  }
 }
 
 }  // namespace dlcp

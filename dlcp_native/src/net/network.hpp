@@ -1,5 +1,6 @@
 // A topology in virtual time (dlcp_emu/sim/network.py): every switch a `Switch`, every host
-// a `HostNic` at its link rate, so hosts are paced by their links as in the emulator.
+// a `HostNic` at its link rate, so hosts are paced by their links as in the emulator. A NIC
+// with a `priority` queue holds what it has not started and is woken when its link is free.
 //
 // Per hop the loop does one arrival event: the switch takes the packet in, and what its
 // egress port has started serialising goes onto that link's wire with its departure time,
@@ -52,6 +53,7 @@ struct HostSetup {
   double rate_bps;
   int64_t delay_ns;
   Peer peer;
+  bool control_first = false;  // its NIC's queue is `priority` (nic.hpp)
 };
 
 // One direction of a link: what its sender has started, in departure order, on its way to
@@ -62,7 +64,7 @@ struct Wire {
   Ring<Packet> packets;
   int64_t wake_at = 0;
   bool waking = false;  // wake_at is set (Python: not None)
-  int32_t sw = -1, port = -1;  // the switch port it leaves from (sw < 0: a host's NIC)
+  int32_t sw = -1, port = -1;  // the switch port it leaves from (sw < 0: host `port`'s NIC)
   Peer peer;
 };
 
@@ -171,6 +173,7 @@ class Network {
   void head_arrives(uint32_t w, std::vector<HostEvent>& batch);
   void forward(int sw, int port, int64_t now);
   void wake(uint32_t w, int64_t t);
+  void nic_forward(int host, int64_t now, bool outside, int64_t major);
   void push(uint32_t w, const Packet& pkt, bool outside, int64_t major);
   void note_drop(const NetDrop& d);
   uint32_t carry(transport::OutPacket&& out);  // a slot of carried_ for what a stack's packet carries

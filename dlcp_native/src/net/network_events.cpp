@@ -125,7 +125,10 @@ void Network::wake(uint32_t w, int64_t t) {
   Wire& wire = wires[w];
   if (!wire.waking || wire.wake_at != t) return;  // superseded by an earlier wake-up, which rescheduled
   wire.waking = false;
-  forward(wire.sw, wire.port, t);
+  if (wire.sw < 0)
+    nic_forward(wire.port, t, false, -1);  // a priority NIC's wake-up
+  else
+    forward(wire.sw, wire.port, t);
 }
 
 }  // namespace dlcp

@@ -24,7 +24,7 @@ struct Packet {
   int64_t uid = 0;           // caller's id for per-packet records
   int64_t flow = 0;          // flow hash (5-tuple); ECMP and PIAS key on it
   int64_t size = 0;          // bytes on the wire (Ethernet frame without FCS)
-  int64_t header_size = 90;  // size after trimming the payload
+  int64_t header_size = 90;  // size after trimming the payload (a control packet: its whole size)
   int64_t layer = 0;         // tensor / layer id, 0 = first layer of the model
   int32_t dst = -1;          // routing key as an index into the switch's routes; -1: none
   uint16_t job = NO_JOB;     // the DLCP header's job (several jobs on one fabric), else NO_JOB
@@ -42,6 +42,11 @@ struct Packet {
   int64_t arrival = 0;       // time the switch took it in
   int64_t depart = 0;        // scheduled time it leaves the egress port
 };
+
+// A packet a trimming switch forwards whole, in its header class, and a priority host queue
+// sends ahead of data (switch_models/packet.py is_header): a bare DLCP header or a control
+// packet, whose `header_size` is its whole size.
+inline bool is_header(const Packet& pkt) { return pkt.dlcp && pkt.size <= pkt.header_size; }
 
 using Slot = uint32_t;
 constexpr Slot NO_SLOT = 0xFFFFFFFFu;

@@ -125,8 +125,8 @@ int64_t Trim::idle_limit() const { return 0; }  // a bare header changes class h
 void Trim::enqueue(EgressPort& port, Slot slot, int64_t now) {
   Packet& pkt = port.pool[slot];
   bool trimmed = false;
-  if (pkt.dlcp && pkt.size <= pkt.header_size) {
-    // Already a bare header (trimmed upstream, or a control packet): top class.
+  if (is_header(pkt)) {
+    // A bare header (trimmed upstream) or a control packet: never cut, top class.
     pkt.cls = 0;
   } else {
     const int64_t data_packets = port.n_queues > 1 ? port.packets - port.qpkts[0] : port.packets;
