@@ -37,13 +37,21 @@ class Ecmp:
         return candidates[(h >> 29) % n]
 
 
+SPRAY_MODES = ("round-robin", "flow-round-robin", "random")
+
+
 @LOAD_BALANCERS.register("spray")
 class Spray:
-    """Per-packet spraying (DLCP, NDP): round robin per candidate set, or uniform random."""
+    """Per-packet spraying (DLCP, NDP): round robin per candidate set, or uniform random; or
+    `flow-round-robin`, round robin per candidate set and flow: each flow takes its paths in
+    turn whatever the others do, as a source spraying its own packets over its paths (htsim's
+    NDP, `-strat perm`). One turn for all flows can pin two flows that arrive alternately at a
+    switch each to one path."""
 
     def __init__(self, *, mode="round-robin", seed=0):
-        require(mode in ("round-robin", "random"), "spray", "mode", "'round-robin' or 'random'")
+        require(mode in SPRAY_MODES, "spray", "mode", "'round-robin', 'flow-round-robin' or 'random'")
         self.random = mode == "random"
+        self.per_flow = mode == "flow-round-robin"
         self.rng = random.Random(seed)
         self.next = {}
 
@@ -53,8 +61,9 @@ class Spray:
             return candidates[0]
         if self.random:
             return candidates[self.rng.randrange(n)]
-        i = self.next.get(candidates, 0)
-        self.next[candidates] = i + 1 if i + 1 < n else 0
+        key = (candidates, pkt.flow) if self.per_flow else candidates
+        i = self.next.get(key, 0)
+        self.next[key] = i + 1 if i + 1 < n else 0
         return candidates[i]
 
 

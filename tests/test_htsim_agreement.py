@@ -5,8 +5,8 @@ timeouts where htsim has none.
 
 htsim's reference runs exist for NDP only (its TCP and DCTCP programs at the commit used
 cannot run flows of a given size: tests/reference/htsim/README.md); ours runs NDP's
-receiver-paced pulls there (`transport.congestion = "ndp"`). The cases it misses today are
-strict xfails, to flip when what they name changes."""
+receiver-paced pulls there (`transport.congestion = "ndp"`). A case it misses is a strict
+xfail (`MISSES`), to flip when what it names changes; there is none today."""
 import importlib.util
 import json
 
@@ -18,20 +18,10 @@ from dlcp_emu.study import baselines
 REFERENCE = baselines.reference()
 TOLERANCE = 0.10
 
-_HOST_QUEUE = ("both pace by the receiver's pulls now; htsim's hosts send ACKs, NACKs and PULLs (64 bytes) "
-               "ahead of data (FairPriorityQueue) and its switches never trim them, where our host NIC is "
-               "one FIFO (a flow's pulls wait behind the reverse flow's first window: two opposite flows "
-               "alone take 140.9 us, one alone 104.0 us) and our trimming queue trims a control packet "
-               "that carries a payload (a trimmed NACK would leave its chunk to the RTO: not yet traced){}: mean {:.2f}x, p99 {:.2f}x htsim's")
-_TIMEOUTS = ", {} timeouts"
 # (scenario, transport, buffer frames): why it misses, with the ratio measured on this commit.
-MISSES = {
-    ("permutation-16", "ndp", 32): _HOST_QUEUE.format(_TIMEOUTS.format(8), 5.89, 10.51),
-    ("permutation-16", "ndp", 64): _HOST_QUEUE.format(_TIMEOUTS.format(3), 2.98, 10.48),
-    ("permutation-16", "ndp", 170): _HOST_QUEUE.format("", 1.24, 1.31),
-    ("permutation-16", "ndp", 1000): _HOST_QUEUE.format("", 1.23, 1.34),
-    ("permutation-16", "ndp", 10000): _HOST_QUEUE.format("", 1.23, 1.34),
-}
+# None today: the permutation's misses went with the hosts' priority queue, control packets
+# that are never trimmed and each flow sprayed over its paths in turn (docs/baselines.md).
+MISSES = {}
 
 
 def _cases():

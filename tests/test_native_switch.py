@@ -58,7 +58,7 @@ def topologies(draw):
 def custom_pipelines(draw):
     lb = draw(st.sampled_from(["single", "ecmp", "least-loaded"])
               | st.builds(lambda mode: {"name": "spray", "mode": mode},
-                          st.sampled_from(["round-robin", "random"]))
+                          st.sampled_from(["round-robin", "flow-round-robin", "random"]))
               | st.builds(lambda name, seed: {"name": name, "seed": seed},
                           st.sampled_from(["spray", "ecmp"]), st.integers(-2**62, 2**62)))
     if isinstance(lb, dict) and lb["name"] == "spray" and "mode" not in lb:

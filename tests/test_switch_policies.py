@@ -237,7 +237,7 @@ def test_every_preset_builds_and_names_its_stages():
     ({"classifier": "single"}, "switch spec needs load_balancer, queue_manager, scheduler"),
     ({"preset": "dlcp", "load_balancer": {"mode": "random"}}, "load_balancer must be a name or a table"),
     ({"preset": "dlcp", "load_balancer": {"name": "spray", "mode": "zigzag"}},
-     "spray: mode must be 'round-robin' or 'random'"),
+     "spray: mode must be 'round-robin', 'flow-round-robin' or 'random'"),
     ({"preset": "pias", "classifier": {"name": "pias", "thresholds": [5, 3]}},
      "pias: thresholds must be 1..7 increasing"),
 ])

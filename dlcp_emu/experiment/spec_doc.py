@@ -8,7 +8,7 @@ tests/test_spec_doc.py fails when the page and the tables part.
 import inspect
 
 from switch_models import PRESETS
-from switch_models.pipeline import STAGES
+from switch_models.pipeline import PRESET_HOST_QUEUES, STAGES
 from switch_models.traffic import TRAFFIC_CLASSES
 from topologies import BUILDERS
 from topologies.builders import RENAMED
@@ -134,11 +134,15 @@ def _switch():
            "default `[\"gradient\"]`) names the traffic classes bounded loss may act on, out of "
            + ", ".join(f"`{c}`" for c in TRAFFIC_CLASSES) + ": every stage that takes it (the dlcp "
            "classifier and queue manager) gets it; the others are never dropped to make room for "
-           "a gradient and are served above every gradient.", "",
-           "| preset | load_balancer | classifier | queue_manager | scheduler |",
-           "| --- | --- | --- | --- | --- |"]
+           "a gradient and are served above every gradient. `host_queue` (switch-wide) is the "
+           "hosts' NIC queue: `fifo`, or `priority` (control packets, ACKs, NACKs, pulls, probes "
+           "and bitmaps, leave a host ahead of its data, as NDP's hosts send them); each preset "
+           "names its own.", "",
+           "| preset | load_balancer | classifier | queue_manager | scheduler | host_queue |",
+           "| --- | --- | --- | --- | --- | --- |"]
     for name, stages in PRESETS.items():
-        out.append(f"| `{name}` | " + " | ".join(_stage_text(stages[s]) for s in STAGES) + " |")
+        out.append(f"| `{name}` | " + " | ".join(_stage_text(stages[s]) for s in STAGES)
+                   + f" | {PRESET_HOST_QUEUES.get(name, 'fifo')} |")
     out += ["", "| stage | name | parameters (default) | what it does |", "| --- | --- | --- | --- |"]
     for stage, registry in STAGES.items():
         for name in registry.names():

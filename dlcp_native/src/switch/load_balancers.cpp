@@ -96,17 +96,18 @@ uint32_t PythonRandom::randbelow(uint32_t n) {
 }
 
 // -- Spray, LeastLoaded -------------------------------------------------------------------
-Spray::Spray(const std::string& mode, int64_t seed) : random_(mode == "random"), rng_(seed) {
-  require(mode == "round-robin" || mode == "random", "spray", "mode",
-          "'round-robin' or 'random'");
+Spray::Spray(const std::string& mode, int64_t seed)
+    : random_(mode == "random"), per_flow_(mode == "flow-round-robin"), rng_(seed) {
+  require(mode == "round-robin" || mode == "flow-round-robin" || mode == "random", "spray", "mode",
+          "'round-robin', 'flow-round-robin' or 'random'");
 }
 
-EgressPort* Spray::choose(const Packet&, const PortSet& candidates) {
+EgressPort* Spray::choose(const Packet& pkt, const PortSet& candidates) {
   const size_t n = candidates.ports.size();
   if (n == 1) return candidates.ports[0];
   if (random_) return candidates.ports[rng_.randbelow(static_cast<uint32_t>(n))];
   if (static_cast<size_t>(candidates.id) >= next_.size()) next_.resize(candidates.id + 1, 0);
-  uint32_t& i = next_[candidates.id];
+  uint32_t& i = per_flow_ ? flow_next_[candidates.id][pkt.flow] : next_[candidates.id];
   EgressPort* port = candidates.ports[i];
   i = i + 1 < n ? i + 1 : 0;
   return port;

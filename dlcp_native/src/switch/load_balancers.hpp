@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "switch/packet.hpp"
@@ -62,16 +63,19 @@ class PythonRandom {
   int index_ = 624;
 };
 
-// Per-packet spraying (DLCP, NDP): round robin per candidate set, or uniform random.
+// Per-packet spraying (DLCP, NDP): round robin per candidate set, or uniform random; or
+// `flow-round-robin`, round robin per candidate set and flow (each flow takes its paths in
+// turn, as a source spraying its own packets: htsim's NDP `-strat perm`).
 class Spray : public LoadBalancer {
  public:
   Spray(const std::string& mode, int64_t seed);
   EgressPort* choose(const Packet& pkt, const PortSet& candidates) override;
 
  private:
-  bool random_;
+  bool random_, per_flow_;
   PythonRandom rng_;
   std::vector<uint32_t> next_;  // by PortSet id
+  std::unordered_map<int64_t, std::unordered_map<int64_t, uint32_t>> flow_next_;  // by PortSet id, flow
 };
 
 // The candidate with the fewest queued bytes; ties go round robin so none is favoured.
