@@ -31,6 +31,7 @@ from dlcp_emu.experiment.fidelity import host_fidelity, judge, switch_fidelity
 from dlcp_emu.experiment.backend import Outcome
 from dlcp_emu.experiment.jobs_run import job_setups
 from dlcp_emu.experiment.topology import host_frame_ns
+from switch_models.pipeline import PipelineSpec
 
 START_MARGIN_S = 0.2     # from the last process ready to the common start (they poll for it)
 READY_TIMEOUT_S = 120.0  # for every host process to import numpy, load the trace and bind
@@ -93,6 +94,11 @@ def _emulate(setup, log, capture, live):
     cpu_start = machine_cpu_s()
     interrupted = None
     host_exits = {}   # rank -> how a host process ended when not by our SIGTERM or cleanly
+    if PipelineSpec.parse(pipeline).host_queue != "fifo":
+        # The simulator's NIC sends control packets ahead of data (switch_models/nic.py); the
+        # emulated hosts' pacing qdisc and socket backlog are one FIFO each (docs/baselines.md).
+        log("  note: host_queue = \"priority\" is the simulator's; the emulated hosts send in one FIFO, "
+            "so their pulls and ACKs may wait behind their own data")
     if capture:
         cap = capture.get("max_bytes")
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
