@@ -6,15 +6,13 @@ several buckets, background flows and DS-Sync groups; and the core calls Python 
 collective and per compute timer, not once a message."""
 import collections
 
-import pandas as pd
 import pytest
 
-from dlcp_emu.experiment import run as experiment_run
 from dlcp_emu.experiment.engine import choose_ring_collectives
 from dlcp_emu.experiment.spec import load_spec
-from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
 from dlcp_emu.sim.native import NativeSimNetwork
-from dlcp_emu.sim.run import SimBackend
+
+from agent_twins import assert_core_runs_as_python, simulate
 
 TABLES = ("iterations", "tensors", "deliveries", "ports", "queues", "background", "packets")
 # A loss bound of 20%: bounded loss gives up chunks of these small messages (1% of one would be
@@ -41,23 +39,9 @@ def spec_of(path, fields):
     return spec
 
 
-def simulate(spec, preset, tmp_path, agents):
-    return experiment_run.run(spec, SimBackend(agents=agents), preset, tmp_path / agents, log=lambda *_: None)
-
-
 @pytest.mark.parametrize("path,preset,fields", CASES.values(), ids=CASES.keys())
 def test_the_core_collectives_give_the_python_workers_run(path, preset, fields, tmp_path):
-    spec = spec_of(path, fields)
-    py, py_frames = simulate(spec, preset, tmp_path, "python")
-    core, core_frames = simulate(spec, preset, tmp_path, "core")
-    assert core["engine_note"].endswith("ring collectives in the core"), core["engine_note"]
-    assert py["engine_note"].endswith("ring collectives in Python (asked for)")
-    assert core["completed"] and core["events"] > 0
-    assert {k: v for k, v in core.items() if k not in WALL_CLOCK_KEYS} == \
-        {k: v for k, v in py.items() if k not in WALL_CLOCK_KEYS}
-    for name in TABLES:
-        pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
-                                      py_frames[name].reset_index(drop=True), obj=name)
+    assert_core_runs_as_python(spec_of(path, fields), preset, tmp_path, "ring collectives", TABLES)
 
 
 def test_the_cases_lose_bytes_over_several_buckets(tmp_path):

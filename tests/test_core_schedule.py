@@ -5,15 +5,13 @@ pipelines, ZeRO stages, MoE all-to-all, hierarchical collectives), payload-free 
 values; and the core calls Python once a rank, not once a message."""
 import collections
 
-import pandas as pd
 import pytest
 
-from dlcp_emu.experiment import run as experiment_run
 from dlcp_emu.experiment.engine import choose_schedule_agents
-from dlcp_emu.sim.engines import WALL_CLOCK_KEYS
 from dlcp_emu.sim.native import NativeSimNetwork
 from dlcp_emu.sim.run import SimBackend
 
+from agent_twins import assert_core_runs_as_python, simulate
 from test_schedule_run import llm_spec
 
 TABLES = ("iterations", "deliveries", "messages", "traffic_classes", "packets", "ports")
@@ -39,23 +37,9 @@ def spec_of(workload, payload):
         .with_field("transport.loss_bound", 0.2).with_field("transport.kind", "auto")
 
 
-def simulate(spec, preset, tmp_path, agents):
-    return experiment_run.run(spec, SimBackend(agents=agents), preset, tmp_path / agents, log=lambda *_: None)
-
-
 @pytest.mark.parametrize("workload,preset,payload", CASES.values(), ids=CASES.keys())
 def test_the_core_agent_gives_the_python_agents_run(workload, preset, payload, tmp_path):
-    spec = spec_of(workload, payload)
-    py, py_frames = simulate(spec, preset, tmp_path, "python")
-    core, core_frames = simulate(spec, preset, tmp_path, "core")
-    assert core["engine_note"].endswith("schedule agents in the core"), core["engine_note"]
-    assert py["engine_note"].endswith("schedule agents in Python (asked for)")
-    assert core["completed"] and core["events"] > 0
-    assert {k: v for k, v in core.items() if k not in WALL_CLOCK_KEYS} == \
-        {k: v for k, v in py.items() if k not in WALL_CLOCK_KEYS}
-    for name in TABLES:
-        pd.testing.assert_frame_equal(core_frames[name].reset_index(drop=True),
-                                      py_frames[name].reset_index(drop=True), obj=name)
+    assert_core_runs_as_python(spec_of(workload, payload), preset, tmp_path, "schedule agents", TABLES)
 
 
 def test_the_cases_lose_gradient_bytes_and_carry_every_class(tmp_path):
