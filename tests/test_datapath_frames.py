@@ -199,8 +199,6 @@ def test_config_defaults_and_errors():
         config(ports=[{"number": 1, "intf": "a", "rate": 1e6}])
     with pytest.raises(ConfigError, match="peer_paced must be true or false"):
         config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": 1}])
-    with pytest.raises(ConfigError, match="peer_switch must be true or false"):
-        config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_switch": "yes"}])
 
 
 # -- arrivals: kernel times, a paced host's link, the model's clock ---------------------------
@@ -211,13 +209,11 @@ SER = (len(FRAME) + 24) * 8_000     # its serialisation at 1 Mbit/s, Ethernet ov
 
 
 def arrivals_rig(delay_ns=0):
-    """A data path (no sockets) whose port 1 faces a paced host (1 Mbit/s, delay_ns), port
-    2 an unpaced host and port 3 a switch; kernel times are given in monotonic ns through its
-    clock offset."""
+    """A data path (no sockets) whose port 1 faces a paced host (1 Mbit/s, delay_ns) and port
+    2 a switch; kernel times are given in monotonic ns through its clock offset."""
     dp = Datapath(config(ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "delay_ns": delay_ns,
                                  "peer_paced": True},
-                                {"number": 2, "intf": "b", "rate_bps": 1e6},
-                                {"number": 3, "intf": "c", "rate_bps": 1e6, "peer_switch": True}]))
+                                {"number": 2, "intf": "b", "rate_bps": 1e6}]))
     return dp, (lambda *ts: [t + dp.clock_offset for t in ts])
 
 
@@ -248,39 +244,6 @@ def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay
     later = 300 * MS
     dp.arrivals([(1, [FRAME], k(later))], now=later, floor=0)
     assert [a[0] for a in dp.ingress.arriving] == [later + SER + 2 * MS]
-
-
-def test_a_switchs_frames_read_together_arrive_one_serialisation_apart():
-    """Burst smoothing: frames a switch sent late come in together, and frames that waited
-    while our loop was late are read together; a link delivers them no faster than its rate.
-    Given one time, two spines' late frames reached a leaf's host port at 1.5 times its rate
-    and filled its queue where the simulator's stayed near empty (docs/fidelity.md)."""
-    dp, k = arrivals_rig()
-    got = dp.arrivals([(3, [FRAME] * 3, k(100 * MS, 100 * MS, 100 * MS))], now=100 * MS, floor=0)
-    assert [(t, p) for t, p, _ in got] == [(100 * MS, 3)]
-    assert [a[0] for a in sorted(dp.ingress.arriving)] == [100 * MS + SER, 100 * MS + 2 * SER]
-    # Read late (a stall of 50 ms, the model's clock at 150 ms): late as a whole, spacing kept.
-    dp, k = arrivals_rig()
-    got = dp.arrivals([(3, [FRAME] * 3, k(100 * MS, 100 * MS + SER, 100 * MS + 2 * SER))],
-                      now=150 * MS, floor=150 * MS)
-    assert [t for t, _, _ in got] == [150 * MS]
-    assert [a[0] for a in sorted(dp.ingress.arriving)] == [150 * MS + SER, 150 * MS + 2 * SER]
-    # Frames on time, a serialisation or more apart, keep their own times.
-    dp, k = arrivals_rig()
-    got = dp.arrivals([(3, [FRAME] * 2, k(100 * MS, 100 * MS + 2 * SER))], now=130 * MS, floor=0)
-    assert [t for t, _, _ in got] == [100 * MS, 100 * MS + 2 * SER]
-    # A host's port that is not paced takes its frames as they came (no link to replay).
-    got = dp.arrivals([(2, [FRAME] * 2, k(200 * MS, 200 * MS))], now=200 * MS, floor=0)
-    assert [t for t, _, _ in got] == [200 * MS, 200 * MS]
-
-
-def test_a_paced_hosts_frames_read_after_a_stall_keep_their_spacing():
-    dp, k = arrivals_rig()
-    # Two frames the host's link delivered at 100 ms + SER and + 2 SER, read at 200 ms with
-    # the model's clock at 200 ms: the first at 200 ms, the second one serialisation later.
-    got = dp.arrivals([(1, [FRAME] * 2, k(100 * MS, 100 * MS))], now=200 * MS, floor=200 * MS)
-    assert [t for t, _, _ in got] == [200 * MS]
-    assert [a[0] for a in dp.ingress.arriving] == [200 * MS + SER]
 
 
 def test_build_switch_routes_macs_and_flood_keys():

@@ -163,18 +163,16 @@ class DlcpSwitch(Switch):
 
     # -- config ---------------------------------------------------------------------------
     def port_list(self):
-        """[{number, intf, rate_bps, delay_ns, buffer_bytes, peer_paced, peer_switch}] from our interfaces,
+        """[{number, intf, rate_bps, delay_ns, buffer_bytes, peer_paced}] from our interfaces,
         with the link params Mininet handed each interface (the topology's as a fallback).
         peer_paced: the port faces a host whose egress a token bucket paces (`paced_hosts`),
-        so the switch emulates that link's serialisation and delay on arrival; peer_switch: it
-        faces a switch (whose frames come in no faster than the link carries them, ingress.py)."""
-        by_port, peers, hosts, switches = {}, {}, set(), set()
+        so the switch emulates that link's serialisation and delay on arrival."""
+        by_port, peers, hosts = {}, {}, set()
         if self.topology is not None:
             entries = self.topology.port_map().get(self.name, [])
             by_port = {n: link for n, _, link in entries}
             peers = {n: peer for n, peer, _ in entries}
             hosts = set(self.topology.hosts())
-            switches = set(self.topology.switches())
         ports = []
         for intf in self.intfList():
             number = self.ports.get(intf)
@@ -196,8 +194,7 @@ class DlcpSwitch(Switch):
             ports.append({"number": number, "intf": intf.name,
                           "rate_bps": p.get("rate_bps"), "delay_ns": int(p.get("delay_ns") or 0),
                           "buffer_bytes": int(p.get("buffer_bytes") or 256 * 1024),
-                          "peer_paced": bool(self.paced_hosts and peers.get(number) in hosts),
-                          "peer_switch": peers.get(number) in switches})
+                          "peer_paced": bool(self.paced_hosts and peers.get(number) in hosts)})
         return ports
 
     def _paths(self):

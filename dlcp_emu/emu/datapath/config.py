@@ -6,7 +6,7 @@ Its fields, as its JSON file has them::
     {"name": "s1", "mode": "model" | "forward", "pipeline": "dlcp" or a spec table,
      "seed": 0,
      "ports": [{"number": 1, "intf": "s1-eth1", "rate_bps": 1e8, "delay_ns": 0,
-                "buffer_bytes": 262144, "peer_paced": false, "peer_switch": false}, ...],
+                "buffer_bytes": 262144, "peer_paced": false}, ...],
      "routes": {"00:00:00:00:00:01": [1], ...},      # dst MAC -> equal-cost egress ports
      "flood": [1, 2, 3],                               # ports on the flood tree
      "stats_path": "...json", "ready_path": "...", "pcap_dir": null,
@@ -46,7 +46,7 @@ from switch_models import PipelineSpec, PortConfig, Switch
 
 RUNT_KEY = b"\x00" * 6      # route key of frames too short to carry a MAC: never routed
 MODES = ("model", "forward")
-PORT_KEYS = {"number", "intf", "rate_bps", "delay_ns", "buffer_bytes", "peer_paced", "peer_switch"}
+PORT_KEYS = {"number", "intf", "rate_bps", "delay_ns", "buffer_bytes", "peer_paced"}
 
 __all__ = ["ConfigError", "SwitchProcessConfig", "build_switch", "flood_table", "mac_bytes"]
 
@@ -141,9 +141,8 @@ class SwitchProcessConfig(ProcessConfig):
             unknown = sorted(set(p) - PORT_KEYS)
             if unknown:
                 raise ConfigError(f"port {p['number']}: unknown fields {unknown}; allowed: {sorted(PORT_KEYS)}")
-            for key in ("peer_paced", "peer_switch"):
-                if not isinstance(p.get(key, False), bool):
-                    raise ConfigError(f"port {p['number']}: {key} must be true or false, got {p[key]!r}")
+            if not isinstance(p.get("peer_paced", False), bool):
+                raise ConfigError(f"port {p['number']}: peer_paced must be true or false, got {p['peer_paced']!r}")
             if self.mode == "model" and "rate_bps" not in p:
                 raise ConfigError(f"port {p['number']} needs rate_bps in model mode")
         return numbers

@@ -5,8 +5,7 @@ import heapq
 import itertools
 from operator import itemgetter
 
-from switch_models import ETHERNET_OVERHEAD, HostNic
-from switch_models.nic import ETH_MIN
+from switch_models import HostNic
 
 
 class Ingress:
@@ -15,11 +14,6 @@ class Ingress:
         self.links = {p["number"]: HostNic(float(p["rate_bps"]), int(p.get("delay_ns", 0)))
                       for p in ports if p.get("peer_paced")}
         self.arriving = []          # heap of (arrival ns, seq, port, frame) still on a link
-        # The links whose far end paces what it sends (a paced host, a switch), for burst
-        # smoothing (`link_time`): ns a byte, and when the last frame in arrived.
-        self.ns_per_byte = {p["number"]: 8e9 / float(p["rate_bps"]) for p in ports
-                            if p.get("rate_bps") and (p.get("peer_paced") or p.get("peer_switch"))}
-        self.link_last = dict.fromkeys(self.ns_per_byte, -(1 << 62))
         self._seq = itertools.count()
 
     def next_arrival(self):
@@ -50,12 +44,10 @@ class Ingress:
         the simulator's NIC (emulated runs 1-3% fast). Frames not yet arrived wait in a heap.
 
         The model's clock never runs back: a frame due before our last poll arrives at that
-        poll (`floor`), and no sooner than its link delivers it after the frame before it
-        (`link_time`)."""
+        poll (`floor`)."""
         wait = record_wait   # how long each frame waited in its ring
         offset = clock_offset
         ingress, arriving = self.links, self.arriving
-        link_time = self.link_time
         out = []
         append = out.append
         sources = len(got)
@@ -74,11 +66,10 @@ class Ingress:
                     t = nic.transmit(len(f), t)
                     if t is None:
                         continue   # counted by the NIC (its drops are in the stats)
-                t = link_time(port, t, len(f), floor)
-                if t > now and t > floor:     # still on its link
-                    heapq.heappush(arriving, (t, next(self._seq), port, f))
-                    continue
-                append((t, port, f))
+                    if t > now:
+                        heapq.heappush(arriving, (t, next(self._seq), port, f))
+                        continue
+                append((t if t > floor else floor, port, f))
         if arriving and arriving[0][0] <= now:
             sources += 1
             pop = heapq.heappop
@@ -88,26 +79,3 @@ class Ingress:
         if sources > 1:
             out.sort(key=itemgetter(0))
         return out
-
-    def link_time(self, port, t, size, floor):
-        """When a frame of `size` bytes that came in on `port` at `t` (its kernel time, or its
-        host link's) arrives for the model: no sooner than the model's clock (`floor`), nor
-        than one serialisation at the link's rate after the frame before it on that link.
-
-        Burst smoothing. A switch whose loop was late (a wake-up period, housekeeping, the
-        machine busy) reads at once the frames that came in meanwhile, and its upstream's
-        late frames come in together; given all the same time they reached an egress port
-        faster than any link could carry them (two spines' late frames together at 1.5 times
-        the host port's rate), and its queue built up and dropped where the simulator's never
-        did. A link delivers a frame one serialisation after the one before it at the
-        earliest: the frames keep their spacing, late as a whole."""
-        if t < floor:
-            t = floor
-        ns_per_byte = self.ns_per_byte.get(port)
-        if ns_per_byte:
-            n = size if size > ETH_MIN else ETH_MIN
-            spaced = self.link_last[port] + int((n + ETHERNET_OVERHEAD) * ns_per_byte + 0.5)
-            if t < spaced:
-                t = spaced
-            self.link_last[port] = t
-        return t

@@ -40,8 +40,6 @@ Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unor
     rings_.push_back(p.ring_frame_size ? std::make_unique<RxRing>(p.fd, p.ring_frame_size) : nullptr);
     nics_.emplace_back();
     if (p.paced) nics_.back().emplace(p.rate_bps, p.delay_ns);
-    link_ns_per_byte_.push_back((p.paced || p.from_switch) && p.rate_bps > 0 ? 8e9 / p.rate_bps : 0);
-    link_last_.push_back(INT64_MIN / 2);
   }
 }
 

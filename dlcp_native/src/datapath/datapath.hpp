@@ -30,7 +30,6 @@ struct DatapathPort {
   bool paced = false;            // the peer is a paced host: replay its link (ingress.py)
   double rate_bps = 0;
   int64_t delay_ns = 0;
-  bool from_switch = false;      // the peer is a switch, which paces what it sends (ingress.py)
 };
 
 struct DatapathPortCounters {
@@ -100,9 +99,6 @@ class Datapath {
   void read_port(size_t port, int64_t clock_offset);
   void settle(int64_t now, size_t sources);
   void due_from_links(int64_t now);
-  // When a frame read from `port` at (kernel or link) time t arrives for the model: burst
-  // smoothing (ingress.py `Ingress.link_time`).
-  int64_t link_time(int port, int64_t t, int64_t size);
   // Hand the due frames to the model in order of arrival; a broadcast becomes a copy per
   // flood port (python_loop.py `take`).
   void take_due();
@@ -114,8 +110,6 @@ class Datapath {
   std::vector<DatapathPort> ports_;
   std::vector<std::unique_ptr<RxRing>> rings_;
   std::vector<std::optional<HostNic>> nics_;
-  std::vector<double> link_ns_per_byte_;  // of each port's link (0: no rate, not spaced)
-  std::vector<int64_t> link_last_;        // when the last frame in on each port arrived
   std::unordered_map<uint64_t, int32_t> routes_;
   std::vector<int32_t> port_route_;
   std::vector<std::vector<int>> flood_;

@@ -57,13 +57,12 @@ void Datapath::settle(int64_t now, size_t sources) {
         continue;
       }
       t = *end;
+      if (t > now) {
+        arriving_.push({t, seq_++, g.port, std::move(g.frame)});
+        continue;
+      }
     }
-    t = link_time(g.port, t, int64_t(g.frame.size()));
-    if (t > now && t > floor_) {  // still on its link (spaced after the frames before it)
-      arriving_.push({t, seq_++, g.port, std::move(g.frame)});
-      continue;
-    }
-    due_.push_back({t, 0, g.port, std::move(g.frame)});
+    due_.push_back({t > floor_ ? t : floor_, 0, g.port, std::move(g.frame)});
   }
   got_.clear();
   if (!arriving_.empty() && arriving_.top().t <= now) {
@@ -72,20 +71,6 @@ void Datapath::settle(int64_t now, size_t sources) {
   }
   if (sources > 1)
     std::stable_sort(due_.begin(), due_.end(), [](const Arrival& a, const Arrival& b) { return a.t < b.t; });
-}
-
-// ingress.py `Ingress.link_time`: a link delivers a frame no sooner than one serialisation
-// after the one before it, and never before the model's clock (`floor_`).
-int64_t Datapath::link_time(int port, int64_t t, int64_t size) {
-  if (t < floor_) t = floor_;
-  const double ns_per_byte = link_ns_per_byte_[port];
-  if (ns_per_byte > 0) {
-    const int64_t n = size > ETH_MIN ? size : ETH_MIN;
-    const int64_t spaced = link_last_[port] + int64_t(double(n + ETHERNET_OVERHEAD) * ns_per_byte + 0.5);
-    if (t < spaced) t = spaced;
-    link_last_[port] = t;
-  }
-  return t;
 }
 
 void Datapath::due_from_links(int64_t now) {
