@@ -148,7 +148,7 @@ def _emulate(setup, log, capture, live):
                  **{f"background on {h}": p for h, p in bg_procs.items()}})
             if interrupted is None:
                 show = (lambda title: view.update(run.switch_stats(), title)) if view.enabled else None
-                interrupted = _wait(spec, placement, procs, outs, start_at / 1e9, log, show,
+                interrupted = _wait(spec, keys, procs, outs, start_at / 1e9, log, show,
                                     switch_exits=run.switch_exits,
                                     background_exits=lambda: _failed(bg_procs, run_dir))
         except KeyboardInterrupt:
@@ -267,13 +267,13 @@ def _start_together(ready_files, start_file, procs):
     return start_at, None
 
 
-def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=dict,
+def _wait(spec, keys, procs, outs, t_start, log, show=None, switch_exits=dict,
           background_exits=dict):
-    """Until every agent is done (None), or why not. show(title): refresh the live view;
+    """Until every agent is done (None), or why not. keys: {process key: (job, rank)}.
+    show(title): refresh the live view;
     switch_exits(): {name: how it ended} of switch processes that ended (each has failed: a
     network with a dead switch only times out); background_exits(): {host: how it ended} of
     background processes that failed (the load would silently drop)."""
-    iterations = spec.workload["iterations"]
     last = (None, 0.0)
     shown = -LIVE_EVERY_S
     tracker = Progress(outs)
@@ -286,11 +286,10 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=di
         status = [st for st in tracker.status.values() if st]
         done = sum(bool(st.get("done")) for st in status)
         packets = sum(st.get("packets_sent", 0) for st in status)
-        its = [n for rank, n in tracker.iterations.items() if rank not in placement.ps_ranks]
         elapsed = time.monotonic() - t_start
-        state = (min(its, default=0), done)
+        state = (iterations_done(keys, tracker.iterations), done)
         # A line when an iteration or an agent finishes, else every few seconds.
-        line = (f"  {elapsed:6.1f} s  iterations {state[0]}/{iterations} (slowest worker), "
+        line = (f"  {elapsed:6.1f} s  iterations {state[0]} (slowest worker), "
                     f"agents done {done}/{len(outs)}, packets sent {packets:,}")
         if state != last[0] or elapsed - last[1] >= PROGRESS_EVERY_S:
             log(line)
@@ -312,6 +311,18 @@ def _wait(spec, placement, procs, outs, t_start, log, show=None, switch_exits=di
                     for name, e in sorted(exits.items())) + " ended during the run"
         if elapsed > spec.time_limit_s:
             return f"time limit of {spec.time_limit_s:g} s reached"
+
+
+def iterations_done(keys, counts):
+    """The progress line's iterations: each job's slowest worker against the job's
+    iterations ("2/4"; several jobs: "resnet 2/4, llm 1/3"). keys: {process key: (job,
+    rank)}; counts: {process key: iterations communicated}."""
+    jobs = {}
+    for key, (job, rank) in keys.items():
+        if rank not in job.placement.ps_ranks:
+            jobs.setdefault(job.name, (job, []))[1].append(counts.get(key, 0))
+    return ", ".join(f"{name + ' ' if name else ''}{min(n)}/{job.spec.workload['iterations']}"
+                     for name, (job, n) in jobs.items())
 
 
 def switch_wake_period_ns(frame_ns):
