@@ -15,14 +15,16 @@ SPEC = parse_spec({"name": "t", "topology": {"kind": "star", "hosts": 2, "host_r
                    "workload": {"model": "resnet50", "workers": 2}})
 
 # (backend, preset) -> per seed: (mean iteration time, p99 tensor completion time, the
-# emulated run's fidelity estimate of its mean iteration, percent)
+# emulated run's fidelity estimate of its mean iteration, percent). The simulator's seeds
+# after the second are validate's noise seeds (NOISE_SEEDS = 5 in all).
 FIGURES = {
     ("emu", "fifo"): [(0.500, 0.040, 1.0), (0.520, 0.050, 1.0)],
-    ("sim", "fifo"): [(0.505, 0.045, None), (0.515, 0.045, None)],
+    ("sim", "fifo"): [(0.505, 0.045, None), (0.515, 0.045, None),
+                      (0.490, 0.045, None), (0.530, 0.045, None), (0.510, 0.045, None)],
     ("emu", "dlcp"): [(0.400, 0.030, 2.0), (0.400, 0.030, 10.0)],
-    ("sim", "dlcp"): [(0.300, 0.020, None), (0.300, 0.020, None)],
+    ("sim", "dlcp"): [(0.300, 0.020, None)] * 5,
     ("emu", "ndp"): [(1.25, 0.5, 0.0), (1.25, 0.5, 0.0)],
-    ("sim", "ndp"): [(1.0, 1.0, None), (1.0, 1.0, None)],
+    ("sim", "ndp"): [(1.0, 1.0, None)] * 5,
 }
 
 
@@ -61,6 +63,11 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
     assert fifo["emu_seeds"] == [0.500, 0.520] and fifo["sim_seeds"] == [0.505, 0.515]
     assert fifo["emu"] == pytest.approx(0.510) and fifo["sim"] == pytest.approx(0.510)
     assert fifo["difference"] == pytest.approx(0.0, abs=1e-12)
+    # The noise: the simulator's five seeds (505, 515, 490, 530, 510 ms: mean 510, sd
+    # 14.58) give one seed's spread 2.859%, a difference of two 2-seed means sqrt(2/2) of it.
+    assert report["noise_seeds"] == 5
+    assert fifo["difference_sd"] == pytest.approx(14.577 / 510, rel=1e-3)
+    assert rows["dlcp"]["iteration_time_mean_s"]["difference_sd"] == 0.0
     assert rows["fifo"]["tensor_fct_p99_s"]["emu"] == pytest.approx(0.045)
     assert rows["fifo"]["within_tolerance"] and rows["fifo"]["emulation_fidelity"] == "~+1.0%"
     # dlcp: 400 ms against 300 ms is +33.3 %, beyond 25 %; the emulated runs estimated +2%
@@ -82,6 +89,7 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
     text = validate.table(report)
     line = {r: next(x for x in text.splitlines() if x.strip().startswith(r)) for r in rows}
     assert "510.0 ± 14.1" in line["fifo"] and "+0.0%" in line["fifo"] and line["fifo"].endswith("~+1.0%")
+    assert "+0.0%  ±2.9%" in line["fifo"] and "spread over 5 seeds" in text
     assert "400.0 ± 0.0" in line["dlcp"] and "+33.3%" in line["dlcp"] and " NO " in line["dlcp"]
     assert line["dlcp"].endswith("~+6.0%!")
     assert "+25.0%" in line["ndp"] and "-50.0%" in line["ndp"] and " yes " in line["ndp"]
@@ -100,7 +108,7 @@ def test_a_preset_without_figures_has_no_difference(known_runs, tmp_path, monkey
     _, report = validate.validate(SPEC, ["fifo"], seeds=1, root=tmp_path, log=lambda m: None)
     row = report["presets"][0]
     assert row["iteration_time_mean_s"] == {"emu": 0.5, "sim": None, "emu_seeds": [0.5],
-                                            "sim_seeds": [], "difference": None}
+                                            "sim_seeds": [], "difference": None, "difference_sd": None}
     assert not row["within_tolerance"]
     assert " - " in validate.table(report).splitlines()[2]
 
@@ -109,6 +117,9 @@ def test_command_line_errors_name_the_flag(capsys):
     with pytest.raises(SystemExit):
         main(["validate", "examples/default.toml", "--tolerance", "5"])
     assert "argument --tolerance: must be a fraction in (0, 1), got '5'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["validate", "examples/default.toml", "--noise-seeds", "-1"])
+    assert "argument --noise-seeds: must be an integer >= 0, got '-1'" in capsys.readouterr().err
     if os.geteuid() == 0:
         assert main(["validate", "examples/default.toml", "--presets", "fifo,fifoo"]) == 2
         assert "unknown preset(s) 'fifoo'" in capsys.readouterr().err
@@ -131,7 +142,7 @@ def test_a_custom_pipeline_is_validated_under_its_name(monkeypatch, tmp_path):
                 "fidelity": fidelity(0.0 if backend == "emu" else None)}
     monkeypatch.setattr(compare, "run_one", run_one)
     _, report = validate.validate(SPEC, [table], root=tmp_path, log=lambda m: None)
-    assert given == [("emu", table), ("sim", table)]
+    assert given == [("emu", table), ("sim", table)] + [("sim", table)] * 4   # and the noise seeds
     (row,) = report["presets"]
     assert row["preset"] == compare.preset_name(table) != "fifo"
     assert row["iteration_time_mean_s"]["difference"] == pytest.approx(-0.2)
@@ -164,7 +175,8 @@ def test_each_job_of_several_is_compared(monkeypatch, tmp_path):
                 "fidelity": {**fidelity(8.0), "jobs": {"a": fidelity(1.0), "b": fidelity(8.0)}} if b == "emu"
                 else fidelity(None)}
     monkeypatch.setattr(compare, "run_one", run_one)
-    _, report = validate.validate(SPEC, ["fifo"], tolerance=0.05, root=tmp_path, log=lambda m: None)
+    _, report = validate.validate(SPEC, ["fifo"], tolerance=0.05, root=tmp_path, log=lambda m: None,
+                                  noise_seeds=0)
     jobs = report["presets"][0]["jobs"]
     assert jobs["a"]["iteration_time_mean_s"]["difference"] == pytest.approx(0.05)
     assert jobs["a"]["within_tolerance"]                   # +5% is within 5%

@@ -3,7 +3,7 @@ import json
 import sys
 from pathlib import Path
 
-from dlcp_emu.commands.argtypes import name_list, open_fraction, output_dir, positive_int
+from dlcp_emu.commands.argtypes import name_list, number_at_least, open_fraction, output_dir, positive_int
 from dlcp_emu.commands.run import _check_presets, _load, _need_root
 
 
@@ -13,6 +13,9 @@ def add_parser(sub):
     v.add_argument("--presets", type=name_list, default=None,
                    help="comma-separated presets (default: the spec's [switch], a preset or a pipeline table)")
     v.add_argument("--seeds", type=positive_int, default=1, help="runs per preset and backend")
+    v.add_argument("--noise-seeds", type=number_at_least(0, int), default=None,
+                   help="the simulator's seeds (those compared, then more) whose spread gives the noise a "
+                        "difference sits in (default 5; 0: none beyond those compared)")
     v.add_argument("--tolerance", type=open_fraction, default=0.05,
                    help="largest relative difference of mean iteration time that passes (default 0.05)")
     v.add_argument("--results", type=output_dir, default=Path("results"),
@@ -35,8 +38,10 @@ def _validate(args):
         presets = [spec.switch]   # a custom pipeline: both backends run the table itself
     from dlcp_emu.study import validate
     try:
+        noise = validate.NOISE_SEEDS if args.noise_seeds is None else args.noise_seeds
         out_dir, report = validate.validate(spec, presets, seeds=args.seeds, tolerance=args.tolerance,
-                                            root=args.results, log=lambda m: print(m, flush=True))
+                                            root=args.results, log=lambda m: print(m, flush=True),
+                                            noise_seeds=noise)
     except (RuntimeError, ValueError) as e:
         print(f"dlcp-emu: {e}", file=sys.stderr)
         return 2

@@ -58,7 +58,7 @@ def run_case(path, presets, dilation, k, out_path, root="results", log=print):
     spec = at_dilation(spec, dilation).with_field("seed", spec.seed + k)
     if presets is None:
         presets = [spec.switch["preset"]]
-    out_dir, report = validate.validate(spec, list(presets), seeds=1, root=root, log=log)
+    out_dir, report = validate.validate(spec, list(presets), seeds=1, root=root, log=log, noise_seeds=0)
     summaries = {b: json.loads((Path(d) / "summary.json").read_text()) for b, d in report["runs"].items()}
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     with open(out_path, "a") as f:

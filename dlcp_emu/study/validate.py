@@ -9,6 +9,12 @@ emulation: host timers are late by milliseconds, and some policies amplify that)
 
     results/<stamp>-<spec>-validate/validation.json   the comparison (this module's output)
     results/<stamp>-<spec>-emu/, ...-sim/             the two `compare` runs it made
+
+One seed of either backend is one draw: an emulated run does not replay its seed's exact
+meeting of flows (the kernel's timing decides which packet a queue takes first), and moves
+about as much as the simulator does from seed to seed (docs/fidelity.md). So the simulator
+also runs further seeds (`noise_seeds` in all), and the report gives the spread a difference
+of two agreeing backends would have at this many seeds: the noise a verdict sits in.
 """
 import numpy as np
 
@@ -17,12 +23,13 @@ from dlcp_emu.experiment import results
 from dlcp_emu.jsonio import write_json_atomic
 
 FIGURES = (("iteration_time_mean_s", "iter mean"), ("tensor_fct_p99_s", "fct p99"))
+NOISE_SEEDS = 5    # the simulator's seeds the noise is measured over (a few seconds each)
 # A spec of [[jobs]]: each job's figures too (compare's `jobs`, study/job_table.py).
 JOB_FIGURES = (("iteration_time_mean_s", "iter mean"), ("alone_iteration_time_mean_s", "alone"),
                ("slowdown", "slowdown"))
 
 
-def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
+def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print, noise_seeds=NOISE_SEEDS):
     # Both backends at the dilation the emulation chooses: the simulator's draws (background
     # flows over the time limit, rounding of scaled times) follow the dilation too.
     spec, choice = dilation.resolve(spec, presets[0], log)
@@ -31,6 +38,11 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
         log(f"== {backend} ==")
         run_dir, summary = compare.compare(spec, presets, seeds=seeds, backend=backend, root=root, log=log)
         runs[backend] = {"dir": str(run_dir), "summary": summary}
+    extra = max(0, noise_seeds - seeds)
+    if extra:   # the seeds after those compared: how far one seed moves
+        log(f"== sim, seeds {spec.seed + seeds}-{spec.seed + noise_seeds - 1}: the noise ==")
+        noise_dir, noise = compare.compare(spec.with_field("seed", spec.seed + seeds), presets, seeds=extra,
+                                           backend="sim", root=root, log=log)
     rows = []
     for pipeline in presets:
         preset = compare.preset_name(pipeline)   # a [switch] table runs under its pipeline's name
@@ -40,6 +52,8 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
             e, s = (float(np.mean(v)) if v else None for v in (vals["emu"], vals["sim"]))
             row[key] = {"emu": e, "sim": s, "emu_seeds": vals["emu"], "sim_seeds": vals["sim"],
                         "difference": None if not (e and s) else (e - s) / s}
+            more = _per_seed(noise["presets"].get(preset), key) if extra else []
+            row[key]["difference_sd"] = difference_sd(vals["sim"] + more, seeds)
         fid = (runs["emu"]["summary"]["presets"].get(preset) or {}).get("fidelity", {})
         # What the emulated runs estimated of their own error, beside the error measured here.
         row["fidelity_estimate"] = fid.get("estimate")
@@ -54,13 +68,23 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print):
             row["jobs"] = jobs
         rows.append(row)
     out = {"spec": spec.name, "seeds": seeds, "tolerance": tolerance, "presets": rows,
-           "runs": {b: r["dir"] for b, r in runs.items()},
-           "complete": all(r["summary"]["complete"] for r in runs.values())}
+           "noise_seeds": max(seeds, noise_seeds),
+           "runs": {b: r["dir"] for b, r in runs.items()} | ({"sim_noise": str(noise_dir)} if extra else {}),
+           "complete": all(r["summary"]["complete"] for r in runs.values()) and (not extra or noise["complete"])}
     if choice is not None:
         out["time_dilation_choice"] = choice
     out_dir = results.new_run_dir(root, f"{spec.name}-validate")
     write_json_atomic(out_dir / "validation.json", out, indent=2)
     return out_dir, out
+
+
+def difference_sd(sim_seeds, seeds):
+    """The standard deviation of (emulated mean - simulated mean) / simulated mean over
+    `seeds` seeds each, were both backends drawn from the simulator's spread over its seeds
+    (`sim_seeds`, one figure each): sd / mean * sqrt(2 / seeds); None under three seeds."""
+    if len(sim_seeds) < 3:
+        return None
+    return float(np.std(sim_seeds, ddof=1) / np.mean(sim_seeds) * np.sqrt(2 / seeds))
 
 
 def _jobs(by_backend, tolerance):
@@ -97,19 +121,23 @@ def _figure(s, key):
 def table(report):
     head = ["preset"]
     for _, label in FIGURES:
-        head += [f"{label} emu", f"{label} sim", "diff"]
+        head += [f"{label} emu", f"{label} sim", "diff", "noise"]
     head += [f"within {report['tolerance'] * 100:g}%", "emulation's estimate"]
     rows = []
     for r in report["presets"]:
         row = [r["preset"]]
         for key, _ in FIGURES:
             f = r[key]
+            sd = f.get("difference_sd")
             row += [_ms(f["emu"], f["emu_seeds"]), _ms(f["sim"], f["sim_seeds"]),
-                    "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%"]
+                    "-" if f["difference"] is None else f"{f['difference'] * 100:+.1f}%",
+                    "-" if sd is None else f"±{sd * 100:.1f}%"]
         row += ["yes" if r["within_tolerance"] else "NO", r["emulation_fidelity"]]
         rows.append(row)
     return _aligned(head, rows) + (f"\n(ms, real-world; mean over {report['seeds']} seed(s) ± their standard "
-                               "deviation; diff = (emulated - simulated) / simulated, on the means; a schedule's"
+                               "deviation; diff = (emulated - simulated) / simulated, on the means;"
+                               f"\n noise: one standard deviation of diff were the backends to agree, from the simulator's"
+                               f" spread over {report.get('noise_seeds', report['seeds'])} seeds (docs/fidelity.md); a schedule's"
                                "\n fct: its gradient messages' completion;"
                                "\n emulation's estimate: what the emulated runs estimated of their own error, see `compare`)"
                                ) + _job_table(report)
