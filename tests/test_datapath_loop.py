@@ -467,3 +467,39 @@ def test_one_late_packet_beyond_the_stall_limit_means_behind(tmp_path, stall_lim
     stats = rig.stop()
     assert stats["lateness"]["max_ns"] > 1
     assert stats["fell_behind"] is behind
+
+
+def test_the_compiled_loop_records_on_its_housekeeping_thread_and_loses_no_row(tmp_path):
+    """The compiled loop's thread takes each snapshot, the housekeeping thread writes it:
+    the kernel's counters and the files off the loop (housekeeper.py), every queue row kept
+    in order, and the stop's synchronous housekeeping last."""
+    rig = Rig(tmp_path, engine="native", rate=8e6, stats_interval_s=0.02, queue_sample_ns=200_000,
+              queue_path=str(tmp_path / "s1.queues.i64"))
+    threads, real = [], rig.dp.record
+
+    def record(job):   # which thread writes each snapshot, and whether it was the final one
+        threads.append((threading.current_thread().name, job[0]))
+        real(job)
+    rig.dp.record = record
+    for _ in range(4):
+        for _ in range(30):
+            rig.far[1].send(frame(payload=950))
+        assert len(rig.recv(2, 30, timeout=5)) == 30
+    rig.stop()   # 120 frames at 8 Mbit/s took 120 ms or more: six stats intervals at least
+    rig.dp.housekeeping(final=True)
+    assert len(threads) > 3
+    assert set(threads[:-1]) == {("housekeeping", False)} and threads[-1] == ("MainThread", True)
+    _, rows, torn = read_rows(tmp_path / "s1.queues.i64")
+    assert torn == 0 and (np.diff(rows[:, 0]) > 0).all()
+    assert json.loads((tmp_path / "stats.json").read_text())["queue_samples"]["rows"] == len(rows)
+
+
+def test_a_failed_housekeeping_is_raised_on_the_loops_thread(tmp_path):
+    from dlcp_emu.emu.datapath.housekeeper import Housekeeper
+    rig = Rig(tmp_path, engine="native", stats_interval_s=10)
+    rig.stop()
+    keeper = Housekeeper(rig.dp)
+    keeper.submit((False, None, {("not", "a", "key"): 1}))
+    with pytest.raises(RuntimeError, match="housekeeping failed") as e:
+        keeper.close()
+    assert isinstance(e.value.__cause__, TypeError)

@@ -5,6 +5,7 @@ import signal
 import sys
 
 from dlcp_emu.emu.datapath.config import SwitchProcessConfig
+from dlcp_emu.emu.datapath.housekeeper import SWITCH_INTERVAL_S
 from dlcp_emu.emu.datapath.process import Datapath
 
 
@@ -25,6 +26,9 @@ def main(argv=None):
         dp.close()
         return 1
     dp.ready()
+    # The loop's thread takes the GIL back from the housekeeping thread within this
+    # (housekeeper.py); Python's default is 5 ms.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     profile = os.environ.get("DLCP_DATAPATH_PROFILE")   # developer aid: cProfile the loop
     try:
         if profile:

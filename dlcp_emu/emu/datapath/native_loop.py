@@ -13,6 +13,7 @@ import time
 from switch_models.nic import BUFFER_FULL
 
 from dlcp_emu.emu.datapath.frames import INVALID_DLCP, MALFORMED
+from dlcp_emu.emu.datapath.housekeeper import Housekeeper
 
 WAKE, FULL = 1, 2
 PENDING_LIMIT = 1 << 16     # queue samples the loop keeps before Python takes them
@@ -106,19 +107,23 @@ class NativeLoop:
         core = self.core
         clock = time.monotonic_ns
         housekeeping = dp._housekeeping_due()
-        while not dp.stopping:
-            why = core.run(housekeeping, dp.clock_offset)
+        keeper = Housekeeper(dp)     # the kernel's counters and the files, off this thread
+        try:
+            while not dp.stopping:
+                why = core.run(housekeeping, dp.clock_offset)
+                self.collect(dp)
+                if why == WAKE:
+                    dp._drain_wakeup()      # the signal's handler has run: the flags are set
+                now = clock()
+                if now >= housekeeping or dp.report_now or why == FULL:
+                    keeper.submit(dp.snapshot())
+                    housekeeping = dp._housekeeping_due()
+                    took = housekeeping - now - dp.housekeeping_interval_ns
+                    dp.housekeeping_max_ns = max(dp.housekeeping_max_ns, took)
+            core.drain(time.monotonic_ns() + int(dp.cfg.drain_s * 1e9))
             self.collect(dp)
-            if why == WAKE:
-                dp._drain_wakeup()      # the signal's handler has run: the flags are set
-            now = clock()
-            if now >= housekeeping or dp.report_now or why == FULL:
-                dp.housekeeping()
-                housekeeping = dp._housekeeping_due()
-                took = housekeeping - now - dp.housekeeping_interval_ns
-                dp.housekeeping_max_ns = max(dp.housekeeping_max_ns, took)
-        core.drain(time.monotonic_ns() + int(dp.cfg.drain_s * 1e9))
-        self.collect(dp)
+        finally:
+            keeper.close()              # before the final, synchronous housekeeping
 
     def collect(self, dp):
         """What the loop measured and counted since the last call, into the Datapath's

@@ -258,24 +258,38 @@ class Datapath:
 
     # -- stats ----------------------------------------------------------------------------
     def housekeeping(self, final=False):
+        """Once a stats interval, and at the end: the kernel's counters, the queue samples'
+        file, the stats' checkpoint. The compiled loop runs `snapshot` on its thread and the
+        rest on a `Housekeeper`'s."""
+        self.count_kernel()
+        self.record(self.snapshot(final))
+
+    def snapshot(self, final=False):
+        """What only the loop's thread may read (the model's state, the loop's measurements),
+        as a job for `record`: (final, queue rows, stats or None)."""
         self.report_now = False
         self.snapshots += 1
         self.lateness.fold()
         self.rx_wait.fold()
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # follows a clock step
-        self.count_kernel()
         for p in self.pcaps:
             p.flush()
+        rows = self.queues.take() if self.queues is not None else None
+        return final, rows, self.stats(final) if self.cfg.stats_path else None
+
+    def record(self, job):
+        """Write what `snapshot` took; reads none of the loop's state."""
+        final, rows, stats = job
         if self.queues is not None:
-            self.queues.flush(final)
-        if not self.cfg.stats_path:
+            self.queues.write(rows, final)
+        if stats is None:
             return
         if final:
             self.checkpoints.close()
-            write_json_atomic(self.cfg.stats_path, self.stats(True), indent=1, default=str)
+            write_json_atomic(self.cfg.stats_path, stats, indent=1, default=str)
         else:
             # No indent: the indenting encoder leaves closure cycles the disabled gc keeps.
-            self.checkpoints.write(self.cfg.stats_path, self.stats(False), default=str)
+            self.checkpoints.write(self.cfg.stats_path, stats, default=str)
 
     def count_kernel(self):
         """Each port's counts: the interface's first, then its socket's, so that a frame that

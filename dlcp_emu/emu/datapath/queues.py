@@ -12,13 +12,20 @@ class QueueSamples:
         self.path = path
         self.ports = list(port_numbers)
         self.rows = []
+        self.taken = 0           # rows taken for the file (written, or being written)
         self._writer = RowWriter(path, ["t_ns", *map(str, self.ports)])
 
-    def flush(self, final=False):
-        self._writer.flush(self.rows)
-        self.rows.clear()        # in place: the loop holds the list
+    def take(self):
+        """The rows so far, forgotten here (in place: the loop holds the list)."""
+        rows = self.rows[:]
+        self.rows.clear()
+        self.taken += len(rows)
+        return rows
+
+    def write(self, rows, final=False):
+        self._writer.flush(rows)
         if final:
             self._writer.close()
 
     def stats(self):
-        return {"path": self.path, "ports": self.ports, "rows": self._writer.rows}
+        return {"path": self.path, "ports": self.ports, "rows": self.taken}
