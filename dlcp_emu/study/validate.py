@@ -136,11 +136,17 @@ def table(report):
         rows.append(row)
     return _aligned(head, rows) + (f"\n(ms, real-world; mean over {report['seeds']} seed(s) ± their standard "
                                "deviation; diff = (emulated - simulated) / simulated, on the means;"
-                               f"\n noise: one standard deviation of diff were the backends to agree, from the simulator's"
-                               f" spread over {report.get('noise_seeds', report['seeds'])} seeds (docs/fidelity.md); a schedule's"
+                               + _noise_note(report.get("noise_seeds", report["seeds"])) + " a schedule's"
                                "\n fct: its gradient messages' completion;"
                                "\n emulation's estimate: what the emulated runs estimated of their own error, see `compare`)"
                                ) + _job_table(report)
+
+
+def _noise_note(seeds):
+    if seeds < 3:
+        return "\n noise: none measured (under three of the simulator's seeds);"
+    return ("\n noise: one standard deviation of diff were the backends to agree, from the simulator's"
+            f" spread over {seeds} seeds (docs/fidelity.md);")
 
 
 def _job_table(report):
