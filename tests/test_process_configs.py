@@ -143,3 +143,12 @@ def test_a_schedules_host_derives_the_program_the_simulator_runs(tmp_path):
         plan, agent = build_schedule_agent(read)
         assert agent.p == setup.plan.programs[read.rank]
         assert plan.n_messages == setup.plan.n_messages
+
+
+@pytest.mark.parametrize("kind", [HostProcessConfig, BackgroundUdpConfig])
+def test_a_host_queue_the_hosts_do_not_have_is_refused_naming_the_allowed_ones(tmp_path, kind):
+    (cfg,) = [c for c in every_config(tmp_path) if type(c) is kind][:1]
+    data = json.loads(json.dumps(cfg.to_json()))
+    assert kind.from_json({**data, "host_queue": "priority"}).host_queue == "priority"
+    with pytest.raises(ConfigError, match=rf"{kind.__name__}: host_queue must be one of fifo, priority, got 'lifo'"):
+        kind.from_json({**data, "host_queue": "lifo"})

@@ -37,9 +37,10 @@ def main(argv=None):
     ep = BackgroundEndpoint(cfg.index, flows, cfg.mtu, cfg.link_rate_bps, endpoints=engine,
                             settings=TransportSettings(**cfg.transport_settings))
     if engine == "native":
-        driver = NativeUdpHost(ep, sock, peers, job=JOB, agent_reads=False)
+        driver = NativeUdpHost(ep, sock, peers, job=JOB, agent_reads=False,
+                               control_first=cfg.host_queue == "priority")
     else:
-        driver = UdpDriver(ep, sock, peers, ecn=True)
+        driver = UdpDriver(ep, sock, peers, ecn=True, control_first=cfg.host_queue == "priority")
     deadline = start + int(cfg.deadline_s * 1e9)
     next_write = start + 1_000_000_000
     out = JsonLinesWriter(cfg.out_path)

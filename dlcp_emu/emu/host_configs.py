@@ -9,7 +9,14 @@ its config, not the runner's. Values are JSON's: lists, and str keys (a rank, a 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dlcp_emu.emu.process_config import ProcessConfig
+from dlcp_emu.emu.process_config import ConfigError, ProcessConfig
+from switch_models.nic import HOST_QUEUES
+
+
+def _check_host_queue(cfg):
+    if cfg.host_queue not in HOST_QUEUES:
+        raise ConfigError(f"{type(cfg).__name__}: host_queue must be one of {', '.join(HOST_QUEUES)}, "
+                          f"got {cfg.host_queue!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +44,7 @@ class HostProcessConfig(StartedProcessConfig):
     pattern, iterations, group_size, fusion), the transport and its settings
     (`TransportSettings` fields), `Scale` and `CompressionSpec` fields, [training] or None,
     the host's link rate, and engine (python: the Python endpoints over `UdpDriver`, else the
-    compiled data plane, `native_host`).
+    compiled data plane, `native_host`); host_queue: the pipeline's (`emu.host_egress`).
 
     schedule: the spec's [workload] of a schedule kind (docs/schedules.md), or None; with it,
     servers: each rank's server number (the hierarchical algorithms' groups). The process
@@ -79,7 +86,10 @@ class HostProcessConfig(StartedProcessConfig):
     packets_path: str | None = None
     results_path: str | None = None
     job: int = 0                 # the header's job field (several jobs: jobs_spec.wire_id)
+    host_queue: str = "fifo"     # the pipeline's: "priority" sends control packets first
     start_delay_ns: int = 0      # its job's start after the common start (emulated ns)
+
+    __post_init__ = _check_host_queue
 
     def workload(self):
         """The spec's [workload] fields this config carries (`make_worker`, `trace_of`)."""
@@ -104,6 +114,9 @@ class BackgroundUdpConfig(StartedProcessConfig):
     link_rate_bps: float
     engine: str
     transport_settings: dict
+    host_queue: str = "fifo"     # the pipeline's: "priority" sends control packets first
+
+    __post_init__ = _check_host_queue
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -218,12 +218,14 @@ def main(argv=None):
     peers = {int(r): tuple(a) for r, a in cfg.peers.items()}
     log = None
     if engine == "native":
-        driver = NativeUdpHost(stack, sock, peers, job=cfg.job, agent_reads=True, measure_lag=True)
+        driver = NativeUdpHost(stack, sock, peers, job=cfg.job, agent_reads=True, measure_lag=True,
+                               control_first=cfg.host_queue == "priority")
         if cfg.packets_path:
             driver.record_packets(MAX_RECORDS)
     else:
         log = PacketLog(stack) if cfg.packets_path else None
-        driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True)
+        driver = UdpDriver(log or stack, sock, peers, ecn=True, measure_lag=True,
+                           control_first=cfg.host_queue == "priority")
 
     clock = time.monotonic_ns
     stalls = Stalls()

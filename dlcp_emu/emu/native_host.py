@@ -32,10 +32,12 @@ class NativeUdpHost:
     `received`, `malformed`, `rx_lag_ns`), over an endpoint with native endpoints."""
 
     def __init__(self, endpoint, sock, peers, *, job, agent_reads, measure_lag=False,
-                 signals=True, clock=time.monotonic_ns):
+                 signals=True, clock=time.monotonic_ns, control_first=False):
         """peers: {rank: (ip, port)}; agent_reads: the agent takes the receiver's tensors
         (training) or they are let go (background flows); signals: a signal wakes the loop
-        (the main thread only; `wake` does it from another thread)."""
+        (the main thread only; `wake` does it from another thread); control_first: a
+        `priority` host queue (`host_egress`): control packets waiting for the socket go
+        ahead of data."""
         if getattr(endpoint, "endpoints", None) != "native":
             raise ValueError("the compiled data plane runs native endpoints only")
         self.endpoint, self.sock, self.clock = endpoint, sock, clock
@@ -47,7 +49,7 @@ class NativeUdpHost:
         self.core = UdpHost(sock.fileno(), endpoint.receiver._core, job,
                                   {int(r): (a[0], int(a[1])) for r, a in peers.items()}, agent_reads,
                                   ecn=True, measure_lag=measure_lag, batch=BATCH, wake_fd=self._wake_r,
-                                  lag_limit=LAG_SAMPLES)
+                                  lag_limit=LAG_SAMPLES, control_first=control_first)
         endpoint.on_sender = lambda sender: self.core.add_sender(sender._core)
         for sender in endpoint.senders.values():
             self.core.add_sender(sender._core)

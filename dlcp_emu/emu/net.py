@@ -23,7 +23,9 @@ import threading
 from dlcp_emu.emu import cleanup, links, reaper
 from dlcp_emu.emu.lifeline import PARENT_ENV
 from dlcp_emu.emu.mnswitch import DlcpSwitch, configure_host, switch_class
-from switch_models import ETHERNET_OVERHEAD, HOST_BUFFER_BYTES
+from dlcp_emu.emu.host_egress import egress_commands
+from switch_models import ETHERNET_OVERHEAD
+from switch_models.pipeline import PipelineSpec
 
 from dlcp_emu.wire.layout import ETH_LEN
 
@@ -205,19 +207,22 @@ class EmulationRun:
         for good (the host sent below its rate); the switch's serialisation keeps the frames
         of a burst apart, so none reaches a priority queue early. The queue holds what the
         simulator's NIC holds (the transport's window bounds it): a 64-frame limit dropped a
-        PS's bursts to four workers, 1.5% of its packets, out of sight of the switches."""
+        PS's bursts to four workers, 1.5% of its packets, out of sight of the switches. A
+        `priority` host queue (the pipeline's `host_queue`) is an HTB shaper of the same rate
+        and burst over two queues, control packets first (`host_egress`)."""
         frame = self.mtu + ETH_LEN + ETHERNET_OVERHEAD
+        host_queue = PipelineSpec.parse(self.pipeline).host_queue   # the NIC's queue (host_egress)
         self.paced = True
         for h in self.net.hosts:
             (port,) = self.topology.ports(h.name)
-            rate = int(port.link.rate_bps)
             for intf in h.intfList():
                 if intf.name == "lo":
                     continue
-                out = h.cmd(f"tc qdisc replace dev {intf.name} root stab overhead {ETHERNET_OVERHEAD} tbf "
-                            f"rate {rate}bit burst {HOST_BURST_FRAMES * frame} limit {HOST_BUFFER_BYTES}")
-                if out.strip():
-                    raise RuntimeError(f"pacing {h.name} {intf.name} with tbf failed: {out.strip()}")
+                for cmd in egress_commands(intf.name, port.link.rate_bps, HOST_BURST_FRAMES * frame, host_queue,
+                                           frame):
+                    out = h.cmd(cmd)
+                    if out.strip():
+                        raise RuntimeError(f"pacing {h.name} {intf.name} failed: {cmd}: {out.strip()}")
 
     def _set_mtu(self):
         """Jumbo frames: every interface of the run, host ends in their namespaces, switch

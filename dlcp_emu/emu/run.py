@@ -94,11 +94,7 @@ def _emulate(setup, log, capture, live):
     cpu_start = machine_cpu_s()
     interrupted = None
     host_exits = {}   # rank -> how a host process ended when not by our SIGTERM or cleanly
-    if PipelineSpec.parse(pipeline).host_queue != "fifo":
-        # The simulator's NIC sends control packets ahead of data (switch_models/nic.py); the
-        # emulated hosts' pacing qdisc and socket backlog are one FIFO each (docs/baselines.md).
-        log("  note: host_queue = \"priority\" is the simulator's; the emulated hosts send in one FIFO, "
-            "so their pulls and ACKs may wait behind their own data")
+    host_queue = PipelineSpec.parse(pipeline).host_queue   # the hosts' queues (`host_egress`)
     if capture:
         cap = capture.get("max_bytes")
         log(f"  capturing {len(capture['ports'])} switch port(s) both ways"
@@ -127,7 +123,7 @@ def _emulate(setup, log, capture, live):
             ready.append(run_dir / f"host-{key}.ready")
             ready[-1].unlink(missing_ok=True)
             cfg = host_config(job.spec, job.placement, topo, rank, job.transport, job.wire_id, job.start_ns,
-                              ready_file=str(ready[-1]),
+                              host_queue=host_queue, ready_file=str(ready[-1]),
                               start_file=str(start_file),
                               deadline_s=spec.time_limit_s, out_path=str(paths["status"]),
                               records_path=str(paths["records"]),
@@ -348,7 +344,8 @@ def _start_background(setup, run, start_file, log, cpus):
         out.unlink(missing_ok=True)
         ready.append(run_dir / f"background-{h}.ready")
         ready[-1].unlink(missing_ok=True)
-        cfg = background_config(spec, topo, h, by_src[h], ready_file=str(ready[-1]),
+        cfg = background_config(spec, topo, h, by_src[h], PipelineSpec.parse(setup.pipeline).host_queue,
+                                ready_file=str(ready[-1]),
                                 start_file=str(start_file), deadline_s=spec.time_limit_s + START_MARGIN_S,
                                 out_path=str(out), cpus=cpus, nice=HOST_NICE)
         path = run_dir / f"background-{h}.config.json"

@@ -15,10 +15,11 @@ from dlcp_emu.wire import DLCP_UDP_PORT
 from dlcp_emu.wire.layout import BACKGROUND_TCP_PORT
 
 
-def host_config(spec, placement, topology, rank, transport, job=0, start_delay_ns=0, **files):
+def host_config(spec, placement, topology, rank, transport, job=0, start_delay_ns=0, host_queue="fifo",
+                **files):
     """The HostProcessConfig of one rank of job `job` (its wire id, starting start_delay_ns
-    after the others); files: its process's ready_file, start_file, deadline_s, out_path,
-    records_path, ... (`host_configs`)."""
+    after the others), its host's queue the pipeline's `host_queue`; files: its process's
+    ready_file, start_file, deadline_s, out_path, records_path, ... (`host_configs`)."""
     w, t = spec.workload, spec.transport
     host = placement.host_of_rank[rank]
     return HostProcessConfig(
@@ -38,7 +39,7 @@ def host_config(spec, placement, topology, rank, transport, job=0, start_delay_n
         link_rate_bps=host_link_rate(topology, host),
         compression=asdict(compression_for(spec)), engine=spec.engine, job=job,
         schedule=_schedule_section(w), servers=servers_of(placement, topology, w["gpus_per_server"])
-        if is_schedule(w) else None, start_delay_ns=start_delay_ns, **files)
+        if is_schedule(w) else None, start_delay_ns=start_delay_ns, host_queue=host_queue, **files)
 
 
 def _schedule_section(w):
@@ -49,10 +50,11 @@ def _schedule_section(w):
     return {**w, "path": str(Path(w["path"]).resolve())} if w.get("path") else dict(w)
 
 
-def background_config(spec, topology, host, flows, **files):
+def background_config(spec, topology, host, flows, host_queue="fifo", **files):
     """The config of one host's background process (`experiment.background.background_flows`: flows its
     [(start_ns, dst host index, nbytes, flow id), ...]): BackgroundTcpConfig when the spec's
-    background runs over kernel TCP, else BackgroundUdpConfig."""
+    background runs over kernel TCP, else BackgroundUdpConfig (its queue the pipeline's
+    `host_queue`)."""
     hosts = topology.hosts()
     if TRANSPORTS[spec.background["transport"]].kernel:
         return BackgroundTcpConfig(
@@ -63,4 +65,4 @@ def background_config(spec, topology, host, flows, **files):
     return BackgroundUdpConfig(
         index=index, bind=peers[str(index)], peers=peers, flows=[list(f) for f in flows],
         mtu=spec.mtu, link_rate_bps=host_link_rate(topology, host), engine=spec.engine,
-        transport_settings=asdict(transport_settings(spec)), **files)
+        transport_settings=asdict(transport_settings(spec)), host_queue=host_queue, **files)

@@ -20,6 +20,7 @@ import time
 from collections import deque
 from typing import Callable, Iterable
 
+from dlcp_emu.emu.host_egress import is_control
 from dlcp_emu.wire import HEADER_LEN, DlcpHeader, Ecn, WireError
 from dlcp_emu.transport.ecn import ECN_CAPABLE_TYPES
 from dlcp_emu.transport.endpoint import Endpoint
@@ -38,7 +39,9 @@ class UdpDriver:
 
     def __init__(self, endpoint: Endpoint, sock: socket.socket, peers: dict[int, tuple[str, int]] | None = None,
                  *, ecn: bool = False, clock: Callable[[], int] = time.monotonic_ns,
-                 measure_lag: bool = False):
+                 measure_lag: bool = False, control_first: bool = False):
+        """control_first: a `priority` host queue (`emu.host_egress`): control packets the
+        socket has yet to take go ahead of data, as the kernel's queue under them sends them."""
         self.endpoint = endpoint
         self.sock = sock
         self.peers = dict(peers or {})
@@ -61,6 +64,8 @@ class UdpDriver:
         if measure_lag:
             sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         self._backlog: deque = deque()  # packets the socket refused (EAGAIN), in order
+        self._control: deque = deque()  # of those, a `priority` queue's control packets: first
+        self.control_first = control_first
         self._buf = bytearray(RECV_BUFFER)
         self._view = memoryview(self._buf)
         self.sent = self.received = self.malformed = self.unroutable = 0
@@ -70,29 +75,31 @@ class UdpDriver:
 
     @property
     def backlogged(self) -> bool:
-        return bool(self._backlog)
+        return bool(self._backlog or self._control)
 
     def flush(self, now: int) -> None:
         """Ask the endpoint what to send now and hand it to the socket."""
-        backlog = self._backlog
+        backlog, control, first = self._backlog, self._control, self.control_first
         ect = ECN_CAPABLE_TYPES if self.ecn else ()
         for h, payload in self.endpoint.poll(now):
             addr = self.peers.get(h.dst_rank)
             if addr is None:
                 self.unroutable += 1
                 continue
-            backlog.append(([h.pack(), payload], _ECT0 if h.type in ect else (), addr))
+            (control if first and is_control(h) else backlog).append(
+                ([h.pack(), payload], _ECT0 if h.type in ect else (), addr))
         sock = self.sock
-        while backlog:
-            buffers, ancillary, addr = backlog[0]
-            try:
-                sock.sendmsg(buffers, ancillary, 0, addr)
-            except BlockingIOError:
-                return
-            except OSError:
-                pass  # e.g. ECONNREFUSED from an ICMP error: the packet is lost, as on a network
-            backlog.popleft()
-            self.sent += 1
+        for queue in (control, backlog):
+            while queue:
+                buffers, ancillary, addr = queue[0]
+                try:
+                    sock.sendmsg(buffers, ancillary, 0, addr)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    pass  # e.g. ECONNREFUSED from an ICMP error: the packet is lost, as on a network
+                queue.popleft()
+                self.sent += 1
 
     def read(self) -> None:
         """Feed every datagram waiting in the socket to the endpoint, each stamped with the

@@ -40,7 +40,8 @@ void bind_host(py::module_& m) {
       // job; peers: {rank: (ip, port)}; agent_reads: the agent takes the receiver's tensors
       // (training) or they are let go (background flows).
       .def(py::init([](int fd, const py::object& receiver, int job, const std::map<int, std::pair<std::string, int>>& peers,
-                       bool agent_reads, bool ecn, bool measure_lag, size_t batch, int wake_fd, size_t lag_limit) {
+                       bool agent_reads, bool ecn, bool measure_lag, size_t batch, int wake_fd, size_t lag_limit,
+                       bool control_first) {
              if (job < 0 || job > 0xFFFF) throw py::value_error("job must be in 0..65535, got " + std::to_string(job));
              sockaddr_in self{};
              socklen_t len = sizeof self;
@@ -59,14 +60,14 @@ void bind_host(py::module_& m) {
              auto stack = std::make_unique<HostStack>(0, uint16_t(job), receiver.cast<transport::Receiver*>(),
                                                       std::move(wire), agent_reads);
              Host h{std::make_unique<UdpHost>(fd, std::move(stack), std::move(where), ecn, measure_lag, batch, wake_fd,
-                                              lag_limit),
+                                              lag_limit, control_first),
                     py::list()};
              h.held.append(receiver);
              return h;
            }),
            py::arg("fd"), py::arg("receiver"), py::arg("job"), py::arg("peers"), py::arg("agent_reads"),
            py::arg("ecn") = true, py::arg("measure_lag") = false, py::arg("batch") = 32, py::arg("wake_fd") = -1,
-           py::arg("lag_limit") = 10000)
+           py::arg("lag_limit") = 10000, py::arg("control_first") = false)
       .def("add_sender",
            [](Host& h, const py::object& sender) {
              h.host->stack().add_sender(sender.cast<transport::Sender*>());

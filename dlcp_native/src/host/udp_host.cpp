@@ -26,6 +26,8 @@ constexpr int SOCKET_BUFFER = 4 << 20;
 constexpr uint8_t ECN_MASK = 3, ECT0 = 2, CE = 3;
 
 bool ecn_capable(uint8_t type) { return type == DATA || type == PROBE; }  // transport/ecn.py
+// What a `priority` host queue sends ahead of data (emu/host_egress.py `is_control`).
+bool is_control(const Header& h) { return h.type != DATA || h.payload_len == 0; }
 
 int64_t realtime_ns() {
   timespec ts;
@@ -42,9 +44,10 @@ const uint8_t* zeros() {
 }  // namespace
 
 UdpHost::UdpHost(int fd, std::unique_ptr<HostStack> stack, std::vector<sockaddr_in> peers, bool ecn,
-                 bool measure_lag, size_t batch, int wake_fd, size_t lag_limit)
+                 bool measure_lag, size_t batch, int wake_fd, size_t lag_limit, bool control_first)
     : fd_(fd), wake_fd_(wake_fd), stack_(std::move(stack)), peers_(std::move(peers)), ecn_(ecn),
-      measure_lag_(measure_lag), batch_(std::max<size_t>(batch, 1)), lag_limit_(lag_limit) {
+      measure_lag_(measure_lag), control_first_(control_first), batch_(std::max<size_t>(batch, 1)),
+      lag_limit_(lag_limit) {
   if (fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK) < 0) throw std::runtime_error("UdpHost: fcntl failed");
   for (int opt : {SO_RCVBUF, SO_SNDBUF})
     setsockopt(fd_, SOL_SOCKET, opt, &SOCKET_BUFFER, sizeof SOCKET_BUFFER);  // capped by the kernel: fine
@@ -163,7 +166,8 @@ void UdpHost::flush(int64_t now) {
       continue;
     }
     const bool ect = ecn_ && ecn_capable(p.h.type);
-    Outgoing& o = tx_.emplace_back(Outgoing{std::move(p), {}, peers_[dst], ect});
+    std::deque<Outgoing>& q = control_first_ && is_control(p.h) ? tx_ctl_ : tx_;
+    Outgoing& o = q.emplace_back(Outgoing{std::move(p), {}, peers_[dst], ect});
     pack_header(o.out.h, o.header.data());
   }
   send_waiting();
@@ -172,11 +176,13 @@ void UdpHost::flush(int64_t now) {
 void UdpHost::send_waiting() {
   static const int ect0 = ECT0;
   std::vector<mmsghdr>& msgs = tx_msgs_;
-  while (!tx_.empty()) {
-    const size_t n = std::min(tx_.size(), batch_);
+  while (!tx_ctl_.empty() || !tx_.empty()) {
+    // A batch: control packets first, then data (tx_ctl_ is empty for a `fifo` queue).
+    const size_t nc = std::min(tx_ctl_.size(), batch_);
+    const size_t n = std::min(nc + tx_.size(), batch_);
     msgs.assign(n, mmsghdr{});
     for (size_t i = 0; i < n; ++i) {
-      Outgoing& o = tx_[i];
+      Outgoing& o = i < nc ? tx_ctl_[i] : tx_[i - nc];
       const InPayload in = o.out.in_payload();
       std::array<iovec, 2>& iov = tx_iov_[i];
       iov[0] = {o.header.data(), o.header.size()};
@@ -201,11 +207,11 @@ void UdpHost::send_waiting() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // the socket is full: wait for POLLOUT
       if (errno == EINTR) continue;
       ++counters.send_errors;  // e.g. ECONNREFUSED from an ICMP error: this one is lost
-      tx_.pop_front();
+      (nc ? tx_ctl_ : tx_).pop_front();
       continue;
     }
     counters.sent += sent;
-    for (int i = 0; i < sent; ++i) tx_.pop_front();
+    for (size_t i = 0; i < size_t(sent); ++i) (i < nc ? tx_ctl_ : tx_).pop_front();
   }
 }
 
@@ -221,7 +227,7 @@ UdpHost::Return UdpHost::run(int64_t until) {
     if (now >= until) return UNTIL;
     const std::optional<int64_t> t = stack_->next_timeout();
     const int64_t wake = t && *t < until ? *t : until;
-    fds[0].events = short(POLLIN | (tx_.empty() ? 0 : POLLOUT));
+    fds[0].events = short(POLLIN | (backlog() ? POLLOUT : 0));
     fds[0].revents = fds[1].revents = 0;
     const timespec ts = timespec_of(std::max<int64_t>(wake - now, 0));
     if (ppoll(fds, wake_fd_ >= 0 ? 2 : 1, &ts, nullptr) < 0) {

@@ -36,16 +36,18 @@ class UdpHost {
   // fd: a bound UDP socket (made non-blocking here); peers[rank]: where that rank listens
   // (sin_family 0: unknown until a datagram from it arrives); ecn: ECT(0) on data and probes,
   // CE read on arrival; measure_lag: read the kernel's arrival stamps (SO_TIMESTAMPNS);
-  // wake_fd: readable when the caller has something to do (-1: none).
+  // wake_fd: readable when the caller has something to do (-1: none); control_first: the
+  // `priority` host queue: control packets the socket has yet to take go ahead of data
+  // (udp_driver.py; the kernel's queue does the same, emu/host_egress.py).
   UdpHost(int fd, std::unique_ptr<HostStack> stack, std::vector<sockaddr_in> peers, bool ecn, bool measure_lag,
-          size_t batch, int wake_fd, size_t lag_limit);
+          size_t batch, int wake_fd, size_t lag_limit, bool control_first = false);
 
   enum Return { UNTIL = 0, AGENT = 1, WAKE = 2 };
   // Until `until` (monotonic ns), the agent having to run, or the wake fd being readable.
   Return run(int64_t until);
 
   HostStack& stack() { return *stack_; }
-  size_t backlog() const { return tx_.size(); }
+  size_t backlog() const { return tx_ctl_.size() + tx_.size(); }
   UdpHostCounters counters;
   // ns from each datagram's arrival in the kernel to its handling: the latest lag_limit.
   std::vector<int64_t> take_rx_lag();
@@ -67,7 +69,7 @@ class UdpHost {
   int fd_, wake_fd_;
   std::unique_ptr<HostStack> stack_;
   std::vector<sockaddr_in> peers_;
-  bool ecn_, measure_lag_;
+  bool ecn_, measure_lag_, control_first_;
   size_t batch_, lag_limit_;
   // The receive batch: buffers, their addresses and control messages, what recvmmsg filled.
   std::vector<std::vector<uint8_t>> rx_buf_;
@@ -83,7 +85,9 @@ class UdpHost {
   std::vector<int64_t> lag_;  // a ring of the latest lag_limit
   size_t lag_at_ = 0;
   std::vector<transport::OutPacket> out_;
-  std::deque<Outgoing> tx_;   // to send, in order; the front ones the socket refused (EAGAIN)
+  // To send, in order; the front ones the socket refused (EAGAIN). tx_ctl_: the control
+  // packets of a `priority` host queue, sent before any of tx_.
+  std::deque<Outgoing> tx_ctl_, tx_;
   std::vector<mmsghdr> tx_msgs_;
   std::vector<std::array<iovec, 2>> tx_iov_;
   std::vector<Control<CMSG_SPACE(sizeof(int))>> tx_control_;  // IP_TOS ECT(0)
