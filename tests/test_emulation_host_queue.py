@@ -29,7 +29,7 @@ MBPS = 1e6
 def arrival_order(tmp_path, pipeline, **send):
     """[[kind, number], ...] as h2 received h1's packets, under `pipeline`."""
     t = build("star", hosts=2, host_rate_bps=10 * MBPS)
-    with emulate(tmp_path, t, pipeline) as run:
+    with emulate(tmp_path, t, pipeline, static_arp=True) as run:   # no ARP queue to overflow
         ready = tmp_path / "recv.ready"
         rx = run.popen("h2", [sys.executable, TRAFFIC, "recv", "--bind", t.host_ip("h2"), "--count",
                               str(DATA + CONTROLS), "--ready", str(ready), "--timeout", "5"], cwd=ROOT)
