@@ -59,7 +59,9 @@ def egress_commands(intf, rate_bps, burst_bytes, host_queue, frame_bytes, limit_
     u32 = f"tc filter add {dev} parent 1: protocol ip"
     leaf = f"htb rate {_LEAF_RATE} burst {int(frame_bytes)} quantum {int(frame_bytes)} {shape}"
     return [f"tc qdisc replace {dev} root handle 1: htb default {DATA_CLASS.split(':')[1]}",
-            f"tc class add {dev} parent 1: classid 1:1 htb rate {rate} burst {burst} {shape}",
+            # Every class's DRR quantum set: one derived from a rate warns (on stderr) when
+            # out of 1000..200000 bytes; with one class a priority it is never used.
+            f"tc class add {dev} parent 1: classid 1:1 htb rate {rate} burst {burst} quantum {int(frame_bytes)} {shape}",
             f"tc class add {dev} parent 1:1 classid {CONTROL_CLASS} {leaf} prio 0",
             f"tc class add {dev} parent 1:1 classid {DATA_CLASS} {leaf} prio 1",
             f"tc qdisc add {dev} parent {CONTROL_CLASS} handle 10: bfifo limit {int(limit_bytes)}",
