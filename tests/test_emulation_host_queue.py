@@ -17,6 +17,8 @@ import pytest
 from topologies import build
 from test_emulation_switch import emulate, wait_for
 
+from dlcp_emu.wire import PacketType
+
 pytestmark = [pytest.mark.root]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -68,3 +70,39 @@ def test_a_fifo_host_sends_in_the_order_handed_over(tmp_path):
     order = arrival_order(tmp_path, "fifo")
     assert control_positions(order) == list(range(DATA, DATA + CONTROLS))
 
+
+
+def stack_order(tmp_path, pipeline, *, native, control_first):
+    """The types of the packets rank 0 (h1) sent rank 1 (h2), in the order h2 received them:
+    each sends the other a message at once; rank 0's first window is its whole 300 kB message
+    (~210 packets), which a send buffer of two frames keeps in its data plane's backlog, and
+    the ACKs it owes rank 1 meanwhile join that backlog."""
+    t = build("star", hosts=2, host_rate_bps=10 * MBPS)
+    go = tmp_path / "go"
+    with emulate(tmp_path, t, pipeline, static_arp=True) as run:
+        procs = []
+        for rank, (me, peer) in enumerate((("h1", "h2"), ("h2", "h1"))):
+            ready = tmp_path / f"rank{rank}.ready"
+            args = ["stack", "--rank", str(rank), "--bind", t.host_ip(me), "--peer", t.host_ip(peer),
+                    "--nbytes", str(300_000 if rank == 0 else 20_000), "--ready", str(ready), "--go", str(go)]
+            if rank == 0:
+                args += ["--window", "1000", "--sndbuf", "4096"] + (["--native"] if native else [])
+                args += ["--control-first"] if control_first else []
+            procs.append(run.popen(me, [sys.executable, TRAFFIC, *args], cwd=ROOT))
+            wait_for(lambda: ready.exists() or procs[-1].poll() is not None, 20, f"rank {rank} ready")
+        go.touch()
+        outs = [p.communicate(timeout=60) for p in procs]
+        for p, (_, err) in zip(procs, outs):
+            assert p.returncode == 0, err.decode()
+    return json.loads(outs[1][0])
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_priority_hosts_data_plane_sends_the_acks_it_owes_ahead_of_its_own_backlog(tmp_path, native):
+    """Rank 0's ACKs for rank 1's 14 packets reach rank 1 while most of its ~210 data
+    packets still wait in its data plane: among the first half of what arrived."""
+    types = stack_order(tmp_path, "ndp", native=native, control_first=True)
+    acks = [i for i, t in enumerate(types) if t == PacketType.ACK]
+    data = sum(t == PacketType.DATA for t in types)
+    assert data >= 200 and acks, types
+    assert max(acks[:10]) < data // 2, (acks, data)
