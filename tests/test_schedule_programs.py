@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 
 from dlcp_emu.experiment.run import prepare
+from dlcp_emu.experiment.schedule_setup import servers_of
+from dlcp_emu.experiment.spec import load_spec
 from dlcp_emu.host.schedule_arrays import RankArrays, rank_arrays
 from dlcp_emu.host.schedule_plan import MAX_LAYER_MESSAGES, _tensor_ids
 from dlcp_emu.sim.run import SimBackend
 from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 
+from schedule_plan_oracle import plan_by_records
 from test_core_schedule import CASES, spec_of
 
 
@@ -33,6 +36,27 @@ def test_core_arrays_are_the_python_program_flattened(case):
         assert all(plan.gid_dst[g] == r and plan.gid_src[g] == src for (src, _), g in program.recv_gid.items())
     assert plan.critical_steps == max(sum(map(len, p.recvs)) for p in plan.programs)
     assert plan.compute_ns == max(p.compute_ns for p in plan.programs)
+
+
+@pytest.mark.parametrize("case", sorted(CASES) + ["examples/llm-tp-dp.toml"])
+def test_the_columns_are_the_plan_built_a_record_a_message(case):
+    """The plan's message columns and every rank's program against the plan as it was built
+    before the columns, a Python record a message (tests/schedule_plan_oracle.py)."""
+    if case in CASES:
+        workload, preset, payload = CASES[case]
+        spec = spec_of(workload, payload)
+    else:
+        spec, preset = load_spec(case), "dlcp"
+    setup = prepare(spec, SimBackend(), preset)
+    plan, w = setup.plan, spec.workload
+    servers = servers_of(setup.placement, setup.topology, w["gpus_per_server"])
+    want = plan_by_records(setup.trace, spec.scale, w["algorithms"], list(servers).__getitem__)
+    assert plan.n_messages == len(want["src"]) > 0
+    assert plan.gid_src.tolist() == want["src"] and plan.gid_dst.tolist() == want["dst"]
+    assert plan.gid_nbytes.tolist() == want["nbytes"] and plan.gid_tclass.tolist() == want["tclass"]
+    assert list(plan.gid_dim) == want["dim"]
+    for r in range(plan.n_ranks):    # sends (gid, dst, size, the step each waits for, tensor id), receives, ops
+        assert plan.programs[r] == want["programs"][r], (case, r)
 
 
 def test_tensor_ids_count_messages_per_pair_and_layer():

@@ -4,10 +4,12 @@ tail of those completions, and the communication each rank's iterations exposed 
 time beyond the rank's compute: communication it waited on, pipeline bubbles included).
 Tables: `messages`, `traffic_classes`, `exposed` (the measured iterations of every rank),
 `exposure` (what each rank's waits were on: `schedule_exposure`)."""
+import numpy as np
 import pandas as pd
 
 from workloads.schedule import TrafficClass
 
+from dlcp_emu.experiment.record_columns import MESSAGE_FIELDS, message_columns
 from dlcp_emu.experiment.results import measured_iterations, percentile
 from dlcp_emu.experiment.schedule_exposure import exposure_by_dim, exposure_table
 
@@ -15,18 +17,20 @@ MESSAGE_COLUMNS = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_s
 
 
 def message_table(records, scale, t0_ns=0):
-    sent = [m for rec in records for m in rec.get("messages_sent", [])]
-    got = [m for rec in records for m in rec.get("messages_received", [])]
-    if not sent:
+    sent = [message_columns(rec["messages_sent"]) for rec in records if "messages_sent" in rec]
+    got = [message_columns(rec["messages_received"]) for rec in records if "messages_received" in rec]
+    if not sum(len(m["gid"]) for m in sent):
         return pd.DataFrame(columns=MESSAGE_COLUMNS)
-    cols = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_ns"]
-    s = pd.DataFrame([m[:7] for m in sent], columns=cols)
-    r = pd.DataFrame([(m[0], m[1], m[7], m[8]) for m in got], columns=["iteration", "gid", "done_ns", "lost_bytes"])
+    s = pd.DataFrame({k: np.concatenate([m[k] for m in sent]) for k in MESSAGE_FIELDS[:7]})
+    r = pd.DataFrame({k: np.concatenate([m[k] for m in got]) if got else np.zeros(0, dtype=np.int64)
+                      for k in ("iteration", "gid", "done_ns", "lost_bytes")})
     d = s.merge(r, on=["iteration", "gid"], how="left")
     d["sent_s"] = (d["sent_ns"] - t0_ns) * scale.s_per_ns
     d["done_s"] = (d["done_ns"] - t0_ns) * scale.s_per_ns
     d["fct_s"] = d["done_s"] - d["sent_s"]
-    d["tclass"] = [TrafficClass(int(c)).label for c in d["tclass"]]
+    codes = d["tclass"].to_numpy(dtype=np.int64)
+    labels = {int(c): TrafficClass(int(c)).label for c in np.unique(codes)}
+    d["tclass"] = pd.Series(codes).map(labels).to_numpy(dtype=object)
     return d[MESSAGE_COLUMNS].sort_values(["iteration", "gid"], ignore_index=True)
 
 

@@ -3,6 +3,8 @@ every time in real-world seconds (the run's scale divided back)."""
 import numpy as np
 import pandas as pd
 
+from dlcp_emu.experiment.record_columns import delivery_columns
+
 
 def tables(records, run_scale, t0_ns=0):
     """records: the hosts' record dicts (hostd's format). Returns (iterations, tensors,
@@ -36,24 +38,26 @@ def tables(records, run_scale, t0_ns=0):
 
 def _deliveries(records, scale, t0_ns):
     """The deliveries' table, by columns: a run of a thousand hosts delivers millions of
-    messages, and a dict a row cost seconds."""
-    rows, by_class = [], []
+    messages, and a Python object a row cost seconds (`record_columns`)."""
+    parts, lost_by_class, n = [], [], 0
     for rec in records:
-        rank = rec["rank"]
-        for src, it_, tid, nbytes, lost, first, done, classes in rec.get("deliveries", []):
-            rows.append((src, rank, it_, tid, nbytes, lost, first, done))
-            by_class.append(classes)
-    if not rows:
+        cols, by_class = delivery_columns(rec.get("deliveries", []))
+        m = len(cols["src"])
+        if m:
+            parts.append({**cols, "dst": np.full(m, rec["rank"], dtype=np.int64)})
+            lost_by_class += [(n + i, classes) for i, classes in by_class]
+            n += m
+    if not n:
         return pd.DataFrame()
-    d = pd.DataFrame(rows, columns=["src", "dst", "iteration", "tensor_id", "nbytes", "lost_bytes",
-                                    "first_s", "done_s"])
-    for col in ("first_s", "done_s"):
-        d[col] = (d[col] - t0_ns) * scale
-    lost = np.zeros((9, len(rows)), dtype=np.int64)   # by class -1..7 (-1: never seen, not even trimmed)
-    for i, classes in enumerate(by_class):
-        for k, n in classes.items():     # {} for most; keys are str in hosts' files
+    col = {f: np.concatenate([p[f] for p in parts]) for f in parts[0]}
+    d = pd.DataFrame({"src": col["src"], "dst": col["dst"], "iteration": col["iteration"],
+                      "tensor_id": col["tensor_id"], "nbytes": col["nbytes"], "lost_bytes": col["lost_bytes"],
+                      "first_s": (col["first_ns"] - t0_ns) * scale, "done_s": (col["done_ns"] - t0_ns) * scale})
+    lost = np.zeros((9, n), dtype=np.int64)   # by class -1..7 (-1: never seen, not even trimmed)
+    for i, classes in lost_by_class:
+        for k, b in classes.items():     # keys are str in hosts' files
             if -1 <= int(k) <= 7:
-                lost[int(k) + 1, i] = int(n)
+                lost[int(k) + 1, i] = int(b)
     for k in range(-1, 8):
         d[f"lost_mag{k}"] = lost[k + 1]
     return d

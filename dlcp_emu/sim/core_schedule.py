@@ -52,22 +52,14 @@ class CoreScheduleAgent:
 
     def records(self):
         """{iterations, busy_ns, messages_sent, messages_received, deliveries} as sim.run's
-        _records gives them of a ScheduleAgent and its HostStack."""
+        _records gives them of a ScheduleAgent and its HostStack, the messages and deliveries
+        as the core's columns (`experiment.record_columns` reads either form)."""
         r = self._core.agent_records(self._sid)
         it = r["iterations"]
         names = list(it)
-        d = r["deliveries"]
-        by_class = {i: dict(pairs) for i, pairs in d["lost_by_class"]}
-        cols = [d[k].tolist() for k in ("src", "iteration", "tensor_id", "nbytes", "lost_bytes", "first_ns",
-                                          "done_ns")]
         return {"iterations": [dict(zip(names, row)) for row in zip(*(it[k].tolist() for k in names))],
                 "busy_ns": r["busy_ns"].tolist(),
-                "messages_sent": _rows(r["sent"]), "messages_received": _rows(r["received"]),
-                "deliveries": [(*row, by_class.get(i, {})) for i, row in enumerate(zip(*cols))]}
-
-
-def _rows(cols):
-    return list(zip(*(c.tolist() for c in cols.values())))
+                "messages_sent": r["sent"], "messages_received": r["received"], "deliveries": r["deliveries"]}
 
 
 class CoreScheduleHosts(CoreHosts):
