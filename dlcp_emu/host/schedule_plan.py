@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.schedule import collectives, messages, steps
+from workloads.schedule import messages
 
 from dlcp_emu.wire.layout import TENSOR_LAYER_SHIFT
 
@@ -76,23 +76,24 @@ def make_schedule_plan(s, scale, algorithms=None, server_of=None):
     """The programs of a valid schedule `s` on a run of this `scale` (dlcp_emu.scale.Scale).
     algorithms: {collective kind: algorithm} (workloads.collectives.ALGORITHMS).
 
-    Built with numpy a collective at a time (a 1024-GPU LLaMA has ten million messages):
+    Built with numpy a collective at a time, each shape of collective expanded once
+    (`schedule_steps`; a 1024-GPU LLaMA has ten million messages):
     the messages' columns in gid order, each rank's program cut from them when asked for."""
     from dlcp_emu.host.schedule_programs import Programs
+    from dlcp_emu.host.schedule_steps import collective_steps
 
     cols = {k: [] for k in ("src", "dst", "nbytes", "after", "send_op", "recv_op", "tclass")}
     dims, n = [], 0
     op_of = np.full(s.n_ranks, -1, dtype=np.int64)
-    for _, row in collectives(s).iterrows():
-        st = steps(s, row, algorithms, server_of)
-        ranks = np.asarray(s.groups[int(row["group"])], dtype=np.int64)
-        op_of[ranks] = np.asarray(row["ops"], dtype=np.int64)
+    for row, st in collective_steps(s, algorithms, server_of):
+        ranks = np.asarray(s.groups[int(row.group)], dtype=np.int64)
+        op_of[ranks] = np.asarray(row.ops, dtype=np.int64)
         a, b, dep = (np.asarray(x, dtype=np.int64) for x in (st.src, st.dst, st.dep))
         for k, v in (("src", a), ("dst", b), ("nbytes", np.asarray(st.nbytes, dtype=np.int64)),
                      ("after", np.where(dep >= 0, n + dep, -1)), ("send_op", op_of[a]), ("recv_op", op_of[b]),
-                     ("tclass", np.full(len(a), int(row["tclass"]), dtype=np.int64))):
+                     ("tclass", np.full(len(a), int(row.tclass), dtype=np.int64))):
             cols[k].append(v)
-        dims.append((_kind(s.group_names[int(row["group"])]), len(a)))
+        dims.append((_kind(s.group_names[int(row.group)]), len(a)))
         n += len(a)
     pp = [set(g) for g, name in zip(s.groups, s.group_names) if _kind(name) == "pp"]
     m = messages(s)
