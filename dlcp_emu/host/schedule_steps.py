@@ -23,25 +23,35 @@ def collective_steps(s, algorithms=None, server_of=None):
         servers, server_of_all = None, False     # not a server for every rank: no shapes
     else:
         server_of_all = True
-    cache = {}
+    cache, members = {}, {}
     for row in collectives(s).itertuples(index=False):
         if server_of is not None and not server_of_all:
             yield row, steps(s, row._asdict(), algorithms, server_of)
         else:
-            yield row, _by_shape(s, row, algorithms, server_of, servers, cache)
+            g = int(row.group)
+            if g not in members:
+                members[g] = _members(s.groups[g], servers)
+            yield row, _by_shape(s, row, algorithms, server_of, members[g], cache)
 
 
-def _by_shape(s, row, algorithms, server_of, servers, cache):
-    ranks = np.asarray(s.groups[int(row.group)], dtype=np.int64)
+def _members(group, servers):
+    """(the ranks, sorted; each member's place among them; the labels' servers, numbered in
+    their order, or None)."""
+    ranks = np.asarray(group, dtype=np.int64)
     order = np.argsort(ranks, kind="stable")
     label = np.empty(len(ranks), dtype=np.int64)
-    label[order] = np.arange(len(ranks))          # each member's place among the members
+    label[order] = np.arange(len(ranks))
+    where = None if servers is None else np.unique(servers[ranks[order]], return_inverse=True)[1].reshape(-1)
+    return ranks[order], label, where
+
+
+def _by_shape(s, row, algorithms, server_of, members, cache):
+    real, label, where = members
     root = int(row.root)
-    at = np.flatnonzero(ranks == root)
+    at = np.flatnonzero(real == root)
     if root >= 0 and not len(at):
         return steps(s, row._asdict(), algorithms, server_of)     # its error names the ranks
-    root_label = int(label[at[0]]) if root >= 0 else None
-    where = None if servers is None else np.unique(servers[ranks[order]], return_inverse=True)[1].reshape(-1)
+    root_label = int(at[0]) if root >= 0 else None
     key = (int(row.kind), int(row.nbytes), int(row.tclass), root_label, label.tobytes(),
            None if where is None else where.tobytes())
     st = cache.get(key)
@@ -53,5 +63,4 @@ def _by_shape(s, row, algorithms, server_of, servers, cache):
         except ValueError:
             return steps(s, row._asdict(), algorithms, server_of)     # its error names the ranks
         cache[key] = st
-    real = ranks[order]
     return Steps(real[st.src], real[st.dst], st.nbytes, st.round, st.dep, st.tclass)

@@ -33,9 +33,11 @@ def collectives(s: Schedule) -> pd.DataFrame:
     pos = {(g, r): i for g, ranks in enumerate(s.groups) for i, r in enumerate(ranks)}
     df["member"] = [pos[(g, r)] for g, r in zip(df["group"].tolist(), df["rank"].tolist())]
     df = df.sort_values(["group", "seq", "member"], kind="stable")
-    out = df.groupby(["group", "seq"], sort=True).agg(
-        kind=("kind", "first"), nbytes=("nbytes", "first"), root=("root", "first"),
-        tclass=("tclass", "first"), ops=("op", lambda x: np.asarray(x))).reset_index()
+    # one instance a run of equal (group, seq): its first row's fields, its members' ops
+    key = df[["group", "seq"]].to_numpy()
+    starts = np.flatnonzero(np.r_[True, np.any(key[1:] != key[:-1], axis=1)])
+    out = df.iloc[starts][["group", "seq", "kind", "nbytes", "root", "tclass"]].reset_index(drop=True)
+    out["ops"] = np.split(df["op"].to_numpy(), starts[1:])
     return out
 
 
