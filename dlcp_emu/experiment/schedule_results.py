@@ -17,21 +17,36 @@ MESSAGE_COLUMNS = ["iteration", "gid", "src", "dst", "tclass", "nbytes", "sent_s
 
 
 def message_table(records, scale, t0_ns=0):
-    sent = [message_columns(rec["messages_sent"]) for rec in records if "messages_sent" in rec]
-    got = [message_columns(rec["messages_received"]) for rec in records if "messages_received" in rec]
-    if not sum(len(m["gid"]) for m in sent):
+    """Every message sent, in (iteration, gid) order, with its arrival where it arrived (NaN
+    where not): numpy over the records' columns (ten million rows at 1024 GPUs)."""
+    sent = _joined([rec["messages_sent"] for rec in records if "messages_sent" in rec], MESSAGE_FIELDS[:7])
+    got = _joined([rec["messages_received"] for rec in records if "messages_received" in rec],
+                  ("iteration", "gid", "done_ns", "lost_bytes"))
+    if not len(sent["gid"]):
         return pd.DataFrame(columns=MESSAGE_COLUMNS)
-    s = pd.DataFrame({k: np.concatenate([m[k] for m in sent]) for k in MESSAGE_FIELDS[:7]})
-    r = pd.DataFrame({k: np.concatenate([m[k] for m in got]) if got else np.zeros(0, dtype=np.int64)
-                      for k in ("iteration", "gid", "done_ns", "lost_bytes")})
-    d = s.merge(r, on=["iteration", "gid"], how="left")
+    order = np.lexsort((sent["gid"], sent["iteration"]))
+    d = pd.DataFrame({k: v[order] for k, v in sent.items()})
+    top = int(max(sent["gid"].max(), got["gid"].max(initial=0))) + 1
+    want = d["iteration"].to_numpy() * top + d["gid"].to_numpy()
+    have = got["iteration"] * top + got["gid"]
+    by = np.argsort(have, kind="stable")
+    at = np.minimum(np.searchsorted(have[by], want), max(len(by) - 1, 0))
+    found = have[by][at] == want if len(by) else np.zeros(len(want), dtype=bool)
+    for k in ("done_ns", "lost_bytes"):   # as a left merge gives them: float with NaN if any is missing
+        v = got[k][by][at] if len(by) else np.zeros(len(want), dtype=np.int64)
+        d[k] = v if found.all() else np.where(found, v, np.nan)
     d["sent_s"] = (d["sent_ns"] - t0_ns) * scale.s_per_ns
     d["done_s"] = (d["done_ns"] - t0_ns) * scale.s_per_ns
     d["fct_s"] = d["done_s"] - d["sent_s"]
     codes = d["tclass"].to_numpy(dtype=np.int64)
-    labels = {int(c): TrafficClass(int(c)).label for c in np.unique(codes)}
-    d["tclass"] = pd.Series(codes).map(labels).to_numpy(dtype=object)
-    return d[MESSAGE_COLUMNS].sort_values(["iteration", "gid"], ignore_index=True)
+    labels = np.asarray([TrafficClass(int(c)).label for c in range(int(codes.max(initial=0)) + 1)], dtype=object)
+    d["tclass"] = labels[codes]
+    return d[MESSAGE_COLUMNS]
+
+
+def _joined(parts, fields):
+    cols = [message_columns(p) for p in parts]
+    return {k: np.concatenate([c[k] for c in cols]) if cols else np.zeros(0, dtype=np.int64) for k in fields}
 
 
 def class_table(messages):
