@@ -48,6 +48,9 @@ class EventLoop {
   const Event& top() const { return heap_.front(); }
   Event pop();
   size_t pending() const { return heap_.size(); }
+  // The heap's i-th entry (0: the top; 1..4: the top's children, among which the event after
+  // it is): for looking ahead only, never for ordering.
+  const Event& at(size_t i) const { return heap_[i]; }
 
  private:
   uint64_t outside_key(int64_t major);

@@ -169,6 +169,8 @@ class Network {
   // driver's own uids are below.
   static constexpr int64_t CARRIED_UID = int64_t{1} << 60;
   bool for_driver(const Event& e) const;
+  void look_ahead() const;   // before an event runs: the next ones' wires and packet
+  void look_deeper() const;  // after it ran: what the next event's packet leads to
   bool transmit(int host, Packet pkt, int64_t now, bool outside, int64_t major);
   void head_arrives(uint32_t w, std::vector<HostEvent>& batch);
   void forward(int sw, int port, int64_t now);

@@ -34,6 +34,15 @@ class Switch {
   // handed to (admitted or not), or -1 without a route. `slot` is where the switch holds it
   // (NO_SLOT without a route) until a Departure or DropRecord names it.
   int receive(const Packet& pkt, int in_port, int64_t now, Slot* slot = nullptr);
+  // Ask the caches for what `receive(pkt, in_port, ...)` reads first (the loop's look-ahead):
+  // the route's entry and the input port's counters. Changes nothing.
+  void prefetch(const Packet& pkt, int in_port) const {
+    if (pkt.dst >= 0 && pkt.dst < static_cast<int>(routes_.size())) __builtin_prefetch(&routes_[pkt.dst]);
+    if (in_port >= 0 && in_port < static_cast<int>(rx_packets.size())) {
+      __builtin_prefetch(&rx_packets[in_port], 1);
+      __builtin_prefetch(&rx_bytes[in_port], 1);
+    }
+  }
   // The packet in `slot` as the switch left it (class, arrival, a trimmed size, a CE mark):
   // readable until the next receive, even once dropped.
   const Packet& held(Slot slot) const { return pool_[slot]; }

@@ -143,6 +143,8 @@ class Receiver {
   std::optional<PullPacer> pacer_;
 
   std::unordered_map<InKey, std::unique_ptr<Inbound>, InKeyHash> msgs_;
+  // The last packet's message (most follow one of the same): no map lookup. Null after an erase.
+  std::pair<InKey, Inbound*> last_{InKey{}, nullptr};
   std::unordered_set<InKey, InKeyHash> done_;  // completed keys: answer late packets
   std::deque<InKey> done_order_;               // oldest first, as the OrderedDict
   std::vector<OutPacket> out_;

@@ -124,9 +124,13 @@ void Sender::receive(const Header& h, const InPayload& payload, int64_t now, boo
     return;
   }
   if (cc.pulls && !(h.flags & FLAG_TRIMMED) && take_pull(h, payload)) return;  // a PULL: nothing else to read
-  const auto it = by_key_.find(key(h.iteration, h.tensor_id));
-  if (it == by_key_.end()) return;  // finished already: a late or duplicate answer
-  const OutboundPtr m = it->second;
+  const uint64_t k = key(h.iteration, h.tensor_id);
+  if (!last_ || last_key_ != k) {
+    const auto it = by_key_.find(k);
+    if (it == by_key_.end()) return;  // finished already: a late or duplicate answer
+    last_key_ = k, last_ = it->second;
+  }
+  const OutboundPtr m = last_;
   if (h.type == ACK)
     on_ack(m, h, payload, now);
   else if (h.type == BITMAP)

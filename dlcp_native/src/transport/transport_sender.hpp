@@ -129,6 +129,8 @@ class Sender {
 
   std::map<int64_t, OutboundPtr> msgs_;               // by send order: Python's dict order
   std::unordered_map<uint64_t, OutboundPtr> by_key_;  // (iteration, tensor_id)
+  OutboundPtr last_;  // the last answer's message (most follow one for the same), until it finishes
+  uint64_t last_key_ = 0;
   std::vector<Ready> ready_;                          // heap of tensors with work to send
   int64_t order_ = 0;
   int64_t inflight_ = 0;

@@ -181,6 +181,7 @@ void Sender::finish(const OutboundPtr& mp, int64_t now) {
   m.inflight = 0;
   msgs_.erase(m.order);
   by_key_.erase(key(m.iteration, m.tensor_id));
+  if (last_ == keep) last_.reset();
   completed_.push_back({m.iteration, m.tensor_id, m.total, m.count, m.start_ns, now, m.packets, m.retransmits,
                         m.probe_rounds});
   rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
