@@ -63,7 +63,7 @@ def scenarios(draw, max_values=40_000, max_messages=6):
             iteration=draw(st.integers(0, 3)), tensor_id=i * 7 + draw(st.integers(0, 6)),
             explicit=explicit))
     pull_gap_ns = draw(st.sampled_from([None, None, None, 124, 1_000, 20_000]))   # NDP's pulls
-    cc = dict(ecn=draw(st.sampled_from(["dctcp", "halve"])), pacing=draw(st.booleans()),
+    cc = dict(ecn=draw(st.sampled_from(["dctcp", "halve", "dctcp-every-window"])), pacing=draw(st.booleans()),
               initial_window=draw(st.sampled_from([10, 10, 1, 4, 64])), pulls=pull_gap_ns is not None)
     return dict(transport=transport, mtu=mtu, policy=policy, messages=messages, cc=cc, pull_gap_ns=pull_gap_ns,
                 rtt=draw(st.sampled_from(["default", "default", "link", "tight"])),
@@ -342,7 +342,7 @@ CC_OPS = st.lists(st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(ops=CC_OPS, initial=st.sampled_from([10, 1, 2, 64]) | st.floats(1, 100),
-       ecn=st.sampled_from(["dctcp", "halve"]), g=st.sampled_from([1 / 16, 0.3]) | st.floats(0, 1),
+       ecn=st.sampled_from(["dctcp", "halve", "dctcp-every-window"]), g=st.sampled_from([1 / 16, 0.3]) | st.floats(0, 1),
        max_window=st.sampled_from([1 << 20, 100]), srtt=st.none() | st.floats(0, 1e7))
 def test_congestion_control_is_the_python_one_to_the_bit(ops, initial, ecn, g, max_window, srtt):
     kw = dict(initial_window=initial, ecn=ecn, dctcp_g=g, max_window=max(max_window, initial), pacing=True)

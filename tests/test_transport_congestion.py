@@ -150,6 +150,47 @@ def test_dctcp_alpha_converges_to_mark_fraction(impl):
 
 
 @each_impl
+def test_every_marked_window_only_shrinks_under_rfc8257_but_holds_under_htsims_rule(impl):
+    """Every ACK marked, at a steady alpha of 0.2 (an incast flow on a congested link): RFC 8257
+    (as Linux) cuts each window by alpha/2 and grows on no marked ACK, so the window only
+    shrinks; htsim's DCTCP (dctcp.cpp) also cuts each window but grows by one packet a window
+    on every ACK, marked or not, so it settles where the two balance, 1 / (alpha/2) = 10."""
+    CongestionControl, RttEstimator = IMPLS[impl]
+    ends = {}
+    for ecn in ("dctcp", "dctcp-every-window"):
+        cc = CongestionControl(initial_window=10, ecn=ecn, dctcp_g=0.0)   # g = 0: alpha stays put
+        cc.ssthresh = 10                                                   # congestion avoidance
+        cc.alpha = 0.2
+        ack_clocked(cc, 400, marked=lambda i: True)
+        ends[ecn] = cc.cwnd
+    assert ends["dctcp"] == 1                                     # 10 * 0.9 ** n down to the floor
+    assert ends["dctcp-every-window"] == pytest.approx(10, abs=1)
+
+
+@each_impl
+def test_htsims_rule_cuts_every_window_while_alpha_is_above_zero(impl):
+    """htsim's DCTCP cuts at the end of each observation window while alpha > 0, marked or not
+    (alpha decays by 1 - g a window); RFC 8257's leaves an unmarked window alone. A mark ends
+    slow start under htsim's rule, where RFC 8257's cuts the window instead."""
+    CongestionControl, RttEstimator = IMPLS[impl]
+    ends = {}
+    for ecn in ("dctcp", "dctcp-every-window"):
+        cc = CongestionControl(initial_window=20, max_window=20, ecn=ecn)   # alpha from 1
+        cc.ssthresh = 20
+        ack_clocked(cc, 200)                      # ten windows, no mark
+        ends[ecn] = (cc.cwnd, cc.reductions)
+    assert ends["dctcp"] == (20, 0)
+    assert ends["dctcp-every-window"][0] < 12 and ends["dctcp-every-window"][1] >= 9
+    cc = CongestionControl(initial_window=10, ecn="dctcp-every-window")
+    cc.alpha = 0.0                                # htsim's alpha starts at 0
+    seqs = [cc.on_send() for _ in range(3)]
+    cc.on_ack(seqs[0], False, 1)                  # ends the first window: alpha stays 0, no cut
+    assert cc.cwnd == 11 and math.isinf(cc.ssthresh)      # slow start
+    cc.on_ack(seqs[1], True, 1)                   # a mark mid-window: slow start ends, no cut
+    assert cc.ssthresh == 11 and cc.cwnd == pytest.approx(11 + 1 / 11) and cc.reductions == 0
+
+
+@each_impl
 def test_timeout_collapses_window(impl):
     CongestionControl, RttEstimator = IMPLS[impl]
     cc = CongestionControl(initial_window=30)

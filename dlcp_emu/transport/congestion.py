@@ -36,6 +36,7 @@ INITIAL_WINDOW = 10           # packets, RFC 6928
 RTO_FLOOR_FRAMES = 4 * INITIAL_WINDOW
 ETHERNET_FRAMING = ETH_LEN + ETHERNET_OVERHEAD    # header, and preamble + gap + FCS, beyond IP
 DCTCP_G = 1 / 16              # DCTCP's EWMA gain (Alizadeh et al., SIGCOMM'10)
+ECN_REACTIONS = ("dctcp", "halve", "dctcp-every-window")
 
 
 class RttEstimator:
@@ -97,8 +98,12 @@ class CongestionControl:
     above. On loss (or trim) the window halves, at most once per window. On ECN echo:
     `ecn="dctcp"` (default) cuts by alpha/2, with alpha the EWMA (gain g) of the fraction
     of marked packets per window, starting at 1 so the first reaction halves like TCP;
-    `ecn="halve"` halves like RFC 3168 TCP. A timeout sets ssthresh to half and cwnd to
-    `min_window` (RFC 5681's loss window).
+    `ecn="halve"` halves like RFC 3168 TCP. Under both a marked ACK grows nothing, nor does
+    any ACK in the window after a cut (RFC 3168, Linux's CWR state). `ecn="dctcp-every-window"`
+    is htsim's DCTCP (`dctcp.cpp`) instead: every ACK grows the window, marked or not, and at
+    the end of each observation window, while alpha > 0, the window is cut by alpha/2, marked
+    or not; a mark ends slow start. A timeout sets ssthresh to half and cwnd to `min_window`
+    (RFC 5681's loss window).
 
     Pacing (optional): packets leave at least srtt / (cwnd * pacing_gain) apart.
     `pulls`: NDP's receiver-paced pulls instead of the window after the first one
@@ -108,8 +113,8 @@ class CongestionControl:
     def __init__(self, initial_window: float = INITIAL_WINDOW, min_window: float = 1,
                  max_window: float = 1 << 20, ecn: str = "dctcp", dctcp_g: float = DCTCP_G,
                  pacing: bool = False, pacing_gain: float = 2.0, pulls: bool = False):
-        if ecn not in ("dctcp", "halve"):
-            raise ValueError(f"ecn must be 'dctcp' or 'halve', got {ecn!r}")
+        if ecn not in ECN_REACTIONS:
+            raise ValueError(f"ecn must be one of {', '.join(map(repr, ECN_REACTIONS))}, got {ecn!r}")
         if not 1 <= min_window <= initial_window <= max_window:
             raise ValueError("need 1 <= min_window <= initial_window <= max_window")
         self.cwnd = float(initial_window)
@@ -139,14 +144,21 @@ class CongestionControl:
     def on_ack(self, seq: int, ce: bool, newly_acked: int) -> None:
         """Feedback for transmission `seq` (-1 if unknown) that acknowledged `newly_acked`
         packets not acknowledged before; `ce` is the echoed congestion mark."""
+        every_window = self.ecn == "dctcp-every-window"
         self._acked += 1
         if ce:
             self._marked += 1
+            if every_window and self.cwnd < self.ssthresh:
+                self.ssthresh = max(self.cwnd, 2.0)   # a mark ends slow start
         if seq >= self._alpha_end:
             self.alpha += self.g * (self._marked / self._acked - self.alpha)
             self._acked = self._marked = 0
             self._alpha_end = self.next_seq
-        if ce:
+            if every_window and self.alpha > 0:
+                self.reductions += 1
+                self.cwnd = max(self.cwnd * (1 - self.alpha / 2), self.min_window)
+                self.ssthresh = max(self.cwnd, 2.0)
+        if ce and not every_window:
             if seq > self._recover:
                 factor = 0.5 if self.ecn == "halve" else 1 - self.alpha / 2
                 self._reduce(self.cwnd * factor)

@@ -18,7 +18,10 @@ them, for both backends and both engines, and says in the summary what the trans
 - `initial_ssthresh`: slow start's threshold before the first loss, in packets ("infinite",
   RFC 5681's, by default; htsim's TCP and DCTCP programs set 10). `dctcp_alpha`: DCTCP's alpha
   before the first window is measured (1 by default, as Linux: the first reaction halves;
-  htsim starts at 0).
+  htsim starts at 0). `dctcp_reaction`: "on-mark" (default, RFC 8257 and Linux: a marked
+  window is cut once by alpha/2, and neither a marked ACK nor the window after a cut grows
+  it) or "every-window" (htsim's `dctcp.cpp`, which its DCTCP incast runs: every ACK grows
+  the window, and every window is cut by alpha/2 while alpha > 0; `study/htsim_dctcp.py`).
 - `initial_window`: the window a sender starts with, in packets (10, RFC 6928's, by default).
   NDP starts every flow at one bandwidth-delay product (htsim's `-cwnd`), which is what the
   htsim agreement runs of the NDP-trimming preset set (`study/baselines.py`).
@@ -41,6 +44,8 @@ CONGESTION = {"newreno": "halve", "dctcp": "dctcp", "ndp": "halve"}   # name -> 
 DEFAULT_CONGESTION = "newreno"
 DEFAULT_MIN_RTO_US = MIN_RTO_NS / 1000
 MAX_INITIAL_WINDOW = 1 << 20      # CongestionControl's max_window
+# dctcp_reaction -> CongestionControl's ECN reaction under congestion = "dctcp"
+DCTCP_REACTIONS = {"on-mark": "dctcp", "every-window": "dctcp-every-window"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class TransportSettings:
     initial_ssthresh: float = math.inf
     dctcp_alpha: float = 1.0
     initial_window: float = INITIAL_WINDOW
+    dctcp_reaction: str = "on-mark"
 
     def __post_init__(self):
         if not 1 <= self.initial_window <= MAX_INITIAL_WINDOW:
@@ -58,14 +64,16 @@ class TransportSettings:
             raise ValueError(f"initial_ssthresh must be at least 2 packets, got {self.initial_ssthresh!r}")
         if not 0 <= self.dctcp_alpha <= 1:
             raise ValueError(f"dctcp_alpha must be in 0..1, got {self.dctcp_alpha!r}")
+        if self.dctcp_reaction not in DCTCP_REACTIONS:
+            raise ValueError(f"dctcp_reaction must be one of {', '.join(DCTCP_REACTIONS)}, got {self.dctcp_reaction!r}")
         if self.congestion not in CONGESTION:
             raise ValueError(f"congestion must be one of {', '.join(CONGESTION)}, got {self.congestion!r}")
         if not 0 < self.min_rto_ns <= MAX_RTO_NS:
             raise ValueError(f"min_rto_ns must be in 1..{MAX_RTO_NS}, got {self.min_rto_ns!r}")
 
     def cc(self) -> CongestionControl:
-        cc = CongestionControl(initial_window=self.initial_window, ecn=CONGESTION[self.congestion],
-                               pulls=self.pulls)
+        ecn = DCTCP_REACTIONS[self.dctcp_reaction] if self.congestion == "dctcp" else CONGESTION[self.congestion]
+        cc = CongestionControl(initial_window=self.initial_window, ecn=ecn, pulls=self.pulls)
         cc.ssthresh, cc.alpha = float(self.initial_ssthresh), float(self.dctcp_alpha)  # the native twin reads both
         return cc
 
@@ -100,5 +108,7 @@ class TransportSettings:
                                   "+ 40 frame times of the host link",
                 "loss_reaction": "halve once per window",
                 "ecn_reaction": (f"alpha/2, g = {DCTCP_G}, alpha from {self.dctcp_alpha:g}"
+                                 + ("" if self.dctcp_reaction == "on-mark"
+                                    else ", every window while alpha > 0, growth on every ACK (htsim's)")
                                  if self.congestion == "dctcp" else "halve once per window"),
                 "min_rto_us": self.min_rto_ns / dilation / 1000, "max_rto_s": MAX_RTO_NS / dilation / 1e9}

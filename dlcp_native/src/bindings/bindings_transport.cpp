@@ -131,8 +131,10 @@ py::tuple delivery(Delivery& d) {
 }
 
 CongestionControl::Ecn ecn_mode(const std::string& ecn) {
-  if (ecn != "dctcp" && ecn != "halve") throw py::value_error("ecn must be 'dctcp' or 'halve', got '" + ecn + "'");
-  return ecn == "halve" ? CongestionControl::Ecn::HALVE : CongestionControl::Ecn::DCTCP;
+  if (ecn == "dctcp") return CongestionControl::Ecn::DCTCP;
+  if (ecn == "halve") return CongestionControl::Ecn::HALVE;
+  if (ecn == "dctcp-every-window") return CongestionControl::Ecn::DCTCP_EVERY_WINDOW;
+  throw py::value_error("ecn must be one of 'dctcp', 'halve', 'dctcp-every-window', got '" + ecn + "'");
 }
 
 }  // namespace
@@ -219,11 +221,12 @@ void bind_transport(py::module_& m) {
            })
       .def_readwrite("cwnd", &CongestionControl::cwnd)
       .def_readwrite("ssthresh", &CongestionControl::ssthresh)
-      .def_readonly("alpha", &CongestionControl::alpha)
+      .def_readwrite("alpha", &CongestionControl::alpha)
       .def_readonly("min_window", &CongestionControl::min_window)
       .def_readonly("max_window", &CongestionControl::max_window)
       .def_property_readonly("ecn", [](const CongestionControl& c) {
-        return c.ecn == CongestionControl::Ecn::HALVE ? "halve" : "dctcp";
+        return c.ecn == CongestionControl::Ecn::HALVE ? "halve"
+               : c.ecn == CongestionControl::Ecn::DCTCP ? "dctcp" : "dctcp-every-window";
       })
       .def_readonly("g", &CongestionControl::g)
       .def_readonly("pacing", &CongestionControl::pacing)

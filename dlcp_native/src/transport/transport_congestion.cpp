@@ -70,14 +70,23 @@ CongestionControl::CongestionControl(double initial_window, double min_window_, 
 }
 
 void CongestionControl::on_ack(int64_t seq, bool ce, int64_t newly_acked) {
+  const bool every_window = ecn == Ecn::DCTCP_EVERY_WINDOW;
   acked_ += 1;
-  if (ce) marked_ += 1;
+  if (ce) {
+    marked_ += 1;
+    if (every_window && cwnd < ssthresh) ssthresh = py_max(cwnd, 2.0);  // a mark ends slow start
+  }
   if (seq >= alpha_end_) {
     alpha += g * (static_cast<double>(marked_) / static_cast<double>(acked_) - alpha);
     acked_ = marked_ = 0;
     alpha_end_ = next_seq;
+    if (every_window && alpha > 0) {
+      reductions += 1;
+      cwnd = py_max(cwnd * (1 - alpha / 2), min_window);
+      ssthresh = py_max(cwnd, 2.0);
+    }
   }
-  if (ce) {
+  if (ce && !every_window) {
     if (seq > recover_) {
       const double factor = ecn == Ecn::HALVE ? 0.5 : 1 - alpha / 2;
       reduce(cwnd * factor);

@@ -43,7 +43,8 @@ class RttEstimator {
 
 class CongestionControl {
  public:
-  enum class Ecn { DCTCP, HALVE };
+  // DCTCP_EVERY_WINDOW: htsim's DCTCP (congestion.py says how it differs).
+  enum class Ecn { DCTCP, HALVE, DCTCP_EVERY_WINDOW };
 
   CongestionControl(double initial_window = INITIAL_WINDOW, double min_window = 1,
                     double max_window = double(1 << 20), Ecn ecn = Ecn::DCTCP, double dctcp_g = DCTCP_G,
