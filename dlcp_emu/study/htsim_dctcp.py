@@ -59,6 +59,13 @@ MIN_RTO_NS = 250_000_000
 # Under RFC 8257's rule an incast flow on the collateral flow's link, every ACK marked, only
 # ever shrinks (10 packets to 1 in 10 ms) where htsim's stays near 10: docs/baselines.md.
 DCTCP_REACTION = "every-window"
+# htsim's TCP opens each flow with a SYN of 1 byte (tcp.cpp, new_syn_pkt) on the flow's path.
+# Its 0.8 ns on the wire shifts the departures of every port it crosses by as much, and at the
+# collateral flow's aggregation port that decides who loses when the queue is full (at 64
+# frames): the collateral's frames then arrive just before a departure and take the drops.
+# This transport has no handshake: each incast sender sends one float32 value to the receiver
+# first, on the same path (a message of the same pair), as the SYN's stand-in (docs/baselines.md).
+SYN_BYTES = 4
 # Which incast flows share the collateral flow's aggregation link is a path draw: htsim draws
 # each flow's path at random (its seed), ours hashes the flow with the switch's seed. A single
 # draw a side is no comparison: both run over DRAWS draws, htsim at seeds 1..DRAWS
@@ -106,11 +113,12 @@ def settings(transport, dctcp_reaction=DCTCP_REACTION):
                              dctcp_reaction=dctcp_reaction)
 
 
-def run(transport, n, buffer_frames, engine="native", draw=0, dctcp_reaction=DCTCP_REACTION):
+def run(transport, n, buffer_frames, engine="native", draw=0, dctcp_reaction=DCTCP_REACTION, syn=True):
     """The incast of n senders at a buffer of so many frames, simulated: an IncastRun. engine
     "native": the compiled network and endpoints; "python": all in Python (the oracle). draw:
     the switches' seed, which salts ECMP's hash, so it draws each flow's path. dctcp_reaction:
-    htsim's ("every-window") or RFC 8257's ("on-mark", the transport's default)."""
+    htsim's ("every-window") or RFC 8257's ("on-mark", the transport's default). syn: each
+    incast sender sends SYN_BYTES to the receiver before its flow, as htsim's SYN."""
     srcs = senders_of(n)
     spec = pipeline(transport, buffer_frames)
     topo = build("fat-tree", k=K, host_rate_bps=RATE_BPS, delay_ns=DELAY_NS,
@@ -119,6 +127,9 @@ def run(transport, n, buffer_frames, engine="native", draw=0, dctcp_reaction=DCT
     sim = CoreHosts(net, {}, {}) if engine == "native" else SimHosts(net, {}, {})
     how = dict(endpoints="native", payload="sizes") if engine == "native" else {}
     by_src = {s: [(INCAST_START_NS, RECEIVER, FLOW_BYTES, fid)] for fid, s in enumerate(srcs)}
+    if syn:   # the same start, fewer bytes: each sender's first message (BackgroundEndpoint's order)
+        for fid, s in enumerate(srcs):
+            by_src[s].append((INCAST_START_NS, RECEIVER, SYN_BYTES, len(srcs) + 1 + fid))
     by_src[LONG_SRC] = [(0, LONG_DST, LONG_FLOW_BYTES, len(srcs))]
     names = topo.hosts()
     eps = {i: BackgroundEndpoint(i, by_src.get(i, []), MTU, RATE_BPS,
