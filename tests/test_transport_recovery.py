@@ -166,3 +166,16 @@ def test_an_initial_window_is_what_the_first_poll_sends(impl):
         assert settings.describe()["initial_window"] == window
     with pytest.raises(ValueError, match="initial_window must be 1..1048576 packets, got 0"):
         TransportSettings(initial_window=0)
+
+
+def test_dctcps_reaction_is_a_setting_the_summary_names():
+    """RFC 8257's reaction by default; htsim's on request, named in the summary; a reaction
+    that is neither is refused by name. Only dctcp reads it (newreno halves either way)."""
+    assert TransportSettings("dctcp").cc().ecn == "dctcp"
+    htsims = TransportSettings("dctcp", dctcp_reaction="every-window")
+    assert htsims.cc().ecn == "dctcp-every-window"
+    assert htsims.describe()["ecn_reaction"].endswith("every window while alpha > 0, growth on every ACK (htsim's)")
+    assert TransportSettings("dctcp").describe()["ecn_reaction"] == "alpha/2, g = 0.0625, alpha from 1"
+    assert TransportSettings("newreno", dctcp_reaction="every-window").cc().ecn == "halve"
+    with pytest.raises(ValueError, match="dctcp_reaction must be one of on-mark, every-window, got 'rfc'"):
+        TransportSettings("dctcp", dctcp_reaction="rfc")
