@@ -24,10 +24,9 @@ DRAW_SLACK = 1          # timeouts in one draw more (or fewer) than htsim's: one
 MISSES = {
     ("dctcp", 8, 32): ("htsim times out here in 8 of 8 draws, ours in 4 (28 timeouts), so the rule falls to "
                        "the last flow: ours 380 ms mean over draws against htsim's 194. Ours times out twice "
-                       "in those 4 (250 ms, then 500) and ends at 754-755 ms; htsim's run stops at 600 ms, "
-                       "so a flow of its that needs a second timeout never finishes and prints nothing "
-                       "(14, 8, 14, 14, 10 and 12 prints of 16 in 6 of its draws): its mean last print "
-                       "leaves them out, and no figure of htsim's says whether ours is later "
+                       "in those 4 (250 ms, then 500) and ends at 754-755 ms; so do htsim's: in 6 of its 8 "
+                       "draws 1-4 flows take a second RTO at 581-587 ms and are unfinished when its run "
+                       "stops at 600 ms, so they print nothing and its mean last print leaves them out "
                        "(docs/baselines.md)"),
 }
 
