@@ -6,7 +6,9 @@ htsim's program (`main_dctcp_incast_collateral.cpp`) takes the number of senders
 - hosts 127-N .. 126 (pods 5..7) each send one flow to host 0 (pod 0), all at 80 ms;
 - a "collateral" endless flow from host 5 to host 1 (pod 0, another rack) from 0 ms;
 - every switch queue marks CE above 15 packets; each DCTCP flow starts at 10 packets with
-  a slow-start threshold of 10; its RTO is floored at 250 ms (htsim's tcp.cpp).
+  a slow-start threshold of 10; its RTO is floored at 250 ms (htsim's tcp.cpp);
+- DCTCP reacts to CE as htsim's dctcp.cpp (DCTCP_REACTION), and each flow opens with a SYN,
+  here a one-value message on the same path (SYN_BYTES).
 A flow is 101 data packets here: htsim finishes it at the ACK of byte 909,000 (`-flowsize
 900000` plus one packet, tcp.h), i.e. its 101st 9000-byte packet.
 """
