@@ -122,6 +122,7 @@ class CongestionControl:
         self.min_window = float(min_window)
         self.max_window = float(max_window)
         self.ecn = ecn
+        self._every_window = ecn == "dctcp-every-window"   # htsim's reaction (read every ACK)
         self.g = dctcp_g
         self.alpha = 1.0
         self.pacing = pacing
@@ -144,7 +145,7 @@ class CongestionControl:
     def on_ack(self, seq: int, ce: bool, newly_acked: int) -> None:
         """Feedback for transmission `seq` (-1 if unknown) that acknowledged `newly_acked`
         packets not acknowledged before; `ce` is the echoed congestion mark."""
-        every_window = self.ecn == "dctcp-every-window"
+        every_window = self._every_window
         self._acked += 1
         if ce:
             self._marked += 1
