@@ -107,9 +107,7 @@ def _emulate(setup, log, capture, live):
                        pace_hosts=True, pcap=set(capture["ports"]) if capture else False,
                        pcap_max_bytes=capture.get("max_bytes") if capture else None)
     start_at = None
-    # A process a rank, keyed by its rank (one job) or job-rank (several: ranks repeat)
-    keys = {(f"{job.name}-{rank}" if setup.jobs else rank): (job, rank)
-            for job in job_setups(setup) for rank in job.placement.host_of_rank}
+    keys = process_keys(setup)
     with run:
         # Every host process starts together, once all are ready (hostproc.wait_for_start).
         start_file = run_dir / "start.json"
@@ -307,6 +305,13 @@ def _wait(spec, keys, procs, outs, t_start, log, show=None, switch_exits=dict,
                     for name, e in sorted(exits.items())) + " ended during the run"
         if elapsed > spec.time_limit_s:
             return f"time limit of {spec.time_limit_s:g} s reached"
+
+
+def process_keys(setup):
+    """{key: (job, rank)}: a host process a rank, keyed by its rank (one job) or job-rank
+    (several: ranks repeat)."""
+    return {(f"{job.name}-{rank}" if setup.jobs else rank): (job, rank)
+            for job in job_setups(setup) for rank in job.placement.host_of_rank}
 
 
 def iterations_done(keys, counts):
