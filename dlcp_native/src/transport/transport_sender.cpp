@@ -128,8 +128,7 @@ void Sender::receive(const Header& h, const InPayload& payload, int64_t now, boo
   if (!last_ || last_key_ != k) {
     const auto it = by_key_.find(k);
     if (it == by_key_.end()) return;  // finished already: a late or duplicate answer
-    last_key_ = k;
-    last_ = it->second;
+    last_key_ = k, last_ = it->second;
   }
   const OutboundPtr m = last_;
   if (h.type == ACK)
