@@ -123,10 +123,7 @@ class SimNetwork:
                 self.nic_drop_log.append((host, now, 0, BUFFER_FULL, pkt))
             return
         pkt.depart = arrival
-        wire = self.wires[host][0]
-        if not wire.packets:
-            self.loop.schedule(arrival, wire.head_arrives, None)
-        wire.packets.append(pkt)
+        self._put_on(self.wires[host][0], pkt)
 
     def _far_end(self, wire, peer, in_port):
         """The event of a wire: its head packet reaches the far end. A closure, because this
@@ -170,38 +167,38 @@ class SimNetwork:
                 self.loop.schedule(started[0].depart, wire.head_arrives, None)
             packets.extend(started)
         if port.packets:
-            t = port.busy_until
-            if wire.wake_at is None or t < wire.wake_at:
-                wire.wake_at = t
-                self.loop.schedule(t, self._wake, (port, wire, t))
-
-    def _wake(self, wake):
-        port, wire, t = wake
-        if wire.wake_at != t:
-            return   # superseded by an earlier wake-up, which rescheduled
-        wire.wake_at = None
-        self._forward(port, wire, t)
+            self._ask_wake(wire, port.busy_until, self._forward, port)
 
     def _nic_forward(self, nic, wire, now):
         """A priority NIC: put on the wire what it starts now (control first), and come back
         when its link is free while packets wait (as `_forward` does for a switch port)."""
         pkt = nic.start(now)
         if pkt is not None:
-            if not wire.packets:
-                self.loop.schedule(pkt.depart, wire.head_arrives, None)
-            wire.packets.append(pkt)
+            self._put_on(wire, pkt)
         if nic.control or nic.data:
-            t = nic.free_at
-            if wire.wake_at is None or t < wire.wake_at:
-                wire.wake_at = t
-                self.loop.schedule(t, self._nic_wake, (nic, wire, t))
+            self._ask_wake(wire, nic.free_at, self._nic_forward, nic)
 
-    def _nic_wake(self, wake):
-        nic, wire, t = wake
+    def _put_on(self, wire, pkt):
+        """A packet that has started goes on its wire, whose head alone is an event, so an
+        idle wire gets one."""
+        if not wire.packets:
+            self.loop.schedule(pkt.depart, wire.head_arrives, None)
+        wire.packets.append(pkt)
+
+    def _ask_wake(self, wire, t, forward, sender):
+        """A switch port or a priority NIC with a backlog comes back at `t`, when its link is
+        free, unless an earlier wake-up is asked for already (a later one would find nothing
+        to start): then `forward(sender, wire, t)`."""
+        if wire.wake_at is None or t < wire.wake_at:
+            wire.wake_at = t
+            self.loop.schedule(t, self._wake, (forward, sender, wire, t))
+
+    def _wake(self, wake):
+        forward, sender, wire, t = wake
         if wire.wake_at != t:
-            return
+            return   # superseded by an earlier wake-up, which rescheduled
         wire.wake_at = None
-        self._nic_forward(nic, wire, t)
+        forward(sender, wire, t)
 
     def in_flight(self):
         """Every packet still in the network: queued, serialising, or on a wire."""

@@ -109,15 +109,7 @@ bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t 
     return false;
   }
   pkt.depart = *arrival;
-  const uint32_t w = host_wires[host];
-  Wire& wire = wires[w];
-  if (wire.packets.empty()) {
-    if (outside)
-      loop.schedule_outside(pkt.depart, HEAD, w, major);
-    else
-      loop.schedule(pkt.depart, HEAD, w);
-  }
-  wire.packets.push_back(pkt);
+  put_on(host_wires[host], pkt, outside, major);
   return true;
 }
 
@@ -126,28 +118,28 @@ bool Network::transmit(int host, Packet pkt, int64_t now, bool outside, int64_t 
 void Network::nic_forward(int host, int64_t now, bool outside, int64_t major) {
   HostNic& nic = nics[host];
   const uint32_t w = host_wires[host];
-  Wire& wire = wires[w];
   Packet pkt;
-  if (nic.start(now, pkt)) {
-    if (wire.packets.empty()) {
-      if (outside)
-        loop.schedule_outside(pkt.depart, HEAD, w, major);
-      else
-        loop.schedule(pkt.depart, HEAD, w);
-    }
-    wire.packets.push_back(pkt);
-  }
-  if (nic.waiting()) {
-    const int64_t t = nic.free_at;
-    if (!wire.waking || t < wire.wake_at) {
-      wire.wake_at = t;
-      wire.waking = true;
-      if (outside)
-        loop.schedule_outside(t, WAKE, w, major);
-      else
-        loop.schedule(t, WAKE, w);
-    }
-  }
+  if (nic.start(now, pkt)) put_on(w, pkt, outside, major);
+  if (nic.waiting()) ask_wake(w, nic.free_at, outside, major);
+}
+
+// network.py `_put_on`: a packet that has started goes on its wire, whose head alone is an
+// event, so an idle wire gets one.
+void Network::put_on(uint32_t w, const Packet& pkt, bool outside, int64_t major) {
+  Ring<Packet>& packets = wires[w].packets;
+  if (packets.empty()) schedule(pkt.depart, HEAD, w, outside, major);
+  packets.push_back(pkt);
+}
+
+// network.py `_ask_wake`: a switch port or a priority NIC with a backlog comes back at `t`,
+// when its link is free, unless an earlier wake-up is asked for already (a later one would
+// find nothing to start).
+void Network::ask_wake(uint32_t w, int64_t t, bool outside, int64_t major) {
+  Wire& wire = wires[w];
+  if (wire.waking && t >= wire.wake_at) return;
+  wire.wake_at = t;
+  wire.waking = true;
+  schedule(t, WAKE, w, outside, major);
 }
 
 // -- what is in it -------------------------------------------------------------------------

@@ -176,7 +176,15 @@ class Network {
   void forward(int sw, int port, int64_t now);
   void wake(uint32_t w, int64_t t);
   void nic_forward(int host, int64_t now, bool outside, int64_t major);
-  void push(uint32_t w, const Packet& pkt, bool outside, int64_t major);
+  void put_on(uint32_t w, const Packet& pkt, bool outside, int64_t major);
+  void ask_wake(uint32_t w, int64_t t, bool outside, int64_t major);
+  // An event of the loop's own (its key from the loop), or one answering the driver (`major`).
+  void schedule(int64_t t, Kind kind, uint32_t target, bool outside, int64_t major) {
+    if (outside)
+      loop.schedule_outside(t, kind, target, major);
+    else
+      loop.schedule(t, kind, target);
+  }
   void note_drop(const NetDrop& d);
   uint32_t carry(transport::OutPacket&& out);  // a slot of carried_ for what a stack's packet carries
   void let_go(uint32_t slot);

@@ -155,14 +155,7 @@ void Network::forward(int s, int p, int64_t now) {
   const bool idle = wire.packets.empty();
   port.hand_off(wire.packets);
   if (idle && !wire.packets.empty()) loop.schedule(wire.packets.front().depart, HEAD, w);
-  if (port.packets) {
-    const int64_t t = port.busy_until;
-    if (!wire.waking || t < wire.wake_at) {
-      wire.wake_at = t;
-      wire.waking = true;
-      loop.schedule(t, WAKE, w);
-    }
-  }
+  if (port.packets) ask_wake(w, port.busy_until, false, -1);
 }
 
 void Network::wake(uint32_t w, int64_t t) {
