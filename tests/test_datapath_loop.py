@@ -4,6 +4,7 @@ records `dlcp-emu clean` works from."""
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ from dlcp_emu.emu.streams import read_rows
 from topologies import build
 
 H = {n: f"00:00:00:00:00:0{n}" for n in range(1, 5)}
+SO_TIMESTAMPNS = 35   # Linux's (socket(7)); Python's socket module does not name it
 
 
 def frame(dst=2, payload=1000, prio=7, mag=0, droppable=False, sport=9796, ecn=Ecn.NOT_ECT, tensor=0):
@@ -59,6 +61,7 @@ class Rig:
             a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
             a.setblocking(False)
             b.settimeout(2)
+            b.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             near[n], self.far[n] = a, b
         self.dp.attach(near, mtu)
         self.error = None
@@ -72,15 +75,21 @@ class Rig:
             self.error = e
 
     def recv(self, port, n, timeout=3):
+        """Up to n frames from `port`, each with the time the switch sent it: the kernel's
+        stamp on the datagram (CLOCK_REALTIME ns), so how late this thread reads it, on a
+        loaded machine, does not move the times a test compares."""
         out = []
         s = self.far[port]
         deadline = time.monotonic() + timeout
         while len(out) < n and time.monotonic() < deadline:
             try:
-                data = s.recv(65536)
+                data, ancillary, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(16))
             except socket.timeout:
                 break
-            out.append((time.monotonic_ns(), data))    # when it came, not when we began waiting
+            (stamp,) = [d for level, kind, d in ancillary
+                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS]
+            sec, ns = struct.unpack("qq", stamp)
+            out.append((sec * 1_000_000_000 + ns, data))
         return out
 
     def stop(self):
@@ -169,11 +178,11 @@ def test_a_wake_period_about_a_loop_turn_long_never_ends_the_switch(tmp_path, en
 
 def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_it(tmp_path, engine):
     """Port 1 faces a paced host: a frame read from it is whole one serialisation later
-    (socketpairs carry no kernel times: from when it was read), then serialised again on the
-    way out. 1024 us each at 8 Mbit/s."""
+    (the switch cannot know when a socketpair's frame was sent: from when it read it), then
+    serialised again on the way out. 1024 us each at 8 Mbit/s."""
     rig = Rig(tmp_path, engine=engine, rate=8e6, paced=(1,))
     f = frame(payload=910)
-    sent = time.monotonic_ns()
+    sent = time.time_ns()        # the clock of the kernel's stamps that recv returns
     rig.far[1].send(f)
     (got,) = rig.recv(2, 1)
     stats = rig.stop()
