@@ -96,6 +96,21 @@ def test_report_holds_means_per_seed_differences_and_verdicts(known_runs, tmp_pa
     assert "within 25%" in text
 
 
+def test_a_verdict_inside_its_noise_says_how_many_seeds_would_tell(known_runs, tmp_path):
+    """At a 2% tolerance, fifo's noise at 2 seeds (2.859% of one seed's spread x sqrt(2/2))
+    is above it: 5 seeds bring it to 1.81% (4 would leave 2.02%). dlcp's is 0: no note."""
+    _, report = validate.validate(SPEC, ["fifo", "dlcp"], seeds=2, tolerance=0.02,
+                                  root=tmp_path, log=lambda m: None)
+    rows = {r["preset"]: r for r in report["presets"]}
+    assert rows["fifo"]["seeds_to_resolve"] == 5 and rows["dlcp"]["seeds_to_resolve"] == 1
+    note = validate.table(report).splitlines()[-1]
+    assert note == ("noise above the 2% tolerance at 2 seed(s), so the verdict cannot tell: "
+                    "fifo ±2.9% (--seeds 5) would bring it within")
+    assert validate.seeds_to_resolve(0.02, 4, 0.02) == 4 and validate.seeds_to_resolve(None, 1, 0.05) is None
+    _, within = validate.validate(SPEC, ["fifo"], seeds=2, tolerance=0.25, root=tmp_path, log=lambda m: None)
+    assert "noise above" not in validate.table(within)
+
+
 def test_a_preset_without_figures_has_no_difference(known_runs, tmp_path, monkeypatch):
     real = compare.run_one
 

@@ -16,6 +16,8 @@ about as much as the simulator does from seed to seed (docs/fidelity.md). So the
 also runs further seeds (`noise_seeds` in all), and the report gives the spread a difference
 of two agreeing backends would have at this many seeds: the noise a verdict sits in.
 """
+import math
+
 import numpy as np
 
 from dlcp_emu.study import compare, compare_table, dilation
@@ -60,6 +62,7 @@ def validate(spec, presets, seeds=1, tolerance=0.05, root="results", log=print, 
         row["emulation_fidelity"] = compare_table.fidelity_cell({"backend": "emulation", "fidelity": fid})
         d = row["iteration_time_mean_s"]["difference"]
         row["within_tolerance"] = d is not None and abs(d) <= tolerance
+        row["seeds_to_resolve"] = seeds_to_resolve(row["iteration_time_mean_s"]["difference_sd"], seeds, tolerance)
         jobs = _jobs({b: runs[b]["summary"]["presets"].get(preset) or {} for b in runs}, tolerance)
         for name, line in jobs.items():   # what the emulated runs estimated of each job's error
             own = (fid.get("jobs") or {}).get(name)
@@ -85,6 +88,14 @@ def difference_sd(sim_seeds, seeds):
     if len(sim_seeds) < 3:
         return None
     return float(np.std(sim_seeds, ddof=1) / np.mean(sim_seeds) * np.sqrt(2 / seeds))
+
+
+def seeds_to_resolve(sd, seeds, tolerance):
+    """The fewest seeds at which the noise of a difference (`sd` at `seeds` seeds) is within
+    the tolerance: it falls as 1/sqrt(seeds). None without a measured noise."""
+    if sd is None or tolerance <= 0:
+        return None
+    return max(1, math.ceil(seeds * (sd / tolerance) ** 2 - 1e-9))
 
 
 def _jobs(by_backend, tolerance):
@@ -139,7 +150,20 @@ def table(report):
                                + _noise_note(report.get("noise_seeds", report["seeds"])) + " a schedule's"
                                "\n fct: its gradient messages' completion;"
                                "\n emulation's estimate: what the emulated runs estimated of their own error, see `compare`)"
-                               ) + _job_table(report)
+                               ) + _unresolved(report) + _job_table(report)
+
+
+def _unresolved(report):
+    """The presets whose noise is above the tolerance: their verdict, either way, is as likely
+    one seed's draw as the backends' difference."""
+    seeds, tol = report["seeds"], report["tolerance"]
+    rows = [r for r in report["presets"] if (r.get("seeds_to_resolve") or 0) > seeds]
+    if not rows:
+        return ""
+    each = ", ".join(f"{r['preset']} ±{r['iteration_time_mean_s']['difference_sd'] * 100:.1f}% "
+                     f"(--seeds {r['seeds_to_resolve']})" for r in rows)
+    return (f"\nnoise above the {tol * 100:g}% tolerance at {seeds} seed(s), so the verdict cannot tell: "
+            f"{each} would bring it within")
 
 
 def _noise_note(seeds):
