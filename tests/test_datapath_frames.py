@@ -19,7 +19,9 @@ from dlcp_emu.emu.datapath.config import ConfigError, SwitchProcessConfig, build
 from dlcp_emu.emu.datapath.lateness import Lateness
 from dlcp_emu.wire.flow import flow_hash
 from dlcp_emu.emu.datapath.pcap import PcapWriter
+from dlcp_emu.emu.datapath.ingress import is_control_frame
 from dlcp_emu.emu.datapath.process import Datapath
+from dlcp_emu.wire.layout import PacketType
 from dlcp_emu.emu.datapath.frames import (
     INVALID_DLCP, MALFORMED, apply_rewrite, copy_for, make_parser, parse,
 )
@@ -244,6 +246,42 @@ def test_a_paced_hosts_frames_arrive_serialised_one_after_another_plus_the_delay
     later = 300 * MS
     dp.arrivals([(1, [FRAME], k(later))], now=later, floor=0)
     assert [a[0] for a in dp.ingress.arriving] == [later + SER + 2 * MS]
+
+
+def control(payload=0, kind=PacketType.ACK):
+    """What a host sends ahead of data under a `priority` host queue: an ACK (or a bare header)."""
+    return encode_frame(Frame(src_mac=H1, dst_mac=H2, src_ip="10.0.0.1", dst_ip="10.0.0.2", sport=9796,
+                              header=DlcpHeader(type=kind, payload_len=payload), payload=bytes(payload)))
+
+
+def test_a_host_queues_control_frames_are_those_its_egress_sends_first():
+    assert is_control_frame(control()) and is_control_frame(control(kind=PacketType.DATA))
+    assert not is_control_frame(FRAME) and not is_control_frame(ipv4(17, dport=9796, size=120))
+    assert not is_control_frame(control()[:50])
+
+
+@pytest.mark.parametrize("pipeline, order", [("ndp", ["data", "ack", "data", "data"]),
+                                             ("fifo", ["data", "data", "data", "ack"])])
+def test_a_control_frame_overtakes_a_paced_hosts_waiting_data_under_a_priority_host_queue(pipeline, order):
+    """The host's shaper let three data frames out at once (its burst) and an ACK just after:
+    under the `ndp` preset's priority host queue the ACK leaves after the frame on the wire, as
+    the simulator's NIC sends it; a FIFO host queue keeps it behind all three."""
+    dp = Datapath(config(pipeline=pipeline,
+                         ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": True},
+                                {"number": 2, "intf": "b", "rate_bps": 1e6}]))
+    k = dp.clock_offset
+    ack = control()
+    ack_ser = (len(ack) + 24) * 8_000
+    t0 = 100 * MS
+    assert dp.arrivals([(1, [FRAME] * 3 + [ack], [t0 + k] * 3 + [t0 + 1 + k])], now=t0 + 1, floor=0) == []
+    assert dp.ingress.on_link() == 4
+    got = dp.arrivals([], now=t0 + 3 * SER + ack_ser, floor=0)
+    assert ["ack" if f == ack else "data" for _, _, f in got] == order
+    assert [t for t, _, _ in got] == sorted(t for t, _, _ in got)
+    if pipeline == "ndp":
+        assert [t for t, _, _ in got] == [t0 + SER, t0 + SER + ack_ser, t0 + 2 * SER + ack_ser,
+                                          t0 + 3 * SER + ack_ser]
+    assert dp.ingress.on_link() == 0
 
 
 def test_build_switch_routes_macs_and_flood_keys():

@@ -17,6 +17,7 @@ from dlcp_emu.emu import cleanup
 from dlcp_emu.emu.datapath.config import SwitchProcessConfig
 from dlcp_emu.emu.mnswitch import flood_ports, switch_routes
 from dlcp_emu.wire import DlcpHeader, Ecn, Flags, Frame, decode_frame, encode_frame
+from dlcp_emu.wire.layout import PacketType
 from switch_models import REWRITE_CE, PortConfig, Switch
 from dlcp_emu.emu.datapath.process import Datapath
 from dlcp_emu.emu.datapath.frames import parse
@@ -188,6 +189,26 @@ def test_a_paced_hosts_frame_is_serialised_on_its_link_before_the_switch_takes_i
     stats = rig.stop()
     assert got[0] - sent >= 2 * 1024_000
     assert stats["conservation"]["ok"] and stats["tx_frames"][2] == 1
+
+
+@pytest.mark.parametrize("pipeline, order", [("ndp", ["data", "ack", "data", "data"]),
+                                             ("fifo", ["data", "data", "data", "ack"])])
+def test_a_paced_hosts_ack_overtakes_its_waiting_data_under_a_priority_host_queue(tmp_path, engine, pipeline,
+                                                                                   order):
+    """A paced host lets three data frames and then an ACK out at once (its shaper's burst):
+    under the `ndp` preset's priority host queue its link sends the ACK after the frame on
+    the wire, as the simulator's NIC does; a FIFO host queue keeps it behind all three. At
+    1 Mbit/s a frame takes 8 ms, so the four sends fall within the first one's."""
+    rig = Rig(tmp_path, engine=engine, rate=1e6, paced=(1,), pipeline=pipeline)
+    data = frame(payload=910)
+    ack = encode_frame(Frame(src_mac=H[1], dst_mac=H[2], src_ip="10.0.0.1", dst_ip="10.0.0.2", sport=9796,
+                             header=DlcpHeader(type=PacketType.ACK)))
+    for f in (data, data, data, ack):
+        rig.far[1].send(f)
+    got = rig.recv(2, 4)
+    stats = rig.stop()
+    assert ["ack" if g[1] == ack else "data" for g in got] == order
+    assert stats["conservation"]["ok"] and stats["tx_frames"][2] == 4
 
 
 def test_frames_still_on_a_paced_link_at_stop_are_counted(tmp_path, engine):

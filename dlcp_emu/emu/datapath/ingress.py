@@ -1,28 +1,102 @@
 """Frames coming in: from the rings in order of the kernel's delivery time, and, on a port
 whose peer is a paced host, over that host's link (`switch_models.HostNic`, the simulator's
-NIC model) first."""
+NIC model) first.
+
+A `priority` host queue (the pipeline's `host_queue`) is replayed as the host's NIC sends
+it: the host's shaper lets a burst of frames out at once, and a control packet the host
+queued just after them would, on a FIFO link, wait behind every one, where the simulator's
+NIC (and the host's own qdisc, had it held them) sends it after the frame on the wire. So
+frames wait here as in the NIC's two queues, and each starts when the link is free, control
+first (`is_control_frame`: the host's egress filters), strict priority without preemption."""
 import heapq
 import itertools
+from collections import deque
 from operator import itemgetter
 
 from switch_models import HostNic
 
+from dlcp_emu.wire.layout import (DLCP_OFF, HDR_MAGIC, HDR_PAYLOAD_LEN, HDR_TYPE, IPPROTO_UDP, MAGIC,
+                                  OFF_ETHERTYPE, OFF_IP_PROTO, OFF_IP_VER_IHL, PacketType)
+
+ETH_P_IP = 0x0800
+
+
+def is_control_frame(f):
+    """What a `priority` host's egress sends ahead of data (`host_egress` filters): an IPv4
+    UDP frame with the DLCP magic whose type is not DATA, or a DATA one with no payload."""
+    if len(f) < DLCP_OFF + HDR_PAYLOAD_LEN + 2 or f[OFF_IP_VER_IHL] != 0x45 or f[OFF_IP_PROTO] != IPPROTO_UDP:
+        return False
+    if int.from_bytes(f[OFF_ETHERTYPE:OFF_ETHERTYPE + 2], "big") != ETH_P_IP:
+        return False
+    h = DLCP_OFF
+    if int.from_bytes(f[h + HDR_MAGIC:h + HDR_MAGIC + 2], "big") != MAGIC:
+        return False
+    return f[h + HDR_TYPE] != PacketType.DATA or f[h + HDR_PAYLOAD_LEN:h + HDR_PAYLOAD_LEN + 2] == b"\0\0"
+
+
+class PriorityLink:
+    """A paced host's link under a `priority` host queue: frames handed over wait, control
+    first, until the link is free; `start_by(t)` starts those whose turn comes by t."""
+    __slots__ = ("nic", "control", "data")
+
+    def __init__(self, nic):
+        self.nic = nic
+        self.control = deque()   # (handed ns, frame)
+        self.data = deque()
+
+    def hand(self, t, f):
+        (self.control if is_control_frame(f) else self.data).append((t, f))
+
+    def start_by(self, t):
+        """[(arrival ns, frame)] of the frames that start on the link by t, in order: each at
+        the later of the link's free time and its handing over, control first among those
+        handed by then."""
+        out = []
+        nic, control, data = self.nic, self.control, self.data
+        while control or data:
+            first = min(q[0][0] for q in (control, data) if q)
+            at = max(nic.free_at, first)
+            if at > t:
+                break
+            q = control if control and control[0][0] <= at else data
+            _, f = q.popleft()
+            # Never a drop: the link is free at `at`. What waits is bounded by the host's own
+            # queues, as deep as the NIC's buffer (`host_egress`).
+            out.append((nic.transmit(len(f), at), f))
+        return out
+
+    def __len__(self):
+        return len(self.control) + len(self.data)
+
 
 class Ingress:
-    def __init__(self, ports):
-        """ports: the config's port entries; those with `peer_paced` face a paced host."""
+    def __init__(self, ports, host_queue="fifo"):
+        """ports: the config's port entries; those with `peer_paced` face a paced host, whose
+        NIC queue is `host_queue` (the pipeline's)."""
         self.links = {p["number"]: HostNic(float(p["rate_bps"]), int(p.get("delay_ns", 0)))
                       for p in ports if p.get("peer_paced")}
+        self.queued = ({n: PriorityLink(nic) for n, nic in self.links.items()}
+                       if host_queue == "priority" else {})
         self.arriving = []          # heap of (arrival ns, seq, port, frame) still on a link
         self._seq = itertools.count()
 
     def next_arrival(self):
-        """When the next frame still on a host's link arrives, or None."""
-        return self.arriving[0][0] if self.arriving else None
+        """When the next frame still on a host's link arrives, or the next waiting one may
+        start (the link free): None if neither."""
+        times = [self.arriving[0][0]] if self.arriving else []
+        times += [link.nic.free_at for link in self.queued.values() if link]
+        return min(times) if times else None
+
+    def on_link(self):
+        """Frames read, not yet arrived: on a host's link or waiting for it."""
+        return len(self.arriving) + sum(map(len, self.queued.values()))
 
     def remaining(self, floor):
         """Every frame still on a link, due at once (no earlier than `floor`): at stop, so
         that each is counted."""
+        for port, link in self.queued.items():
+            for t, f in link.start_by(float("inf")):
+                heapq.heappush(self.arriving, (t, next(self._seq), port, f))
         out = [(t if t > floor else floor, port, f) for t, _, port, f in sorted(self.arriving)]
         self.arriving.clear()
         return out
@@ -47,7 +121,7 @@ class Ingress:
         poll (`floor`)."""
         wait = record_wait   # how long each frame waited in its ring
         offset = clock_offset
-        ingress, arriving = self.links, self.arriving
+        ingress, arriving, queued = self.links, self.arriving, self.queued
         out = []
         append = out.append
         sources = len(got)
@@ -62,6 +136,12 @@ class Ingress:
                     t = now
                 if ring:
                     wait(now - t)
+                link = queued.get(port)
+                if link is not None:
+                    link.hand(t, f)
+                    for a, g in link.start_by(t):
+                        heapq.heappush(arriving, (a, next(self._seq), port, g))
+                    continue
                 if nic is not None:
                     t = nic.transmit(len(f), t)
                     if t is None:
@@ -70,6 +150,10 @@ class Ingress:
                         heapq.heappush(arriving, (t, next(self._seq), port, f))
                         continue
                 append((t if t > floor else floor, port, f))
+        for port, link in queued.items():
+            if link:
+                for a, g in link.start_by(now):
+                    heapq.heappush(arriving, (a, next(self._seq), port, g))
         if arriving and arriving[0][0] <= now:
             sources += 1
             pop = heapq.heappop

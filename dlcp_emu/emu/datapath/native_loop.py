@@ -90,7 +90,7 @@ class NativeLoop:
             sock = dp.socks[p["number"]]
             ring = ring_frame_size if sock.family == socket.AF_PACKET else 0
             ports.append((sock.fileno(), ring, dp.bufsize, bool(p.get("peer_paced")),
-                          float(p["rate_bps"]), int(p.get("delay_ns", 0))))
+                          dp.host_queue == "priority", float(p["rate_bps"]), int(p.get("delay_ns", 0))))
         routes = {int.from_bytes(mac, "big"): sw.route_index(mac) for mac in dp.routes}
         sample_ns = int(dp.cfg.queue_sample_ns) if dp.queues is not None else 0
         self.core = Datapath(sw.core, ports, routes, [sw.route_index(n) for n in dp.numbers],

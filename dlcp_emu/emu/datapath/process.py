@@ -30,6 +30,8 @@ import signal
 import socket
 import time
 
+from switch_models import PipelineSpec
+
 from dlcp_emu.jsonio import CheckpointWriter, write_json_atomic
 
 from dlcp_emu.emu.datapath.config import SwitchProcessConfig, build_switch, flood_table, mac_bytes
@@ -68,7 +70,9 @@ class Datapath:
         self.rx_wait = Lateness()              # how long frames waited in the rx rings
         self.rx_wait.threshold = int(cfg.late_threshold_ns)
         self.clock_offset = time.time_ns() - time.monotonic_ns()   # ring times -> monotonic
-        self.ingress = Ingress(self.ports)
+        # The hosts' NIC queue, which a paced host's link replays (`ingress`).
+        self.host_queue = PipelineSpec.parse(cfg.pipeline).host_queue if self.mode == "model" else "fifo"
+        self.ingress = Ingress(self.ports, self.host_queue)
         self.parse = make_parser()
         self.housekeeping_interval_ns = int(cfg.stats_interval_s * 1e9)
         self.housekeeping_max_ns = 0    # the longest the loop spent on its stats, once a second

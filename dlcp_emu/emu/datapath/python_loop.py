@@ -19,7 +19,7 @@ def run_model(dp):
     lat = dp.lateness.pending
     lat_limit = 1 << 16
     waits = dp.rx_wait.pending
-    arriving = dp.ingress.arriving
+    next_arrival, on_link = dp.ingress.next_arrival, dp.ingress.on_link
     drains = dp._drains()
     by_sock = {dp.socks[n]: (n, drains[n]) for n in dp.numbers}
     rlist = [*by_sock, dp.wake_r]
@@ -49,8 +49,9 @@ def run_model(dp):
         t = next_event()
         if t is not None:
             t -= dp.send_ahead
-        if arriving and (t is None or arriving[0][0] < t):
-            t = arriving[0][0]
+        a = next_arrival()
+        if a is not None and (t is None or a < t):
+            t = a
         now = clock()
         if (now >= housekeeping or dp.report_now or len(lat) > lat_limit
                 or len(waits) > lat_limit):
@@ -83,7 +84,7 @@ def run_model(dp):
             if frames:
                 rx_frames[port] += len(frames)
                 got.append((port, frames, stamps))
-        if got or arriving:
+        if got or on_link():
             due = arrivals(got, clock(), floor, dp.clock_offset, waits_append)
             if due:
                 take(dp, due)
@@ -128,11 +129,12 @@ def drain_model(dp, sends, floor):
     sw = dp.switch
     clock = time.monotonic_ns
     deadline = clock() + int(dp.cfg.drain_s * 1e9)
-    arriving = dp.ingress.arriving
+    next_arrival = dp.ingress.next_arrival
     while True:
         t = sw.next_event_time()
-        if arriving and (t is None or arriving[0][0] < t):
-            t = arriving[0][0]
+        a = next_arrival()
+        if a is not None and (t is None or a < t):
+            t = a
         now = clock()
         if t is None or now > deadline:
             break
@@ -144,7 +146,7 @@ def drain_model(dp, sends, floor):
             take(dp, due)
         floor = now
         send_due(dp, now, sends)
-    if arriving:
+    if dp.ingress.on_link():
         take(dp, dp.ingress.remaining(floor))
 
 
@@ -176,4 +178,4 @@ class PythonReceive:
 
     def on_link(self):
         """Frames read, still on a paced host's emulated link."""
-        return len(self.dp.ingress.arriving)
+        return self.dp.ingress.on_link()

@@ -70,7 +70,7 @@ void bind_datapath(py::module_& m) {
              std::vector<DatapathPort> specs;
              for (const py::tuple& t : ports)
                specs.push_back({t[0].cast<int>(), t[1].cast<uint32_t>(), t[2].cast<size_t>(), t[3].cast<bool>(),
-                                t[4].cast<double>(), t[5].cast<int64_t>()});
+                                t[4].cast<bool>(), t[5].cast<double>(), t[6].cast<int64_t>()});
              return std::make_unique<Datapath>(core_switch(core), specs, std::move(routes), std::move(port_route),
                                                std::move(flood), batch, wake_fd, sample_ns, pending_limit, edges,
                                                thresholds);

@@ -2,6 +2,7 @@
 // read from the ports, each at the time it arrived (a paced host's link replayed first), and
 // handed to the switch in the order of those times once they are due.
 #include "datapath/datapath.hpp"
+#include "wire/wire_layout.hpp"
 
 #include <sys/socket.h>
 
@@ -10,6 +11,39 @@
 #include <utility>
 
 namespace dlcp {
+
+namespace {
+
+uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
+
+// ingress.py `is_control_frame` (host_egress.py's filters): IPv4 UDP with the DLCP magic,
+// not DATA, or DATA with no payload.
+bool is_control_frame(const std::vector<uint8_t>& f) {
+  if (f.size() < wire::OFF_PAYLOAD_LEN + 2 || f[wire::OFF_IP_VER_IHL] != 0x45 || f[wire::OFF_IP_PROTO] != 17)
+    return false;
+  if (be16(&f[wire::OFF_ETHERTYPE]) != 0x0800 || be16(&f[wire::OFF_MAGIC]) != wire::MAGIC) return false;
+  return f[wire::OFF_TYPE] != wire::DATA || be16(&f[wire::OFF_PAYLOAD_LEN]) == 0;
+}
+
+}  // namespace
+
+void Datapath::start_by(size_t port, int64_t t) {
+  PriorityLink& q = queued_[port];
+  HostNic& nic = *nics_[port];
+  while (!q.control.empty() || !q.data.empty()) {
+    int64_t first = INT64_MAX;
+    if (!q.control.empty()) first = q.control.front().t;
+    if (!q.data.empty()) first = std::min(first, q.data.front().t);
+    const int64_t at = std::max(nic.free_at, first);
+    if (at > t) break;
+    std::deque<Waiting>& from = !q.control.empty() && q.control.front().t <= at ? q.control : q.data;
+    Waiting w = std::move(from.front());
+    from.pop_front();
+    --waiting_;
+    const std::optional<int64_t> end = nic.transmit(int64_t(w.frame.size()), at);
+    arriving_.push({end ? *end : at, seq_++, int(port), std::move(w.frame)});  // never a drop: at >= free_at
+  }
+}
 
 // sockets.py drain functions: the ring's frames with the kernel's delivery times, or recv's
 // with none (the time they were read is all there is).
@@ -50,6 +84,13 @@ void Datapath::settle(int64_t now, size_t sources) {
     int64_t t = g.stamped ? g.t : now;
     if (t > now) t = now;
     if (g.stamped) rx_wait.add(now - t);
+    if (ports_[g.port].control_first && nics_[g.port]) {
+      PriorityLink& q = queued_[g.port];
+      (is_control_frame(g.frame) ? q.control : q.data).push_back({t, std::move(g.frame)});
+      ++waiting_;
+      start_by(size_t(g.port), t);
+      continue;
+    }
     if (nics_[g.port]) {
       const std::optional<int64_t> end = nics_[g.port]->transmit(int64_t(g.frame.size()), t);
       if (!end) {  // counted by the NIC
@@ -65,6 +106,7 @@ void Datapath::settle(int64_t now, size_t sources) {
     due_.push_back({t > floor_ ? t : floor_, 0, g.port, std::move(g.frame)});
   }
   got_.clear();
+  for (size_t i = 0; waiting_ && i < queued_.size(); ++i) start_by(i, now);
   if (!arriving_.empty() && arriving_.top().t <= now) {
     ++sources;
     due_from_links(now);
