@@ -14,9 +14,9 @@ namespace dlcp {
 
 class EgressPort;
 
-// The equal-cost ports of a route. The switch makes one set per distinct ordered list of
-// ports (routes and the default route alike), as Python keys state by that tuple; `id`
-// numbers the sets densely.
+// The equal-cost ports of a route. The switch makes one set per distinct ordered list of two
+// or more ports (routes and the default route alike), as Python keys state by that tuple;
+// `id` numbers the sets densely. A route of one port never asks the load balancer.
 struct PortSet {
   int id;
   std::vector<EgressPort*> ports;

@@ -21,29 +21,36 @@ Switch::Switch(const std::vector<PortConfig>& ports_, const std::vector<std::vec
     ports.push_back(std::make_unique<EgressPort>(
         static_cast<int>(i), ports_[i], make_queue_manager(spec.queue_manager),
         make_scheduler(spec.scheduler), n_classes, pool_, drop_log));
-  std::map<std::vector<int>, int> ids;
+  if (ports.size() >= NO_ROUTE_CODE)
+    throw std::invalid_argument("a switch has at most " + std::to_string(NO_ROUTE_CODE - 1) + " ports, got " +
+                                std::to_string(ports.size()));
+  std::map<std::vector<int>, uint16_t> codes;
   // An empty list: no route of its own (the default route, if any), as a key Python's
   // route table lacks.
-  for (const auto& numbers : routes) routes_.push_back(numbers.empty() ? nullptr : port_set(numbers, ids));
-  if (!default_route.empty()) default_ = port_set(default_route, ids);
+  routes_.reserve(routes.size());
+  for (const auto& numbers : routes) routes_.push_back(numbers.empty() ? NO_ROUTE_CODE : route_code(numbers, codes));
+  if (!default_route.empty()) default_ = route_code(default_route, codes);
 }
 
-const PortSet* Switch::port_set(const std::vector<int>& numbers,
-                                std::map<std::vector<int>, int>& ids) {
-  auto it = ids.find(numbers);
-  if (it != ids.end()) return port_sets_[it->second].get();
-  if (numbers.empty()) throw std::invalid_argument("a route names no port");
-  auto set = std::make_unique<PortSet>();
-  set->id = static_cast<int>(port_sets_.size());
-  for (int n : numbers) {
+uint16_t Switch::route_code(const std::vector<int>& numbers,
+                            std::map<std::vector<int>, uint16_t>& codes) {
+  for (int n : numbers)
     if (n < 0 || n >= static_cast<int>(ports.size()))
       throw std::invalid_argument("a route names port index " + std::to_string(n) + " of " +
                                   std::to_string(ports.size()));
-    set->ports.push_back(ports[n].get());
-  }
-  ids[numbers] = set->id;
+  if (numbers.size() == 1) return static_cast<uint16_t>(numbers[0]);
+  auto it = codes.find(numbers);
+  if (it != codes.end()) return it->second;
+  const size_t code = ports.size() + port_sets_.size();
+  if (code >= NO_ROUTE_CODE)
+    throw std::invalid_argument("a switch's ports and distinct equal-cost port lists must number below " +
+                                std::to_string(NO_ROUTE_CODE) + ", got " + std::to_string(code + 1));
+  PortSet set;
+  set.id = static_cast<int>(port_sets_.size());
+  for (int n : numbers) set.ports.push_back(ports[n].get());
   port_sets_.push_back(std::move(set));
-  return port_sets_.back().get();
+  codes[numbers] = static_cast<uint16_t>(code);
+  return static_cast<uint16_t>(code);
 }
 
 int Switch::receive(const Packet& arriving, int in_port, int64_t now, Slot* slot_out) {
@@ -55,18 +62,18 @@ int Switch::receive(const Packet& arriving, int in_port, int64_t now, Slot* slot
   if (slot_out) *slot_out = NO_SLOT;
   rx_packets[in_port] += 1;
   rx_bytes[in_port] += arriving.size;
-  const PortSet* candidates =
-      arriving.dst >= 0 && arriving.dst < static_cast<int>(routes_.size()) && routes_[arriving.dst]
-          ? routes_[arriving.dst]
-          : default_;
-  if (candidates == nullptr) {
+  const uint16_t code = arriving.dst >= 0 && arriving.dst < static_cast<int>(routes_.size()) &&
+                                routes_[arriving.dst] != NO_ROUTE_CODE
+                            ? routes_[arriving.dst]
+                            : default_;
+  if (code == NO_ROUTE_CODE) {
     no_route += 1;
     if (drop_log.on) drop_log.records.push_back({now, in_port, NO_ROUTE, NO_SLOT, arriving});
     return -1;
   }
   // The load balancer is asked only when there is a choice to make.
-  EgressPort* port = candidates->ports.size() == 1 ? candidates->ports[0]
-                                                   : load_balancer_->choose(arriving, *candidates);
+  EgressPort* port = code < ports.size() ? ports[code].get()
+                                         : load_balancer_->choose(arriving, port_sets_[code - ports.size()]);
   const Slot slot = pool_.alloc(arriving);
   if (slot_out) *slot_out = slot;
   Packet& pkt = pool_[slot];

@@ -63,16 +63,20 @@ class Switch {
   DropLog drop_log;
 
  private:
-  const PortSet* port_set(const std::vector<int>& numbers, std::map<std::vector<int>, int>& ids);
+  uint16_t route_code(const std::vector<int>& numbers, std::map<std::vector<int>, uint16_t>& codes);
 
   PacketPool pool_;
   std::unique_ptr<LoadBalancer> load_balancer_;
   std::unique_ptr<Classifier> classifier_;
-  // One PortSet per distinct ordered list of ports: a fat-tree switch has a thousand routes
-  // but a handful of port sets, and a small working set is what keeps lookups fast.
-  std::vector<std::unique_ptr<PortSet>> port_sets_;
-  std::vector<const PortSet*> routes_;
-  const PortSet* default_ = nullptr;
+  // A route as a code of two bytes, so that a switch's routes toward a thousand hosts take a
+  // few cache lines, not pointers to chase: NO_ROUTE_CODE (none of its own), a port index
+  // (one port: the load balancer is not asked), or ports.size() + i for the equal-cost set
+  // port_sets_[i]. One set per distinct ordered list of ports: a fat-tree switch has a
+  // thousand routes but a handful of sets.
+  static constexpr uint16_t NO_ROUTE_CODE = 0xFFFF;
+  std::vector<uint16_t> routes_;
+  uint16_t default_ = NO_ROUTE_CODE;
+  std::vector<PortSet> port_sets_;
   std::vector<EgressPort*> busy_;  // ports with queued or in-flight packets
 };
 
