@@ -370,3 +370,22 @@ def test_fields_left_out_take_the_packets_defaults(how):
     assert nat.run() == []
     assert native_deliveries(nat, topo) == got and got[0][-1] == 7
     assert_same_state(py, nat)
+
+
+def test_a_packet_field_past_its_32_bits_is_refused_by_name():
+    """The core holds a packet's size, header_size and layer in 32 bits: a value past them is
+    an error naming the field, and nothing of the packet is taken."""
+    topo = build("leaf-spine", leaves=2, spines=2, hosts_per_leaf=1, host_rate_bps=10**9)
+    nat = NativeNetwork(topo, {"preset": "fifo"}, seed=1, record_drops=True)
+    with pytest.raises(ValueError, match=r"packet uid 7: size must be in 0..2147483647, got 2147483648"):
+        nat.send(0, 0, uid=7, size=2**31, dst=1)
+    with pytest.raises(ValueError, match=r"header_size must be in 0..2147483647, got -1"):
+        nat.send_at(host=0, time=0, uid=[7], size=1500, dst=1, header_size=-1)
+    with pytest.raises(ValueError, match=r"layer must be in -2147483648..2147483647, got 1099511627776"):
+        nat.send(0, 0, uid=7, size=1500, dst=1, layer=2**40)
+    assert nat.run() == [] and nat.deliveries()["uid"].tolist() == []
+    # The largest size is taken whole: 2 GiB take 17.2 s through the NIC at 1 Gbit/s, then
+    # overflow the leaf's buffer.
+    assert nat.send(0, 0, uid=8, size=2**31 - 1, dst=1) and nat.run() == []
+    ((node, t, _, reason, uid),) = nat.drops()
+    assert (node, reason, uid) == ("l1", "buffer_full", 8) and t > (2**31 - 1) * 8

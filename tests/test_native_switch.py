@@ -433,6 +433,13 @@ def test_bad_packet_fields_name_the_field():
         sw.run_batch(uid=[1], size=[100.5], dst=[0], in_port=[1], arrival=[0])
     with pytest.raises(ValueError, match="dst must be in -1..0"):
         sw.run_batch(uid=[1], size=[100], dst=[3], in_port=[1], arrival=[0])
+    # The core holds size, header_size and layer in 32 bits.
+    with pytest.raises(ValueError, match=r"packet uid 0: size must be in 0..2147483647, got 2147483648"):
+        sw.receive(Packet(2**31, "x"), 1, 0)
+    with pytest.raises(ValueError, match=r"packet uid 1: header_size must be in 0..2147483647, got -1"):
+        sw.run_batch(uid=[1], size=[100], dst=[0], in_port=[1], arrival=[0], header_size=[-1])
+    with pytest.raises(ValueError, match=r"layer must be in -2147483648..2147483647, got 1099511627776"):
+        sw.run_batch(uid=[1], size=[100], dst=[0], in_port=[1], arrival=[0], layer=[2**40])
     assert sw.conservation() == (0, 0)   # nothing half-taken
 
 

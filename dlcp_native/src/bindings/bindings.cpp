@@ -137,20 +137,22 @@ class Core {
     if (tclass < 0 || tclass > wire::TOP_TRAFFIC_CLASS)
       throw py::value_error("packet uid " + std::to_string(uid) + ": tclass must be in 0.." +
                             std::to_string(int(wire::TOP_TRAFFIC_CLASS)) + ", got " + std::to_string(tclass));
+    if (const std::string bad = packet_fields_out_of_range(size, header_size, layer); !bad.empty())
+      throw py::value_error("packet uid " + std::to_string(uid) + ": " + bad);
     Packet pkt;
     pkt.uid = uid;
-    pkt.size = size;
+    pkt.size = static_cast<int32_t>(size);
     pkt.dst = dst;
     pkt.flow = flow;
     pkt.prio = static_cast<uint8_t>(prio);
     pkt.mag = static_cast<uint8_t>(mag);
     pkt.tclass = static_cast<uint8_t>(tclass);
-    pkt.layer = layer;
+    pkt.layer = static_cast<int32_t>(layer);
     pkt.droppable = droppable;
     pkt.dlcp = dlcp;
     pkt.ect = ect;
     pkt.ce = ce;
-    pkt.header_size = header_size;
+    pkt.header_size = static_cast<int32_t>(header_size);
     pkt.rewrite = static_cast<uint8_t>(rewrite);
     pkt.job = static_cast<uint16_t>(job);
     Slot slot;
@@ -222,8 +224,11 @@ class Core {
     a.ect = ect.data();
     a.ce = ce.data();
     a.job = job.data();
-    for (size_t i = 0; i < a.n; ++i)
+    for (size_t i = 0; i < a.n; ++i) {
       if (a.job[i] < 0 || a.job[i] > NO_JOB) throw py::value_error("job must be in 0..65535");
+      if (const std::string bad = packet_fields_out_of_range(a.size[i], a.header_size[i], a.layer[i]); !bad.empty())
+        throw py::value_error("packet uid " + std::to_string(a.uid[i]) + ": " + bad);
+    }
     // Columns for the worst case, written in place: pages never written are never touched.
     const py::ssize_t n = static_cast<py::ssize_t>(a.n);
     py::array_t<int64_t> d_uid(n), d_port(n), d_depart(n), d_cls(n), d_rewrite(n), d_size(n);

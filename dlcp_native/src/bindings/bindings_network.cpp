@@ -63,16 +63,18 @@ Packet packet(int64_t uid, int64_t size, int64_t dst, int64_t flow, int64_t prio
                           std::to_string(int(wire::TOP_TRAFFIC_CLASS)) + ", got " + std::to_string(tclass));
   if (rewrite < 0 || rewrite > 255)
     throw py::value_error("packet uid " + std::to_string(uid) + ": rewrite must be in 0..255");
+  if (const std::string bad = packet_fields_out_of_range(size, header_size, layer); !bad.empty())
+    throw py::value_error("packet uid " + std::to_string(uid) + ": " + bad);
   Packet pkt;
   pkt.uid = uid;
-  pkt.size = size;
+  pkt.size = static_cast<int32_t>(size);
   pkt.dst = dst >= 0 && dst < (int64_t{1} << 31) ? static_cast<int32_t>(dst) : -1;
   pkt.flow = flow;
   pkt.prio = static_cast<uint8_t>(prio);
   pkt.mag = static_cast<uint8_t>(mag);
   pkt.tclass = static_cast<uint8_t>(tclass);
-  pkt.layer = layer;
-  pkt.header_size = header_size;
+  pkt.layer = static_cast<int32_t>(layer);
+  pkt.header_size = static_cast<int32_t>(header_size);
   pkt.rewrite = static_cast<uint8_t>(rewrite);
   pkt.droppable = droppable;
   pkt.dlcp = dlcp;

@@ -44,7 +44,7 @@ int64_t mac_pair_hash(const uint8_t* f) {
 }
 
 void plain(Packet& pkt, size_t n, int64_t flow, uint8_t prio = NOT_DLCP_PRIORITY, bool ect = false, bool ce = false) {
-  pkt.size = int64_t(n) > ETH_MIN ? int64_t(n) : ETH_MIN;
+  pkt.size = static_cast<int32_t>(int64_t(n) > ETH_MIN ? int64_t(n) : ETH_MIN);
   pkt.flow = flow;
   pkt.prio = prio;
   pkt.mag = 0;
@@ -118,7 +118,7 @@ Parsed parse_frame(const uint8_t* f, size_t n, Packet& pkt, uint16_t dlcp_port) 
         plain(pkt, n, python_tuple_hash({src, dst, proto, sport, dport}), hdr.priority, ect, ce);
         pkt.mag = hdr.mag_class;
         pkt.tclass = hdr.tclass;
-        pkt.layer = int64_t(hdr.tensor_id) >> TENSOR_LAYER_SHIFT;
+        pkt.layer = static_cast<int32_t>(hdr.tensor_id >> TENSOR_LAYER_SHIFT);
         pkt.droppable = hdr.flags & FLAG_DROPPABLE;
         pkt.dlcp = true;
         pkt.job = hdr.job;

@@ -139,7 +139,7 @@ Packet HostStack::packet(const OutPacket& out) {
   const Header& h = out.h;
   const int64_t payload = int64_t(out.in_payload().size);
   Packet p;
-  p.size = FRAME_OVERHEAD + payload > ETH_MIN ? FRAME_OVERHEAD + payload : ETH_MIN;
+  p.size = static_cast<int32_t>(FRAME_OVERHEAD + payload > ETH_MIN ? FRAME_OVERHEAD + payload : ETH_MIN);
   p.dst = wire_.host_of_rank.at(h.dst_rank);
   p.flow = flow(h);
   p.ect = wire_.ect && ecn_capable(h.type);
@@ -151,7 +151,7 @@ Packet HostStack::packet(const OutPacket& out) {
     p.prio = h.priority;
     p.mag = h.mag_class;
     p.tclass = h.tclass;
-    p.layer = h.tensor_id >> TENSOR_LAYER_SHIFT;
+    p.layer = static_cast<int32_t>(h.tensor_id >> TENSOR_LAYER_SHIFT);
     p.droppable = (h.flags & FLAG_DROPPABLE) != 0;
     p.job = h.job;
   } else {  // plain_packet

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dlcp {
@@ -20,15 +21,18 @@ constexpr uint8_t TCLASS_NONE = 0, TCLASS_GRADIENT = 1;
 // Packet::job of traffic without a DLCP header: the switch cannot read a job from it.
 constexpr uint16_t NO_JOB = 0xFFFF;
 
-struct Packet {
+// One cache line: a wire's ring of packets and a switch's pool hold a packet a line, so that
+// reading one (the loop's hottest loads at scale) touches one line, not two. The four 64-bit
+// fields need their range (uids of carried packets from 2**60, flow hashes, times); sizes and
+// layers fit 32 bits, and the adapters refuse what does not (packet_fields_out_of_range).
+struct alignas(64) Packet {
   int64_t uid = 0;           // caller's id for per-packet records
   int64_t flow = 0;          // flow hash (5-tuple); ECMP and PIAS key on it
-  int64_t size = 0;          // bytes on the wire (Ethernet frame without FCS)
-  int64_t header_size = 90;  // size after trimming the payload (a control packet: its whole size)
-  int64_t layer = 0;         // tensor / layer id, 0 = first layer of the model
+  int32_t size = 0;          // bytes on the wire (Ethernet frame without FCS)
+  int32_t header_size = 90;  // size after trimming the payload (a control packet: its whole size)
+  int32_t layer = 0;         // tensor / layer id, 0 = first layer of the model
   int32_t dst = -1;          // routing key as an index into the switch's routes; -1: none
   uint16_t job = NO_JOB;     // the DLCP header's job (several jobs on one fabric), else NO_JOB
-  //          // routing key as an index into the switch's routes; -1: none
   uint8_t prio = 7;          // sender's priority 0..7, 0 highest (DLCP header, else from DSCP)
   uint8_t mag = 0;           // gradient magnitude class 0..7, 7 = largest (DLCP data only)
   uint8_t tclass = TCLASS_GRADIENT;  // traffic class code (switch_models/traffic.py)
@@ -42,6 +46,13 @@ struct Packet {
   int64_t arrival = 0;       // time the switch took it in
   int64_t depart = 0;        // scheduled time it leaves the egress port
 };
+static_assert(sizeof(Packet) == 64, "a packet is one cache line");
+
+// What a Packet's 32-bit fields hold: a packet from outside the core (Python's integers, a
+// batch's columns) is checked against it before it is built. The empty string if it fits, else
+// the first field that does not, with its range.
+std::string packet_fields_out_of_range(int64_t size, int64_t header_size, int64_t layer);
+
 
 // A packet a trimming switch forwards whole, in its header class, and a priority host queue
 // sends ahead of data (switch_models/packet.py is_header): a bare DLCP header or a control
@@ -69,21 +80,22 @@ class PacketPool {
   // the arrival's final fields after the queue manager may have dropped it).
   void release(Slot slot);
 
-  Packet& operator[](Slot slot) { return entries_[slot].pkt; }
-  const Packet& operator[](Slot slot) const { return entries_[slot].pkt; }
-  Ref ref(Slot slot) const { return {slot, entries_[slot].gen}; }
+  Packet& operator[](Slot slot) { return packets_[slot]; }
+  const Packet& operator[](Slot slot) const { return packets_[slot]; }
+  Ref ref(Slot slot) const { return {slot, meta_[slot].gen}; }
   // Python's `pkt.queued is port`: a slot belongs to one switch, and its packet to at most
   // one of that switch's ports, so a flag and the generation say as much.
-  bool live(Ref r) const { return entries_[r.slot].gen == r.gen && entries_[r.slot].queued; }
-  void set_queued(Slot slot, bool queued) { entries_[slot].queued = queued; }
+  bool live(Ref r) const { return meta_[r.slot].gen == r.gen && meta_[r.slot].queued; }
+  void set_queued(Slot slot, bool queued) { meta_[slot].queued = queued; }
 
  private:
-  struct Entry {
-    Packet pkt;
+  // Beside the packets, not in their line: a slot's generation and whether it is queued.
+  struct Meta {
     uint32_t gen = 0;
     bool queued = false;
   };
-  std::vector<Entry> entries_;
+  std::vector<Packet> packets_;
+  std::vector<Meta> meta_;
   std::vector<Slot> free_;
 };
 

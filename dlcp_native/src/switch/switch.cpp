@@ -179,14 +179,14 @@ void run_arrivals(Switch& sw, const Arrivals& a, const std::vector<int64_t>& por
     for (size_t i = 0; i < a.n; ++i) {
       Packet pkt;
       pkt.uid = a.uid[i];
-      pkt.size = a.size[i];
+      pkt.size = static_cast<int32_t>(a.size[i]);
       pkt.dst = static_cast<int32_t>(a.dst[i]);
       pkt.flow = a.flow[i];
       pkt.prio = static_cast<uint8_t>(a.prio[i]);
       pkt.mag = static_cast<uint8_t>(a.mag[i]);
       pkt.tclass = static_cast<uint8_t>(a.tclass[i]);
-      pkt.layer = a.layer[i];
-      pkt.header_size = a.header_size[i];
+      pkt.layer = static_cast<int32_t>(a.layer[i]);
+      pkt.header_size = static_cast<int32_t>(a.header_size[i]);
       pkt.rewrite = static_cast<uint8_t>(a.rewrite[i]);
       pkt.droppable = a.droppable[i];
       pkt.dlcp = a.dlcp[i];
