@@ -37,9 +37,15 @@ void put_prefix(uint8_t* p, uint64_t echo, uint32_t cum, uint8_t flags, uint8_t 
 Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra,
                  uint16_t pull) {
   Bytes out(FEEDBACK_SIZE + 4 * n_extra);
-  put_prefix(out.data(), echo_ts, cum, fb_flags, uint8_t(n_extra), pull);
-  for (size_t i = 0; i < n_extra; ++i) put32(out.data() + FEEDBACK_SIZE + 4 * i, extra[i]);
+  encode_ack_into(out.data(), echo_ts, cum, fb_flags, extra, n_extra, pull);
   return out;
+}
+
+size_t encode_ack_into(uint8_t* out, uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra,
+                       size_t n_extra, uint16_t pull) {
+  put_prefix(out, echo_ts, cum, fb_flags, uint8_t(n_extra), pull);
+  for (size_t i = 0; i < n_extra; ++i) put32(out + FEEDBACK_SIZE + 4 * i, extra[i]);
+  return FEEDBACK_SIZE + 4 * n_extra;
 }
 
 Ack decode_ack(const uint8_t* p, size_t len) {

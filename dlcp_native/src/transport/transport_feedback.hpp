@@ -27,6 +27,11 @@ using Bytes = std::vector<uint8_t>;
 
 Bytes encode_ack(uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra,
                  uint16_t pull = 0);
+// The same ACK written into `out` (room for ACK_MAX_SIZE bytes), its size returned: the
+// receiver's one ACK a data packet without a heap block.
+constexpr size_t ACK_MAX_SIZE = FEEDBACK_SIZE + 4 * ACK_EXTRA;
+size_t encode_ack_into(uint8_t* out, uint64_t echo_ts, uint32_t cum, uint8_t fb_flags, const uint32_t* extra,
+                       size_t n_extra, uint16_t pull = 0);
 inline uint16_t pull_number(const uint8_t* p) { return uint16_t(p[14] << 8 | p[15]); }  // len >= FEEDBACK_SIZE
 
 struct Ack {

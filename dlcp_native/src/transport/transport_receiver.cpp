@@ -13,8 +13,7 @@ namespace fb = feedback;
 
 namespace {
 
-constexpr uint8_t CONTROL_PRIORITY = 0;  // feedback is small and drives every sender's clock
-constexpr uint8_t CONTROL_MAG = 7;
+constexpr size_t SPARE_STATES = 8;  // completed messages' state kept for reuse, at most
 
 // Chunk size from any one packet: offset = chunk_index * chunk_size.
 int64_t chunk_size_of(const Header& h) {
@@ -60,7 +59,11 @@ Inbound* Receiver::state(const Header& h, int64_t now, int64_t cs, bool& found) 
     found = false;
     return nullptr;
   }
-  auto st = std::make_unique<Inbound>();
+  std::unique_ptr<Inbound> st = spare_.empty() ? std::make_unique<Inbound>() : std::move(spare_.back());
+  if (!spare_.empty()) {  // a completed message's state, as new
+    spare_.pop_back();
+    st->reset();
+  }
   st->key = key;
   st->count = uint32_t(count);
   st->cs = cs;
@@ -79,7 +82,7 @@ void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, b
   if (!found) return;
   const uint32_t c = h.chunk_index;
   if (st == nullptr) {  // completed earlier: tell the sender again
-    feedback(h, now, fb::encode_ack(uint64_t(h.send_ts_ns), 0, fb::FB_COMPLETE, nullptr, 0), ACK);
+    ack(h, now, 0, fb::FB_COMPLETE, nullptr, 0);
     return;
   }
   const int64_t n = h.payload_len, cs = st->cs;
@@ -121,20 +124,24 @@ void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, b
   }
   uint8_t fl = ce ? fb::FB_CE : 0;
   uint32_t extra[fb::ACK_EXTRA];
-  const size_t n_extra = st->recent.size();
-  for (size_t i = 0; i < n_extra; ++i) extra[i] = st->recent[i];
+  const size_t n_extra = st->n_recent;
   bool seen = false;
-  for (uint32_t r : st->recent) seen |= r == c;
-  if (!seen) {
-    st->recent.push_front(c);
-    if (st->recent.size() > fb::ACK_EXTRA) st->recent.pop_back();
+  for (size_t i = 0; i < n_extra; ++i) {
+    extra[i] = st->recent[i];
+    seen |= extra[i] == c;
+  }
+  if (!seen) {  // to the front, the oldest falling off past ACK_EXTRA
+    const size_t kept = n_extra < fb::ACK_EXTRA ? n_extra : fb::ACK_EXTRA - 1;
+    for (size_t i = kept; i > 0; --i) st->recent[i] = st->recent[i - 1];
+    st->recent[0] = c;
+    st->n_recent = uint8_t(kept + 1);
   }
   const uint32_t cum = st->cum;
   if (complete_ready(*st)) {
     fl |= fb::FB_COMPLETE;
     complete(*st, now);  // st is gone after this
   }
-  feedback(h, now, fb::encode_ack(uint64_t(h.send_ts_ns), cum, fl, extra, n_extra), ACK);
+  ack(h, now, cum, fl, extra, n_extra);
 }
 
 bool Receiver::complete_ready(const Inbound& st) const {
@@ -190,7 +197,9 @@ void Receiver::complete(Inbound& st, int64_t now) {
   delivered_.push_back(std::move(d));
   const InKey key = st.key;
   if (last_.second == &st) last_.second = nullptr;
-  msgs_.erase(key);
+  const auto it = msgs_.find(key);
+  if (spare_.size() < SPARE_STATES) spare_.push_back(std::move(it->second));
+  msgs_.erase(it);
   done_.insert(key);
   done_order_.push_back(key);
   if (int64_t(done_order_.size()) > remember) {
@@ -202,30 +211,6 @@ void Receiver::complete(Inbound& st, int64_t now) {
     for (const auto& [k, _] : msgs_) under_way |= k.job == key.job && k.src_rank == key.src_rank;
     if (!under_way) pacer_->flush({key.job, key.src_rank});
   }
-}
-
-// A PULL, if the pacer has one due (an ACK with FB_PULL: a pull number alone).
-void Receiver::release_pull(int64_t now) {
-  const std::optional<PullSource> src = pacer_->release(now);
-  if (!src) return;
-  const PullHeader& ph = pacer_->header(*src);
-  std::vector<uint8_t> payload = fb::encode_ack(0, 0, fb::FB_PULL, nullptr, 0, pacer_->released(*src));
-  OutPacket& p = out_.emplace_back();
-  p.h = {ACK, 0, CONTROL_PRIORITY, CONTROL_MAG, src->job, rank, src->src, uint16_t(payload.size()), ph.iteration,
-         ph.tensor_id, ph.chunk_index, ph.chunk_count, 0, now, ph.tclass};
-  p.control = std::move(payload);
-}
-
-void Receiver::feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk) {
-  if (pacer_) {  // every answer carries the sender's latest pull number
-    const uint16_t pull = pacer_->released({h.job, h.src_rank});
-    payload[14] = uint8_t(pull >> 8);
-    payload[15] = uint8_t(pull);
-  }
-  OutPacket& p = out_.emplace_back();
-  p.h = {type, 0, CONTROL_PRIORITY, CONTROL_MAG, h.job, rank, h.src_rank, uint16_t(payload.size()), h.iteration,
-         h.tensor_id, chunk < 0 ? h.chunk_index : uint32_t(chunk), h.chunk_count, 0, now, h.tclass};
-  p.control = std::move(payload);
 }
 
 }  // namespace dlcp::transport

@@ -8,7 +8,8 @@
 // bytes are within the bound; they stay zero and are accounted exactly in the Delivery).
 //
 // `store` false is the payload-free receiver: it keeps which chunks arrived, not their bytes,
-// and delivers sizes and losses only. What a PROBE does is in transport_receiver_probes.cpp.
+// and delivers sizes and losses only. What a PROBE does is in transport_receiver_probes.cpp,
+// what it sends in transport_receiver_answers.cpp.
 // `pull_gap_ns` > 0: it paces NDP's pulls (transport_pulls.hpp), every answer carrying the
 // sender's latest pull number.
 #pragma once
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/transport_feedback.hpp"
 #include "transport/transport_pulls.hpp"
 #include "wire/transport_packet.hpp"
 
@@ -90,7 +92,8 @@ struct Inbound {
   std::vector<uint8_t> got;
   int64_t received = 0, received_bytes = 0, received_droppable = 0;
   uint32_t cum = 0;
-  std::deque<uint32_t> recent;  // newest first, at most ACK_EXTRA
+  uint32_t recent[feedback::ACK_EXTRA];  // the last chunks to arrive, newest first: n_recent of them
+  uint8_t n_recent = 0;
   int64_t first_ns;
   int64_t packets = 0, dups = 0, trimmed = 0;
   std::unordered_map<uint32_t, uint8_t> classes;  // chunk -> class, learnt from trimmed headers
@@ -100,6 +103,14 @@ struct Inbound {
   std::unordered_set<uint32_t> segs;
   std::unordered_map<uint32_t, uint8_t> drop_class;  // droppable chunk -> class, from probes
   std::optional<int64_t> probe_ts;                   // send time of the last probe answered
+
+  // As new, keeping `got`'s block: a receiver reuses its completed messages' state.
+  void reset() {
+    std::vector<uint8_t> keep = std::move(got);
+    keep.clear();
+    *this = Inbound();
+    got = std::move(keep);
+  }
 };
 
 class Receiver {
@@ -134,6 +145,8 @@ class Receiver {
   bool complete_ready(const Inbound& st) const;
   void complete(Inbound& st, int64_t now);
   void feedback(const Header& h, int64_t now, std::vector<uint8_t> payload, uint8_t type, int64_t chunk = -1);
+  void feedback(const Header& h, int64_t now, uint8_t* payload, size_t n, uint8_t type, int64_t chunk = -1);
+  void ack(const Header& h, int64_t now, uint32_t cum, uint8_t fb_flags, const uint32_t* extra, size_t n_extra);
   void on_probe(const Header& h, const InPayload& p, int64_t now);
   void on_trimmed_probe(const Header& h, int64_t now);
   void bitmaps(const Header& h, const Inbound& st, int64_t now, uint8_t fl);
@@ -145,6 +158,7 @@ class Receiver {
   std::unordered_map<InKey, std::unique_ptr<Inbound>, InKeyHash> msgs_;
   // The last packet's message (most follow one of the same): no map lookup. Null after an erase.
   std::pair<InKey, Inbound*> last_{InKey{}, nullptr};
+  std::vector<std::unique_ptr<Inbound>> spare_;  // completed messages' state, for new ones
   std::unordered_set<InKey, InKeyHash> done_;  // completed keys: answer late packets
   std::deque<InKey> done_order_;               // oldest first, as the OrderedDict
   std::vector<OutPacket> out_;

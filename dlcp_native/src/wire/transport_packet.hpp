@@ -79,8 +79,6 @@ class ControlBytes {
   }
   const uint8_t* data() const { return n_ == 0 ? nullptr : n_ <= INLINE ? inline_ : heap_.get(); }
   size_t size() const { return n_; }
-
- private:
   void assign(const uint8_t* p, size_t n) {
     if (n > INLINE) {
       std::unique_ptr<uint8_t[]> block(new uint8_t[n]);
@@ -92,6 +90,8 @@ class ControlBytes {
     }
     n_ = n;
   }
+
+ private:
   void take(ControlBytes& o) {
     n_ = o.n_;
     if (n_ && n_ <= INLINE) std::memcpy(inline_, o.inline_, n_);
