@@ -16,6 +16,7 @@ from switch_models.classifiers import Dlcp
 from switch_models.packet import REWRITE_TRIM
 from switch_models.queue_managers import BUFFER_FULL, DLCP_EVICTED, DLCP_THRESHOLD
 from switch_models.traffic import GRADIENT, LOSS_TOLERANT, TRAFFIC_CLASSES
+from tiers import examples
 
 BOUNDED_LOSS = {DLCP_THRESHOLD, DLCP_EVICTED}
 # One 1 Gbit/s egress port (8 ns a byte), fed from another: arrivals every few hundred ns
@@ -62,7 +63,7 @@ def tolerant_codes(pipeline):
     return {TRAFFIC_CLASSES.index(n) for n in names}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(pipelines, arrivals, st.sampled_from([3000, 6000, 20_000]))
 def test_bounded_loss_never_drops_a_class_that_must_arrive_whole(pipeline, stream, buffer_bytes):
     fates = {}

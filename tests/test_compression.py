@@ -21,6 +21,7 @@ from dlcp_emu.host.compression import (
 from dlcp_emu.host.plan import gradient, make_plan
 from test_agent import run, small_trace
 from workloads import split_ranges
+from tiers import examples
 
 
 def topk_dense(x, ratio):
@@ -32,7 +33,7 @@ def topk_dense(x, ratio):
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(1, 2000), st.integers(0, 2**32 - 1), st.floats(0.0005, 1.0),
        st.sampled_from([1e-8, 1.0, 1e4]))
 def test_topk_keeps_exactly_the_largest_values(n, seed, ratio, scale):

@@ -8,11 +8,12 @@ import dlcp_native.host as compiled
 
 from dlcp_emu.experiment.spec import load_spec
 from dlcp_emu.sim.run import build
+from tiers import examples
 
 MAX = (1 << 61) - 2      # CPython hashes an int n in 0 .. 2**61 - 2 to n itself
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.integers(0, MAX), max_size=6))
 def test_the_flow_hash_is_pythons_hash_of_the_tuple(items):
     assert compiled.python_tuple_hash(items) == hash(tuple(items))
@@ -36,7 +37,7 @@ def test_the_core_takes_only_compiled_endpoints():
         CoreHosts(net, hosts.stacks, {r: hosts.host_of[0][r] for r in hosts.stacks})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.floats(0, 1e6, allow_nan=False, allow_subnormal=True), min_size=1, max_size=300))
 def test_octiles_are_numpys_quantiles_to_the_bit(values):
     """The chunk classes of a message are its octiles: the fast path must be np.quantile."""

@@ -39,7 +39,13 @@ def spec_of(path, fields):
     return spec
 
 
-@pytest.mark.parametrize("path,preset,fields", CASES.values(), ids=CASES.keys())
+# The fat tree's 16 ranks are compared in `make test`; the fast tier compares 2 to 6 ranks and
+# runs the fat tree's in the core (test_the_core_calls_python_once_a_collective_not_once_a_message).
+SLOW = {"16-workers-dlcp", "16-workers-fifo"}
+
+
+@pytest.mark.parametrize("path,preset,fields", [
+    pytest.param(*case, id=name, marks=[pytest.mark.slow] * (name in SLOW)) for name, case in CASES.items()])
 def test_the_core_collectives_give_the_python_workers_run(path, preset, fields, tmp_path):
     assert_core_runs_as_python(spec_of(path, fields), preset, tmp_path, "ring collectives", TABLES)
 

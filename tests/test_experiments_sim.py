@@ -285,11 +285,13 @@ def test_ctrl_c_stops_a_simulated_run_between_slices_and_keeps_it(tmp_path):
 
 def test_progress_shows_the_first_and_last_slice_and_between_them_as_often_as_asked(tmp_path, monkeypatch):
     """A progress line a slice when asked every 0 s; asked never, the first slice's and the
-    last's only (a long run printed a line every 0.4 s)."""
+    last's only (a long run printed a line every 0.4 s). Slices of 10,000 events, so that
+    the tiny run has several (at 200,000 a run needs byte scale 0.1: 6 s of CPU)."""
     from dlcp_emu.experiment.run import run
     from dlcp_emu.sim import run as sim_run
     from dlcp_emu.sim.run import SimBackend
-    spec = parse_spec({**TINY, "byte_scale": 0.1})
+    monkeypatch.setattr(sim_run, "SLICE_EVENTS", 10_000)
+    spec = parse_spec(TINY)
     lines = {}
     for every in (0.0, 1e9):
         monkeypatch.setattr(sim_run, "PROGRESS_EVERY_S", every)

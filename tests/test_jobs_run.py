@@ -103,13 +103,17 @@ def test_both_engines_give_identical_runs_of_two_jobs(tmp_path):
         pd.testing.assert_frame_equal(core_frames[name], py_frames[name])
 
 
-def test_strict_priority_to_a_job_lowers_its_slowdown(tmp_path):
+# The Python engine is the oracle (the core's job classifier is held to it by test_native_switch);
+# its run takes 4 s of CPU here, the core's 1: the fast tier runs the core's.
+@pytest.mark.parametrize("engine", ["native", pytest.param("python", marks=pytest.mark.slow)])
+def test_strict_priority_to_a_job_lowers_its_slowdown(engine, tmp_path):
     """The job classifier in a whole run: ResNet's packets in the top class, the LLM's below."""
     first = {"preset": "fifo", "scheduler": "strict",
              "classifier": {"name": "job", "n_classes": 2, "jobs": {"resnet": 0, "llm": 1}}}
     spec = two_jobs(switch=first)
     assert spec.switch["classifier"]["classes"] == [0, 1, 1]   # llm is id 2, the background's 1 is `other`
-    fifo, _ = simulate(two_jobs(), "fifo", tmp_path / "fifo", "python")   # the oracle; the core is held to it
-    prio, _ = simulate(spec, spec.switch, tmp_path / "prio", "python")    # by test_native_switch
+    fifo, _ = simulate(two_jobs(), "fifo", tmp_path / "fifo", engine)
+    prio, _ = simulate(spec, spec.switch, tmp_path / "prio", engine)
+    assert fifo["engine"] == prio["engine"] == engine
     assert prio["jobs"]["resnet"]["slowdown"] < fifo["jobs"]["resnet"]["slowdown"]
     assert prio["jobs"]["resnet"]["iteration_time_mean_s"] < fifo["jobs"]["resnet"]["iteration_time_mean_s"]

@@ -47,8 +47,9 @@ TABLES = ("iterations", "tensors", "deliveries", "ports", "queues", "background"
           "traffic_classes")
 IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}"
        f"{'-pulls' if f.get('transport.congestion') == 'ndp' else ''}" for p, s, f in CASES]
-# the rest run in `make test`, not in the fast tier (servers are held both ways there by test_rails)
-FAST = {"default-dlcp", "ps-vgg16-ndp", "ps-vgg16-ndp-pulls"}
+# the rest run in `make test`, not in the fast tier (servers are held both ways there by test_rails,
+# zero-filling by test_engines_zero_fill, pulls and trims by test_htsim_agreement's NDP incast)
+FAST = {"ps-vgg16-ndp"}
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 

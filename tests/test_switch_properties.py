@@ -9,8 +9,9 @@ from hypothesis import given, settings, strategies as st
 
 from dlcp_native import NativeSwitch
 from switch_models import Packet, PortConfig, Switch, preset_names
+from tiers import examples
 
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=examples(150), deadline=None)
 ENGINES = {"python": Switch, "native": NativeSwitch}
 engines = pytest.mark.parametrize("engine", ENGINES)
 SIZES = [64, 90, 200, 1000, 1500, 9000]

@@ -35,9 +35,10 @@ from dlcp_emu.wire import (
     priority_for_dscp,
     trim_frame,
 )
+from tiers import examples
 
-FAST = settings(max_examples=200, deadline=None)
-SLOW = settings(max_examples=100, deadline=None)  # scapy dissects at ~1 ms per packet
+FAST = settings(max_examples=examples(200), deadline=None)
+SLOW = settings(max_examples=examples(100), deadline=None)  # scapy dissects at ~1 ms per packet
 
 HEADER_FIELDS = [f.name for f in dataclasses.fields(DlcpHeader)]
 # Explicit MACs: scapy would otherwise resolve them through the host's routes.
@@ -439,13 +440,13 @@ def _decode_or_wire_error(buf: bytes) -> None:
     assert decode_frame(encode_frame(f)) == f
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_raise_only_wire_error(data):
     _decode_or_wire_error(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     frames(),
     st.lists(st.tuples(st.integers(0, 200), st.integers(1, 255)), max_size=4),
