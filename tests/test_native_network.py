@@ -177,12 +177,14 @@ def test_every_preset_matches_the_python_network(topo, preset, sends, seed):
     run_open_loop(topo, preset, seed, sends)
 
 
+@pytest.mark.slow   # 60 random networks, seconds: in make test (the fast tier draws every preset's)
 @SETTINGS
 @given(topo=topologies(), pipeline=custom_pipelines(), sends=traffic(), seed=seeds)
 def test_custom_pipelines_match_the_python_network(topo, pipeline, sends, seed):
     run_open_loop(topo, pipeline, seed, sends)
 
 
+@pytest.mark.slow   # 60 random networks, seconds: in make test (the fast tier draws every preset's)
 @SETTINGS
 @given(topo=topologies(), pipeline=pipelines, sends=traffic(), seed=seeds,
        stop=st.integers(0, 600_000))
@@ -289,6 +291,7 @@ def silent_deliveries(nat, responder):
     return [("deliver", h, u, t) for h, u, t in zip(d["host"].tolist(), d["uid"].tolist(), d["time"].tolist())]
 
 
+@pytest.mark.slow   # 60 random networks, seconds: in make test (the fast tier draws every preset's)
 @SETTINGS
 @given(topo=topologies(), pipeline=pipelines, sends=traffic(), seed=seeds)
 def test_hosts_answering_in_batches_match_the_python_network(topo, pipeline, sends, seed):

@@ -47,9 +47,9 @@ TABLES = ("iterations", "tensors", "deliveries", "ports", "queues", "background"
           "traffic_classes")
 IDS = [f"{p.split('/')[-1][:-5]}-{s if isinstance(s, str) else s['preset'] + '-ecn'}"
        f"{'-pulls' if f.get('transport.congestion') == 'ndp' else ''}" for p, s, f in CASES]
-# the rest run in `make test`, not in the fast tier (servers are held both ways there by test_rails,
-# zero-filling by test_engines_zero_fill, pulls and trims by test_htsim_agreement's NDP incast)
-FAST = {"ps-vgg16-ndp"}
+# these run in `make test`, not in the fast tier (servers are held both ways there by test_rails,
+# zero-filling by test_engines_zero_fill, trims and pulls by test_htsim_agreement's NDP incast)
+FAST = set()
 PARAMS = [pytest.param(*case, id=i, marks=() if i in FAST else pytest.mark.slow) for case, i in zip(CASES, IDS)]
 
 
@@ -116,6 +116,7 @@ def test_the_cases_exercise_what_the_engines_must_agree_on(tmp_path):
     assert frames["ports"]["marked"].sum() > 0
 
 
+@pytest.mark.slow   # a whole run on the Python engine; the choice itself is test_engine_choice's, fast
 def test_a_python_only_stage_runs_on_the_python_engine_and_says_why(python_only_stage, tmp_path):
     mine = python_only_stage(QUEUE_MANAGERS, DropTail)
     spec = spec_of("examples/default.toml", SMALL).with_field("switch", {"preset": "fifo", "queue_manager": mine})
