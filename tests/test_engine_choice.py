@@ -56,6 +56,7 @@ def test_a_python_only_stage_or_transport_goes_to_python_under_auto_and_is_refus
         choose_engine("native", transport=python_only_transport)
 
 
+@pytest.mark.slow   # two whole runs on Python hosts; the choice of engine is the fast tests' above and below
 def test_a_python_only_transport_runs_simulated_on_python_hosts_as_the_reliable_one_does(
         python_only_transport, tmp_path):
     mine, _ = run(small(**{"transport.kind": python_only_transport}), SimBackend(), "fifo", tmp_path / "mine",

@@ -18,6 +18,7 @@ def _spec(**fields):
     return spec
 
 
+@pytest.mark.slow   # six iterations twice; the fast tier's ring comparisons (test_core_ring) run payload-free
 def test_sizes_move_the_bytes_of_values_and_time_them_alike(tmp_path):
     # Six iterations: drawn classes are not the computed ones, so losses and recoveries differ
     # (with the tail-loss probe, the two measured iterations of three were 7% apart); five
