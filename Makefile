@@ -30,8 +30,10 @@ require-root:
 		exit 1; \
 	fi
 
+# The fast tier (docs/testing.md): every core, a module's tests on one worker (--dist loadscope)
+# so that a module's shared run is made once, hypothesis at a fifth of its examples (tests/tiers.py).
 test-fast: setup
-	DLCP_HYPOTHESIS=fast $(PYTEST) -q -n auto -m "not root and not slow"
+	DLCP_HYPOTHESIS=fast $(PYTEST) -q -n auto --dist loadscope -m "not root and not slow"
 
 bench: setup
 	$(CLI) bench model --preset fifo

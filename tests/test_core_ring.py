@@ -39,9 +39,10 @@ def spec_of(path, fields):
     return spec
 
 
-# The fat tree's 16 ranks are compared in `make test`; the fast tier compares 2 to 6 ranks and
-# runs the fat tree's in the core (test_the_core_calls_python_once_a_collective_not_once_a_message).
-SLOW = {"16-workers-dlcp", "16-workers-fifo"}
+# The fat tree's 16 ranks and fifo are compared in `make test`; the fast tier compares 2 and 6 ranks
+# and DS-Sync's groups under dlcp, and runs the fat tree's in the core
+# (test_the_core_calls_python_once_a_collective_not_once_a_message).
+SLOW = {"16-workers-dlcp", "16-workers-fifo", "4-workers-fifo"}
 
 
 @pytest.mark.parametrize("path,preset,fields", [

@@ -37,10 +37,10 @@ def spec_of(workload, payload):
         .with_field("transport.loss_bound", 0.2).with_field("transport.kind", "auto")
 
 
-# The largest two run in `make test`; MoE's all-to-all and ZeRO-3's gathers are still in the fast
-# tier's runs of the core agent (test_the_cases_lose_gradient_bytes_and_carry_every_class, and
-# test_schedule_exposure's replays of every case).
-SLOW = {"moe-ep-dlcp", "zero3-dlcp"}
+# Two shapes are compared in the fast tier (1F1B with sizes and with values); the others in `make
+# test`. Every shape still runs on the core agent in the fast tier: test_schedule_exposure replays
+# each case, and MoE's all-to-all loses gradient bytes below.
+SLOW = {"moe-ep-dlcp", "zero3-dlcp", "zero1-layer-prio", "hierarchical-dlcp-values"}
 
 
 @pytest.mark.parametrize("workload,preset,payload", [
