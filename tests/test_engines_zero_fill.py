@@ -4,7 +4,7 @@ with a loss bound of 20% so that bounded loss gives up chunks of these small mes
 default 1% the bound is under a chunk and nothing is zero-filled). The Python engine (the
 oracle), the native one with Python hosts and the native one with the endpoints in the core
 give the same summary and tables. test_sim_engines.py runs the example at byte scale 0.01 and
-1% in `make test` (10 s of CPU here against 4)."""
+1% in `make test` (its two tests took 10 s of CPU here, this one 3 to 4)."""
 import pandas as pd
 
 from test_sim_engines import SMALL, TABLES, WALL, simulate, spec_of
