@@ -83,8 +83,12 @@ class Ingress:
     def next_arrival(self):
         """When the next frame still on a host's link arrives, or the next waiting one may
         start (the link free): None if neither."""
-        times = [self.arriving[0][0]] if self.arriving else []
-        times += [link.nic.free_at for link in self.queued.values() if link]
+        first = self.arriving[0][0] if self.arriving else None
+        if not self.queued:   # a fifo host queue: the loop asks this every turn, keep it cheap
+            return first
+        times = [link.nic.free_at for link in self.queued.values() if link]
+        if first is not None:
+            times.append(first)
         return min(times) if times else None
 
     def on_link(self):
