@@ -35,9 +35,10 @@ _AT = IPV4_LEN + UDP_LEN                     # the DLCP header, from the start o
 _LEAF_RATE = "8bit"                          # a leaf's own guarantee: it borrows all it sends
 
 
-def is_control(h):
-    """A packet a `priority` host queue sends ahead of data (`h` a `DlcpHeader`)."""
-    return h.type != PacketType.DATA or h.payload_len == 0
+def is_control(ptype, payload_len):
+    """A packet a `priority` host queue sends ahead of data, by its DLCP header's type and
+    payload length: every type but DATA, and DATA with no payload."""
+    return ptype != PacketType.DATA or payload_len == 0
 
 
 def egress_commands(intf, rate_bps, burst_bytes, host_queue, frame_bytes, limit_bytes=HOST_BUFFER_BYTES):

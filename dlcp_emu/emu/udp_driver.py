@@ -86,7 +86,7 @@ class UdpDriver:
             if addr is None:
                 self.unroutable += 1
                 continue
-            (control if first and is_control(h) else backlog).append(
+            (control if first and is_control(h.type, h.payload_len) else backlog).append(
                 ([h.pack(), payload], _ECT0 if h.type in ect else (), addr))
         sock = self.sock
         for queue in (control, backlog):

@@ -15,8 +15,9 @@ from operator import itemgetter
 
 from switch_models import HostNic
 
+from dlcp_emu.emu.host_egress import is_control
 from dlcp_emu.wire.layout import (DLCP_OFF, HDR_MAGIC, HDR_PAYLOAD_LEN, HDR_TYPE, IPPROTO_UDP, MAGIC,
-                                  OFF_ETHERTYPE, OFF_IP_PROTO, OFF_IP_VER_IHL, PacketType)
+                                  OFF_ETHERTYPE, OFF_IP_PROTO, OFF_IP_VER_IHL)
 
 ETH_P_IP = 0x0800
 
@@ -31,7 +32,7 @@ def is_control_frame(f):
     h = DLCP_OFF
     if int.from_bytes(f[h + HDR_MAGIC:h + HDR_MAGIC + 2], "big") != MAGIC:
         return False
-    return f[h + HDR_TYPE] != PacketType.DATA or f[h + HDR_PAYLOAD_LEN:h + HDR_PAYLOAD_LEN + 2] == b"\0\0"
+    return is_control(f[h + HDR_TYPE], int.from_bytes(f[h + HDR_PAYLOAD_LEN:h + HDR_PAYLOAD_LEN + 2], "big"))
 
 
 class PriorityLink:
