@@ -52,20 +52,49 @@ class Transfer(NamedTuple):
         return self.stop - self.start
 
 
-def split_ranges(nbytes: int, parts: int, align: int = 4) -> list[tuple[int, int]]:
-    """``parts`` contiguous byte ranges covering [0, nbytes), boundaries on ``align``."""
+def split_bounds(nbytes: int, parts: int, align: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """`split_ranges` as two int64 arrays, starts and stops."""
     if parts < 1 or align < 1 or nbytes < 0:
         raise ValueError(f"need parts >= 1, align >= 1, nbytes >= 0; got {parts}, {align}, "
                          f"{nbytes}")
     units, rest = divmod(nbytes, align)
     base, extra = divmod(units, parts)
-    ranges, start = [], 0
-    for i in range(parts):
-        stop = start + (base + (i < extra)) * align
-        ranges.append((start, stop))
-        start = stop
-    ranges[-1] = (ranges[-1][0], ranges[-1][1] + rest)
-    return ranges
+    stops = np.cumsum((base + (np.arange(parts) < extra)) * align, dtype=np.int64)
+    starts = np.concatenate(([0], stops[:-1])).astype(np.int64)
+    stops[-1] += rest
+    return starts, stops
+
+
+def split_ranges(nbytes: int, parts: int, align: int = 4) -> list[tuple[int, int]]:
+    """``parts`` contiguous byte ranges covering [0, nbytes), boundaries on ``align``."""
+    starts, stops = split_bounds(nbytes, parts, align)
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+class StepTable:
+    """A rank's steps as int64 columns, read as a sequence of `Step`: a ring over 1024 ranks
+    has 2046 steps a rank and a collective, which the compiled core takes as one array
+    (sim/core_ring.py) and the Python worker reads a step at a time. `send` columns: dst,
+    chunk, start, stop; `recv`: src, chunk, start, stop; a row of -1s where a step sends or
+    receives nothing."""
+    __slots__ = ("rank", "phase", "step", "send", "recv", "_rows")
+
+    def __init__(self, rank, phase, step, send, recv):
+        self.rank, self.phase, self.step, self.send, self.recv = rank, phase, step, send, recv
+        self._rows = None
+
+    def __len__(self):
+        return len(self.phase)
+
+    def __getitem__(self, k):
+        if self._rows is None:   # Python ints once, not numpy scalars a field at a time
+            self._rows = np.column_stack((self.phase, self.step, self.send, self.recv)).tolist()
+        phase, step, dst, c, a, b, src, rc, ra, rb = self._rows[k]
+        return Step(phase, step, None if dst < 0 else Transfer(self.rank, dst, c, a, b),
+                    None if src < 0 else Transfer(src, self.rank, rc, ra, rb))
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
 
 
 # ---- ring all-reduce ------------------------------------------------------------------------
@@ -85,26 +114,27 @@ class RingSchedule:
                 yield phase, i, step
 
 
-def ring_steps(rank: int, group: Sequence[int], nbytes: int, align: int = 4) -> list[Step]:
+def ring_steps(rank: int, group: Sequence[int], nbytes: int, align: int = 4) -> StepTable:
     """One rank's share of a ring all-reduce over `group` (ranks in ring order): each step
     (phase, step id, what it sends, what it receives). Reduce-scatter step s: position p sends
     chunk p - s to p + 1; all-gather step s: chunk p + 1 - s. Computed for one rank alone:
     building the whole schedule at every rank costs O(n^2) a rank, minutes at 1024 ranks."""
     n = len(group)
     me = group.index(rank)
-    chunks = split_ranges(nbytes, n, align)
-    nxt, prv = group[(me + 1) % n], group[(me - 1) % n]
-    steps = []
-    for k in range(2 * (n - 1)):
-        phase, s = (0, k) if k < n - 1 else (1, k - (n - 1))
-        offset = -s if phase == 0 else 1 - s
-        c_send, c_recv = (me + offset) % n, (me - 1 + offset) % n
-        a, b = chunks[c_send]
-        send = Transfer(rank, nxt, c_send, a, b) if b > a else None
-        a, b = chunks[c_recv]
-        recv = Transfer(prv, rank, c_recv, a, b) if b > a else None
-        steps.append(Step(phase, k, send, recv))
-    return steps
+    starts, stops = split_bounds(nbytes, n, align)
+    k = np.arange(2 * (n - 1), dtype=np.int64)
+    phase = (k >= n - 1).astype(np.int64)
+    offset = np.where(phase == 0, -k, 1 - (k - (n - 1)))
+    return StepTable(rank, phase, k, _transfers(group[(me + 1) % n], (me + offset) % n, starts, stops),
+                     _transfers(group[(me - 1) % n], (me - 1 + offset) % n, starts, stops))
+
+
+def _transfers(peer, chunk, starts, stops):
+    """A StepTable's columns for transfers of `chunk`s with `peer`: -1s where a chunk is empty."""
+    a, b = starts[chunk], stops[chunk]
+    cols = np.column_stack((np.full(len(chunk), peer, dtype=np.int64), chunk, a, b))
+    cols[b <= a] = -1
+    return cols
 
 
 def ring_allreduce(n: int, nbytes: int, align: int = 4) -> RingSchedule:
@@ -252,12 +282,12 @@ class Pattern:
         return tuple(range(workers))
 
     def steps(self, rank: int, nbytes: int, *, workers: int, ps_ranks: Sequence[int] = (),
-              iteration: int = 0, group_size: int | None = None, seed: int = 0) -> list[Step]:
-        """What a worker sends and receives, step by step, to synchronise one tensor."""
+              iteration: int = 0, group_size: int | None = None, seed: int = 0) -> Sequence[Step]:
+        """What a worker sends and receives, step by step, to synchronise one tensor (a ring's
+        steps as a StepTable: none for a group of one)."""
         if self.uses_ps:
             return ps_steps(rank, ps_ranks, nbytes)
-        group = self.group(rank, workers, iteration, group_size, seed)
-        return ring_steps(rank, group, nbytes) if len(group) > 1 else []
+        return ring_steps(rank, self.group(rank, workers, iteration, group_size, seed), nbytes)
 
 
 PATTERNS = {p.name: p for p in (

@@ -117,18 +117,21 @@ def chunk_magnitudes(trace, plan, bucket, start, nbytes, chunk_bytes, rng):
     return magnitudes.draws(dist, mu, sigma, rng, lognormal_only)
 
 
-def collective_magnitudes(trace, plan, bucket, sends, rng):
-    """`chunk_magnitudes` of each of a collective's messages, `sends` (start, nbytes,
-    chunk_bytes) in the order they are sent, one after the other from `rng`: one array. Where
-    every chunk's layer is lognormal, one draw of all of them (the same stream of the
-    generator, the same float32 operations element by element), not one a message."""
+def collective_magnitudes(trace, plan, bucket, starts, nbytes, chunk_bytes, rng):
+    """`chunk_magnitudes` of each of a collective's messages, bytes [starts, starts + nbytes)
+    in `chunk_bytes` chunks (int64 arrays, the messages in the order they are sent), one after
+    the other from `rng`: one array. Where every chunk's layer is lognormal, one draw of all of
+    them (the same stream of the generator, the same float32 operations element by element),
+    not one a message."""
     if plan.mag_params is not None:
-        layers = [chunk_layers(plan, bucket, *s) for s in sends]
-        if all(lognormal for *_, lognormal in layers):
-            dist, mu, sigma = (np.concatenate([x[i] for x in layers]) if layers else np.empty(0, np.float32)
-                               for i in range(3))
+        counts = -(-nbytes // chunk_bytes)
+        begins = np.repeat(np.cumsum(counts) - counts, counts)
+        firsts = np.repeat(starts, counts) + (np.arange(begins.size) - begins) * np.repeat(chunk_bytes, counts)
+        dist, mu, sigma, lognormal_only = _layers_at(plan, bucket, firsts)
+        if lognormal_only:
             return magnitudes.draws(dist, mu, sigma, rng, True)
-    return np.concatenate([np.empty(0)] + [chunk_magnitudes(trace, plan, bucket, *s, rng=rng) for s in sends])
+    return np.concatenate([np.empty(0)] + [chunk_magnitudes(trace, plan, bucket, *s, rng=rng)
+                                           for s in zip(starts.tolist(), nbytes.tolist(), chunk_bytes.tolist())])
 
 
 def chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
@@ -141,10 +144,15 @@ def chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
 
 
 def _chunk_layers(plan, bucket, start, nbytes, chunk_bytes):
-    """The layer of each chunk's first byte: its id (a chunk table), or its magnitude
-    distribution's (dist, mu, sigma) as float32 arrays and whether every dist is lognormal."""
+    """The layer of each chunk's first byte: see `_layers_at`."""
+    return _layers_at(plan, bucket, start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64))
+
+
+def _layers_at(plan, bucket, firsts):
+    """The layer holding each of the bucket's bytes `firsts`: its id (a chunk table), or its
+    magnitude distribution's (dist, mu, sigma) as float32 arrays and whether every dist is
+    lognormal."""
     ends = _bucket_ends(bucket.sizes)
-    firsts = start + np.arange(0, nbytes, chunk_bytes, dtype=np.int64)
     lids = np.asarray(bucket.layer_ids)[np.minimum(np.searchsorted(ends, firsts, side="right"), len(ends) - 1)]
     if plan.mag_params is None:
         return lids

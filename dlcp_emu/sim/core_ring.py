@@ -19,8 +19,6 @@ from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.hosts import TRAINING
 from dlcp_emu.wire.layout import TCLASS_GRADIENT, tensor_id
 
-NONE = (-1, -1, -1)   # a step's missing send or receive
-
 
 class CoreCollectives:
     """What a Worker calls to run a collective's steps in the core (`Worker.collectives`)."""
@@ -33,24 +31,22 @@ class CoreCollectives:
         """Hand collective `c` over (once); True if its steps are done (c.lost has what they lost)."""
         if self.handed is c:
             return False
-        w, stack = self.stack.agent, self.stack
-        rows, sends, counts = [], [], []
-        for phase, step, send, recv in c.steps:
-            n = 0
-            if send is not None:
-                n = send.stop - send.start
-                c.sent_bytes += n
-                c.dense_bytes += n
-                cs = stack.sender(send.dst).payload_size   # made as the first message to dst would
-                sends.append((send.start, n, cs))
-            counts.append(-(-n // cs) if n else 0)
-            rows.append((phase, tensor_id(c.bucket.index, phase, step),
-                         *(NONE if send is None else (send.dst, send.start, send.stop)),
-                         *(NONE if recv is None else (recv.src, recv.start, recv.stop))))
-        mags = collective_magnitudes(w.trace, w.plan, c.bucket, sends, c.rng)
+        w, stack, t = self.stack.agent, self.stack, c.steps   # a StepTable (workloads.patterns)
+        sends = t.send[:, 0] >= 0
+        dst, start, stop = (t.send[sends, i] for i in (0, 2, 3))
+        nbytes = stop - start
+        c.sent_bytes += int(nbytes.sum())
+        c.dense_bytes += int(nbytes.sum())
+        # Each destination's sender made where the first message to it would make it.
+        size_of = {d: stack.sender(d).payload_size for d in dict.fromkeys(dst.tolist())}
+        cs = np.array([size_of[d] for d in dst.tolist()], dtype=np.int64)
+        counts = np.zeros(len(t), dtype=np.int64)
+        counts[sends] = -(-nbytes // cs)
+        mags = collective_magnitudes(w.trace, w.plan, c.bucket, start, nbytes, cs, c.rng)
         ptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
-        steps = np.array(rows, dtype=np.int64).reshape(len(rows), 8)
+        steps = np.column_stack((t.phase, tensor_id(c.bucket.index, t.phase, t.step), t.send[:, [0, 2, 3]],
+                                 t.recv[:, [0, 2, 3]]))
         lost = self.core.begin_collective(self.sid, c.iteration, c.bucket.priority, TCLASS_GRADIENT, steps, ptr,
                                           mags, now)
         if lost is None:
