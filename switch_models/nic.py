@@ -13,7 +13,9 @@ Two queues, as a pipeline's `host_queue` says (`switch_models.pipeline`):
   headers (`packet.is_header`: ACKs, NACKs, pulls, probes, bitmaps) leave ahead of every
   data packet waiting, strict priority without preemption, as NDP's hosts send them (htsim's
   host queue). A frame's departure is known only when it starts, so the driver wakes the NIC
-  at `free_at` while `waiting`.
+  at `free_at` while `waiting`. `enqueue_item`/`start_item` take any item with its size and
+  class: the emulated switch replays a priority host's link with them on frames (control as
+  `dlcp_emu.emu.host_egress.is_control` says).
 """
 from collections import deque
 
@@ -46,8 +48,8 @@ class HostNic:
         self.drops = {}
         self.drop_bytes = 0
         self.control_first = control_first   # the `priority` host queue
-        self.control = deque()    # priority: control packets and headers waiting
-        self.data = deque()       # priority: the rest waiting
+        self.control = deque()    # priority: (item, size) of control packets and headers waiting
+        self.data = deque()       # priority: (item, size) of the rest waiting
         self.queued_bytes = 0     # priority: wire bytes waiting (frame and overhead each)
 
     def transmit(self, size, now):
@@ -69,41 +71,63 @@ class HostNic:
         return end + self.delay_ns
 
     def enqueue(self, pkt, now):
-        """The `priority` queue takes `pkt` at `now`: False (a drop) when what the link has yet
-        to send, the frame it is sending and those waiting, leaves no room for it in
-        `buffer_bytes`, as `transmit` counts it."""
-        self.rx_packets += 1
-        n = pkt.size if pkt.size > ETH_MIN else ETH_MIN
-        ahead = self.queued_bytes
-        if self.free_at > now:
-            ahead = ahead + (self.free_at - now) / self.ns_per_byte
-        if ahead + n > self.buffer_bytes:
-            self._drop(pkt.size)
-            return False
-        (self.control if is_header(pkt) else self.data).append(pkt)
-        self.queued_bytes += n + self.overhead
-        return True
+        """The `priority` queue takes `pkt` at `now`, a control packet if a bare header
+        (`enqueue_item`)."""
+        return self.enqueue_item(pkt, pkt.size, is_header(pkt), now)
 
     def start(self, now):
         """The packet that starts on the link at `now`, control first (its `depart` set: when
         it is whole at the far end); None while the link is busy or nothing waits."""
+        got = self.start_item(now)
+        if got is None:
+            return None
+        pkt, depart = got
+        pkt.depart = depart
+        return pkt
+
+    def enqueue_item(self, item, size, is_control, now):
+        """The `priority` queue takes `item`, a frame of `size` bytes, at `now`, behind the
+        other control items if `is_control`, else behind the data. Any item: the simulator's
+        packets, or the frames the emulated switch replays on a paced host's link. False (a
+        drop) when what the link has yet to send, the frame it is sending and those waiting,
+        leaves no room for it in `buffer_bytes`, as `transmit` counts it."""
+        self.rx_packets += 1
+        n = size if size > ETH_MIN else ETH_MIN
+        ahead = self.queued_bytes
+        if self.free_at > now:
+            ahead = ahead + (self.free_at - now) / self.ns_per_byte
+        if ahead + n > self.buffer_bytes:
+            self._drop(size)
+            return False
+        (self.control if is_control else self.data).append((item, size))
+        self.queued_bytes += n + self.overhead
+        return True
+
+    def start_item(self, now):
+        """(item, when it is whole at the far end) for the item that starts on the link at
+        `now`, control first; None while the link is busy or nothing waits."""
         if self.free_at > now:
             return None
         q = self.control or self.data
         if not q:
             return None
-        pkt = q.popleft()
-        n = pkt.size if pkt.size > ETH_MIN else ETH_MIN
+        item, size = q.popleft()
+        n = size if size > ETH_MIN else ETH_MIN
         self.queued_bytes -= n + self.overhead
         self.free_at = end = now + int((n + self.overhead) * self.ns_per_byte + 0.5)
         self.tx_packets += 1
-        self.tx_bytes += pkt.size
-        pkt.depart = end + self.delay_ns
-        return pkt
+        self.tx_bytes += size
+        return item, end + self.delay_ns
 
     def waiting(self):
         """Packets in the `priority` queue not yet started."""
         return len(self.control) + len(self.data)
+
+    def waiting_items(self):
+        """The items in the `priority` queue not yet started, control first."""
+        for q in (self.control, self.data):
+            for item, _ in q:
+                yield item
 
     def _drop(self, size):
         self.drops[BUFFER_FULL] = self.drops.get(BUFFER_FULL, 0) + 1

@@ -284,6 +284,23 @@ def test_a_control_frame_overtakes_a_paced_hosts_waiting_data_under_a_priority_h
     assert dp.ingress.on_link() == 0
 
 
+@pytest.mark.parametrize("late, order", [(1, ["data", "data", "ack", "data"]), (0, ["data", "ack", "data", "data"])])
+def test_a_control_frame_handed_over_late_does_not_pass_data_whose_turn_came_first(late, order):
+    """The second data frame's turn came when the link fell free (t0 + SER); an ACK the host
+    handed over `late` ns after that, read in the same batch, goes after it, as the NIC woken
+    at its free time sends them. Handed over at that very time, the ACK goes first."""
+    dp = Datapath(config(pipeline="ndp",
+                         ports=[{"number": 1, "intf": "a", "rate_bps": 1e6, "peer_paced": True},
+                                {"number": 2, "intf": "b", "rate_bps": 1e6}]))
+    k = dp.clock_offset
+    ack = control()
+    t0, at = 100 * MS, 100 * MS + SER + late
+    got = dp.arrivals([(1, [FRAME] * 3 + [ack], [t0 + k] * 3 + [at + k])], now=at, floor=0)
+    got += dp.arrivals([], now=t0 + 10 * SER, floor=0)
+    assert ["ack" if f == ack else "data" for _, _, f in got] == order
+    assert dp.ingress.on_link() == 0 and dp.ingress.links[1].conservation() == (4, 4)
+
+
 def test_build_switch_routes_macs_and_flood_keys():
     sw, engine, _ = build_switch(config(pipeline="dlcp", engine="python"))
     assert engine == "python"

@@ -57,6 +57,31 @@ def test_a_priority_nic_sends_a_control_packet_ahead_of_its_waiting_data():
     assert nic.conservation() == (4, 4)
 
 
+def test_a_priority_nic_sends_frames_by_their_size_and_class_as_it_sends_packets():
+    """The emulated switch replays a priority host's link with the same NIC on frames: each
+    handed over with its size and class, it leaves when the packet it stands for would."""
+    handed = [(0, data(0)), (0, data(1)), (10, control(9)), (10, data(2))]
+    by_packet, by_frame = (HostNic(GBPS, delay_ns=1000, control_first=True) for _ in range(2))
+    sent = {"packet": [], "frame": []}
+
+    def start(now):
+        pkt, got = by_packet.start(now), by_frame.start_item(now)
+        assert (pkt is None) == (got is None)
+        if pkt is not None:
+            sent["packet"].append(pkt)
+            sent["frame"].append(got)
+
+    for now, pkt in handed:
+        assert by_packet.enqueue(pkt, now)
+        assert by_frame.enqueue_item(b"%d" % pkt.uid, pkt.size, pkt.uid == 9, now)
+        start(now)
+    while by_packet.waiting():
+        start(by_packet.free_at)
+    assert [(b"%d" % p.uid, p.depart) for p in sent["packet"]] == sent["frame"]
+    assert [f for f, _ in sent["frame"]] == [b"0", b"9", b"1", b"2"]
+    assert by_frame.conservation() == (4, 4) and by_frame.tx_bytes == by_packet.tx_bytes
+
+
 def test_a_fifo_nic_keeps_the_order_it_was_given():
     nic = HostNic(GBPS, delay_ns=1000)
     ends = [nic.transmit(p.size, 0) for p in (data(0), data(1), control(9))]

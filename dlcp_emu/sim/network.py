@@ -211,8 +211,7 @@ class SimNetwork:
                 for q in port.queues:
                     yield from (p for p in q if p.queued is port)
         for nic in self.nics.values():
-            yield from nic.control
-            yield from nic.data
+            yield from nic.waiting_items()
 
     def drops(self):
         """(node, time, port, reason, packet) of every packet a switch or NIC dropped, when

@@ -6,11 +6,11 @@ A `priority` host queue (the pipeline's `host_queue`) is replayed as the host's 
 it: the host's shaper lets a burst of frames out at once, and a control packet the host
 queued just after them would, on a FIFO link, wait behind every one, where the simulator's
 NIC (and the host's own qdisc, had it held them) sends it after the frame on the wire. So
-frames wait here as in the NIC's two queues, and each starts when the link is free, control
-first (`is_control_frame`: the host's egress filters), strict priority without preemption."""
+frames wait in that NIC's two queues (`HostNic.enqueue_item`, the simulator's own model),
+and each starts when the link is free, control first (`is_control_frame`: the host's egress
+filters), strict priority without preemption."""
 import heapq
 import itertools
-from collections import deque
 from operator import itemgetter
 
 from switch_models import HostNic
@@ -35,49 +35,41 @@ def is_control_frame(f):
     return is_control(f[h + HDR_TYPE], int.from_bytes(f[h + HDR_PAYLOAD_LEN:h + HDR_PAYLOAD_LEN + 2], "big"))
 
 
-class PriorityLink:
-    """A paced host's link under a `priority` host queue: frames handed over wait, control
-    first, until the link is free; `start_by(t)` starts those whose turn comes by t."""
-    __slots__ = ("nic", "control", "data")
+def hand(nic, t, f):
+    """A paced host hands frame f to its link, a `priority` NIC (`HostNic.enqueue_item`), at
+    t: [(arrival ns, frame)] of the frames that start by t, f among them if the link is free.
+    The frames whose turn came before t start first (f, handed later, cannot pass them);
+    at t itself f goes in the NIC's order, control first."""
+    out = start_by(nic, t, before=True)
+    if nic.enqueue_item(f, len(f), is_control_frame(f), t):   # else counted by the NIC
+        got = nic.start_item(t)
+        if got is not None:
+            out.append((got[1], got[0]))
+    return out
 
-    def __init__(self, nic):
-        self.nic = nic
-        self.control = deque()   # (handed ns, frame)
-        self.data = deque()
 
-    def hand(self, t, f):
-        (self.control if is_control_frame(f) else self.data).append((t, f))
-
-    def start_by(self, t):
-        """[(arrival ns, frame)] of the frames that start on the link by t, in order: each at
-        the later of the link's free time and its handing over, control first among those
-        handed by then."""
-        out = []
-        nic, control, data = self.nic, self.control, self.data
-        while control or data:
-            first = min(q[0][0] for q in (control, data) if q)
-            at = max(nic.free_at, first)
-            if at > t:
-                break
-            q = control if control and control[0][0] <= at else data
-            _, f = q.popleft()
-            # Never a drop: the link is free at `at`. What waits is bounded by the host's own
-            # queues, as deep as the NIC's buffer (`host_egress`).
-            out.append((nic.transmit(len(f), at), f))
-        return out
-
-    def __len__(self):
-        return len(self.control) + len(self.data)
+def start_by(nic, t, before=False):
+    """[(arrival ns, frame)] of the frames waiting on a `priority` NIC that start by t (before
+    t if `before`), in order. Each was handed over before the link fell free (`hand` starts
+    a frame at once on a free link), so it starts when the link is free, control first."""
+    out = []
+    while nic.control or nic.data:
+        at = nic.free_at
+        if at > t or before and at == t:
+            break
+        f, arrival = nic.start_item(at)
+        out.append((arrival, f))
+    return out
 
 
 class Ingress:
     def __init__(self, ports, host_queue="fifo"):
         """ports: the config's port entries; those with `peer_paced` face a paced host, whose
         NIC queue is `host_queue` (the pipeline's)."""
-        self.links = {p["number"]: HostNic(float(p["rate_bps"]), int(p.get("delay_ns", 0)))
+        self.links = {p["number"]: HostNic(float(p["rate_bps"]), int(p.get("delay_ns", 0)),
+                                           control_first=host_queue == "priority")
                       for p in ports if p.get("peer_paced")}
-        self.queued = ({n: PriorityLink(nic) for n, nic in self.links.items()}
-                       if host_queue == "priority" else {})
+        self.queued = {n: nic for n, nic in self.links.items() if nic.control_first}
         self.arriving = []          # heap of (arrival ns, seq, port, frame) still on a link
         self._seq = itertools.count()
 
@@ -87,20 +79,20 @@ class Ingress:
         first = self.arriving[0][0] if self.arriving else None
         if not self.queued:   # a fifo host queue: the loop asks this every turn, keep it cheap
             return first
-        times = [link.nic.free_at for link in self.queued.values() if link]
+        times = [nic.free_at for nic in self.queued.values() if nic.control or nic.data]
         if first is not None:
             times.append(first)
         return min(times) if times else None
 
     def on_link(self):
         """Frames read, not yet arrived: on a host's link or waiting for it."""
-        return len(self.arriving) + sum(map(len, self.queued.values()))
+        return len(self.arriving) + sum(nic.waiting() for nic in self.queued.values())
 
     def remaining(self, floor):
         """Every frame still on a link, due at once (no earlier than `floor`): at stop, so
         that each is counted."""
-        for port, link in self.queued.items():
-            for t, f in link.start_by(float("inf")):
+        for port, nic in self.queued.items():
+            for t, f in start_by(nic, float("inf")):
                 heapq.heappush(self.arriving, (t, next(self._seq), port, f))
         out = [(t if t > floor else floor, port, f) for t, _, port, f in sorted(self.arriving)]
         self.arriving.clear()
@@ -141,10 +133,8 @@ class Ingress:
                     t = now
                 if ring:
                     wait(now - t)
-                link = queued.get(port)
-                if link is not None:
-                    link.hand(t, f)
-                    for a, g in link.start_by(t):
+                if port in queued:
+                    for a, g in hand(nic, t, f):
                         heapq.heappush(arriving, (a, next(self._seq), port, g))
                     continue
                 if nic is not None:
@@ -155,9 +145,9 @@ class Ingress:
                         heapq.heappush(arriving, (t, next(self._seq), port, f))
                         continue
                 append((t if t > floor else floor, port, f))
-        for port, link in queued.items():
-            if link:
-                for a, g in link.start_by(now):
+        for port, nic in queued.items():
+            if nic.control or nic.data:
+                for a, g in start_by(nic, now):
                     heapq.heappush(arriving, (a, next(self._seq), port, g))
         if arriving and arriving[0][0] <= now:
             sources += 1

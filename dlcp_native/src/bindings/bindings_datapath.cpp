@@ -106,7 +106,7 @@ void bind_datapath(py::module_& m) {
                p["not_flooded"] = c.not_flooded;
                const RxRing* r = d.ring(i);
                p["truncated"] = r ? r->truncated : 0;
-               const HostNic* nic = d.nic(i);
+               const NicLink* nic = d.nic(i);
                p["host_link_drops"] = nic ? nic->drops : 0;
                ports.append(p);
              }

@@ -39,8 +39,7 @@ Datapath::Datapath(Switch& sw, const std::vector<DatapathPort>& ports, std::unor
   for (const DatapathPort& p : ports_) {
     rings_.push_back(p.ring_frame_size ? std::make_unique<RxRing>(p.fd, p.ring_frame_size) : nullptr);
     nics_.emplace_back();
-    if (p.paced) nics_.back().emplace(p.rate_bps, p.delay_ns);
-    queued_.emplace_back();
+    if (p.paced) nics_.back().emplace(p.rate_bps, p.delay_ns, HOST_BUFFER_BYTES, ETHERNET_OVERHEAD, p.control_first);
   }
 }
 
@@ -51,8 +50,8 @@ std::optional<int64_t> Datapath::next_wake(int64_t ahead) const {
   if (t) *t -= ahead;
   if (!arriving_.empty() && (!t || arriving_.top().t < *t)) t = arriving_.top().t;
   if (waiting_)  // a waiting frame starts when its link is free
-    for (size_t i = 0; i < queued_.size(); ++i)
-      if (!queued_[i].control.empty() || !queued_[i].data.empty()) {
+    for (size_t i = 0; i < nics_.size(); ++i)
+      if (nics_[i] && nics_[i]->waiting()) {
         const int64_t free_at = nics_[i]->free_at;
         if (!t || free_at < *t) t = free_at;
       }
@@ -191,14 +190,14 @@ void Datapath::drain(int64_t deadline) {
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     }
     now = monotonic_ns();
-    for (size_t i = 0; waiting_ && i < queued_.size(); ++i) start_by(i, now);
+    for (size_t i = 0; waiting_ && i < nics_.size(); ++i) start_by(i, now);
     due_from_links(now);
     if (!due_.empty()) take_due();
     floor_ = now;
     send_due(now);
   }
   // Still on a link at the deadline: handed over at once, so that each is counted.
-  for (size_t i = 0; waiting_ && i < queued_.size(); ++i) start_by(i, INT64_MAX);
+  for (size_t i = 0; waiting_ && i < nics_.size(); ++i) start_by(i, INT64_MAX);
   due_from_links(INT64_MAX);
   if (!due_.empty()) take_due();
 }

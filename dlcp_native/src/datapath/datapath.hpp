@@ -29,7 +29,7 @@ struct DatapathPort {
   uint32_t ring_frame_size = 0;  // 0: no ring, recv (datagram sockets in tests)
   size_t recv_size = 1519;       // the largest frame recv takes without a ring
   bool paced = false;            // the peer is a paced host: replay its link (ingress.py)
-  bool control_first = false;    // ... under a `priority` host queue (ingress.py PriorityLink)
+  bool control_first = false;    // ... under a `priority` host queue (ingress.py `hand`)
   double rate_bps = 0;
   int64_t delay_ns = 0;
 };
@@ -79,7 +79,7 @@ class Datapath {
   int64_t malformed = 0, invalid_dlcp = 0, rewrite_errors = 0;
   size_t on_link() const { return arriving_.size() + waiting_; }
   const RxRing* ring(size_t port) const { return rings_[port].get(); }
-  const HostNic* nic(size_t port) const { return nics_[port] ? &*nics_[port] : nullptr; }
+  const NicLink* nic(size_t port) const { return nics_[port] ? &*nics_[port] : nullptr; }
 
  private:
   struct Arrival {
@@ -91,13 +91,6 @@ class Datapath {
   struct Later {
     bool operator()(const Arrival& a, const Arrival& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
   };
-  struct Waiting {  // a frame a paced host handed over, waiting for its link (control_first)
-    int64_t t;
-    std::vector<uint8_t> frame;
-  };
-  struct PriorityLink {
-    std::deque<Waiting> control, data;
-  };
   struct Got {  // a frame just read, and when the kernel delivered it (if known)
     int64_t t;
     bool stamped;
@@ -108,8 +101,11 @@ class Datapath {
   void read_port(size_t port, int64_t clock_offset);
   void settle(int64_t now, size_t sources);
   void due_from_links(int64_t now);
-  // ingress.py `PriorityLink.start_by`: the waiting frames of `port` that start by t go on its link.
-  void start_by(size_t port, int64_t t);
+  // ingress.py `hand`: a paced host hands `frame` to its priority link at t.
+  void hand(size_t port, int64_t t, std::vector<uint8_t>&& frame);
+  // ingress.py `start_by`: the waiting frames of `port` that start by t (before t if
+  // `before`) go on its link.
+  void start_by(size_t port, int64_t t, bool before = false);
   // Hand the due frames to the model in order of arrival; a broadcast becomes a copy per
   // flood port (python_loop.py `take`).
   void take_due();
@@ -120,9 +116,9 @@ class Datapath {
   Switch& sw_;
   std::vector<DatapathPort> ports_;
   std::vector<std::unique_ptr<RxRing>> rings_;
-  std::vector<std::optional<HostNic>> nics_;
-  std::vector<PriorityLink> queued_;  // by port: frames waiting for a control_first link
-  size_t waiting_ = 0;
+  // By port: a paced host's link (ingress.py `links`), the simulator's NIC model on frames.
+  std::vector<std::optional<HostNicOf<std::vector<uint8_t>>>> nics_;
+  size_t waiting_ = 0;  // frames waiting on the control_first links
   std::unordered_map<uint64_t, int32_t> routes_;
   std::vector<int32_t> port_route_;
   std::vector<std::vector<int>> flood_;

@@ -27,21 +27,33 @@ bool is_control_frame(const std::vector<uint8_t>& f) {
 
 }  // namespace
 
-void Datapath::start_by(size_t port, int64_t t) {
-  PriorityLink& q = queued_[port];
-  HostNic& nic = *nics_[port];
-  while (!q.control.empty() || !q.data.empty()) {
-    int64_t first = INT64_MAX;
-    if (!q.control.empty()) first = q.control.front().t;
-    if (!q.data.empty()) first = std::min(first, q.data.front().t);
-    const int64_t at = std::max(nic.free_at, first);
-    if (at > t) break;
-    std::deque<Waiting>& from = !q.control.empty() && q.control.front().t <= at ? q.control : q.data;
-    Waiting w = std::move(from.front());
-    from.pop_front();
+void Datapath::hand(size_t port, int64_t t, std::vector<uint8_t>&& frame) {
+  auto& nic = *nics_[port];
+  start_by(port, t, true);  // frames whose turn came before t: `frame`, handed later, cannot pass them
+  const int64_t size = int64_t(frame.size());
+  const bool control = is_control_frame(frame);
+  if (!nic.enqueue_item(std::move(frame), size, control, t)) return;  // counted by the NIC
+  ++waiting_;
+  std::vector<uint8_t> started;
+  int64_t arrival;
+  if (nic.start_item(t, started, arrival)) {  // the link is free at t: one starts, control first
     --waiting_;
-    const std::optional<int64_t> end = nic.transmit(int64_t(w.frame.size()), at);
-    arriving_.push({end ? *end : at, seq_++, int(port), std::move(w.frame)});  // never a drop: at >= free_at
+    arriving_.push({arrival, seq_++, int(port), std::move(started)});
+  }
+}
+
+void Datapath::start_by(size_t port, int64_t t, bool before) {
+  if (!nics_[port]) return;  // not a paced host's port
+  auto& nic = *nics_[port];
+  std::vector<uint8_t> frame;
+  int64_t arrival;
+  // Every frame waiting was handed over before the link fell free: it starts when it is free.
+  while (nic.waiting()) {
+    const int64_t at = nic.free_at;
+    if (at > t || (before && at == t)) break;
+    nic.start_item(at, frame, arrival);
+    --waiting_;
+    arriving_.push({arrival, seq_++, int(port), std::move(frame)});
   }
 }
 
@@ -84,11 +96,8 @@ void Datapath::settle(int64_t now, size_t sources) {
     int64_t t = g.stamped ? g.t : now;
     if (t > now) t = now;
     if (g.stamped) rx_wait.add(now - t);
-    if (ports_[g.port].control_first && nics_[g.port]) {
-      PriorityLink& q = queued_[g.port];
-      (is_control_frame(g.frame) ? q.control : q.data).push_back({t, std::move(g.frame)});
-      ++waiting_;
-      start_by(size_t(g.port), t);
+    if (nics_[g.port] && nics_[g.port]->control_first) {
+      hand(size_t(g.port), t, std::move(g.frame));
       continue;
     }
     if (nics_[g.port]) {
@@ -106,7 +115,7 @@ void Datapath::settle(int64_t now, size_t sources) {
     due_.push_back({t > floor_ ? t : floor_, 0, g.port, std::move(g.frame)});
   }
   got_.clear();
-  for (size_t i = 0; waiting_ && i < queued_.size(); ++i) start_by(i, now);
+  for (size_t i = 0; waiting_ && i < nics_.size(); ++i) start_by(i, now);
   if (!arriving_.empty() && arriving_.top().t <= now) {
     ++sources;
     due_from_links(now);

@@ -154,8 +154,8 @@ void Network::in_flight(std::vector<int64_t>& out) const {
           if (port->pool.live(q[i])) out.push_back(port->pool[q[i].slot].uid);
     }
   for (const HostNic& nic : nics) {
-    for (size_t i = 0; i < nic.control.size(); ++i) out.push_back(nic.control[i].uid);
-    for (size_t i = 0; i < nic.data.size(); ++i) out.push_back(nic.data[i].uid);
+    for (size_t i = 0; i < nic.control.size(); ++i) out.push_back(nic.control[i].item.uid);
+    for (size_t i = 0; i < nic.data.size(); ++i) out.push_back(nic.data[i].item.uid);
   }
 }
 

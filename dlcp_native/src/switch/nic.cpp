@@ -14,7 +14,7 @@ double checked_rate(double rate_bps, int64_t delay_ns) {
 
 }  // namespace
 
-HostNic::HostNic(double rate_bps_, int64_t delay_ns_, int64_t buffer_bytes_, int64_t overhead_bytes,
+NicLink::NicLink(double rate_bps_, int64_t delay_ns_, int64_t buffer_bytes_, int64_t overhead_bytes,
                  bool control_first_)
     : rate_bps(checked_rate(rate_bps_, delay_ns_)),
       delay_ns(delay_ns_),
@@ -23,9 +23,9 @@ HostNic::HostNic(double rate_bps_, int64_t delay_ns_, int64_t buffer_bytes_, int
       overhead(overhead_bytes),
       control_first(control_first_) {}
 
-std::optional<int64_t> HostNic::transmit(int64_t size, int64_t now) {
+std::optional<int64_t> NicLink::transmit(int64_t size, int64_t now) {
   rx_packets += 1;
-  const int64_t n = size > ETH_MIN ? size : ETH_MIN;
+  const int64_t n = wire_size(size);
   int64_t start = free_at;
   if (start > now) {
     // As Python: an int over a float is a float; the sum is compared as a float.
@@ -38,42 +38,30 @@ std::optional<int64_t> HostNic::transmit(int64_t size, int64_t now) {
   } else {
     start = now;
   }
-  const int64_t end = start + static_cast<int64_t>(static_cast<double>(n + overhead) * ns_per_byte + 0.5);
-  free_at = end;
-  tx_packets += 1;
-  tx_bytes += size;
-  return end + delay_ns;
+  return send(size, start);
 }
 
-bool HostNic::enqueue(const Packet& pkt, int64_t now) {
+bool NicLink::admit(int64_t size, int64_t now) {
   rx_packets += 1;
-  const int64_t n = pkt.size > ETH_MIN ? pkt.size : ETH_MIN;
+  const int64_t n = wire_size(size);
   // As Python: an int, plus a float when the link is busy; the sum compared as a float.
   double ahead = static_cast<double>(queued_bytes);
   if (free_at > now) ahead = ahead + static_cast<double>(free_at - now) / ns_per_byte;
   if (ahead + static_cast<double>(n) > static_cast<double>(buffer_bytes)) {
     drops += 1;
-    drop_bytes += pkt.size;
+    drop_bytes += size;
     return false;
   }
-  (is_header(pkt) ? control : data).push_back(pkt);
-  queued_bytes += n + overhead;
   return true;
 }
 
-bool HostNic::start(int64_t now, Packet& out) {
-  if (free_at > now) return false;
-  Ring<Packet>& q = control.empty() ? data : control;
-  if (q.empty()) return false;
-  out = q.pop_front();
-  const int64_t n = out.size > ETH_MIN ? out.size : ETH_MIN;
-  queued_bytes -= n + overhead;
-  const int64_t end = now + static_cast<int64_t>(static_cast<double>(n + overhead) * ns_per_byte + 0.5);
+int64_t NicLink::send(int64_t size, int64_t now) {
+  const int64_t end =
+      now + static_cast<int64_t>(static_cast<double>(wire_size(size) + overhead) * ns_per_byte + 0.5);
   free_at = end;
   tx_packets += 1;
-  tx_bytes += out.size;
-  out.depart = end + delay_ns;
-  return true;
+  tx_bytes += size;
+  return end + delay_ns;
 }
 
 }  // namespace dlcp

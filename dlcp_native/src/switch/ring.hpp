@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace dlcp {
@@ -23,7 +24,11 @@ class Ring {
     if (size() == buf_.size()) grow();
     buf_[tail_++ & mask_] = value;
   }
-  T pop_front() { return buf_[head_++ & mask_]; }
+  void push_back(T&& value) {
+    if (size() == buf_.size()) grow();
+    buf_[tail_++ & mask_] = std::move(value);
+  }
+  T pop_front() { return std::move(buf_[head_++ & mask_]); }
   T pop_back() { return buf_[--tail_ & mask_]; }
 
   // Keep only the elements for which keep(element) holds, in order.
@@ -41,7 +46,7 @@ class Ring {
   void grow() {
     const size_t n = size();
     std::vector<T> bigger(buf_.empty() ? 16 : 2 * buf_.size());
-    for (size_t i = 0; i < n; ++i) bigger[i] = (*this)[i];
+    for (size_t i = 0; i < n; ++i) bigger[i] = std::move((*this)[i]);
     buf_.swap(bigger);
     mask_ = buf_.size() - 1;
     head_ = 0;
