@@ -25,14 +25,14 @@ int64_t chunk_size_of(const Header& h) {
 
 Receiver::Receiver(bool bounded, int64_t rank_, int64_t mtu, int64_t remember_, bool store_, int64_t pull_gap_ns)
     : bounded_loss(bounded),
+      store(store_),
       rank(uint16_t(rank_)),
       payload_size(transport_payload_size(mtu)),
-      remember(remember_),
-      store(store_) {
+      remember(remember_) {
   if (rank_ < 0 || rank_ > 0xFFFF) throw std::invalid_argument("rank must be in 0..65535, got " + std::to_string(rank_));
   if (remember_ < 0) throw std::invalid_argument("remember must be >= 0, got " + std::to_string(remember_));
   if (pull_gap_ns < 0) throw std::invalid_argument("pull_gap_ns must be >= 0, got " + std::to_string(pull_gap_ns));
-  if (pull_gap_ns > 0) pacer_.emplace(pull_gap_ns);
+  if (pull_gap_ns > 0) pacer_ = std::make_unique<PullPacer>(pull_gap_ns);
 }
 
 void Receiver::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
@@ -49,9 +49,9 @@ Inbound* Receiver::state(const Header& h, int64_t now, int64_t cs, bool& found) 
   const InKey key{h.job, h.src_rank, h.iteration, h.tensor_id};
   found = true;
   if (last_.second && last_.first == key) return last_.second;
-  const auto it = msgs_.find(key);
-  if (it != msgs_.end()) return (last_ = {key, it->second.get()}).second;
-  if (done_.count(key)) return nullptr;
+  const uint32_t at = msgs_.find(key);
+  if (at == InboundTable::DONE) return nullptr;
+  if (at != InboundTable::ABSENT) return (last_ = {key, pool_[at].get()}).second;
   const int64_t count = h.chunk_count;
   if (cs < 0) cs = chunk_size_of(h);
   if (count <= 0 || cs <= 0 || cs % 4 || cs > MAX_PAYLOAD) {
@@ -59,21 +59,31 @@ Inbound* Receiver::state(const Header& h, int64_t now, int64_t cs, bool& found) 
     found = false;
     return nullptr;
   }
-  std::unique_ptr<Inbound> st = spare_.empty() ? std::make_unique<Inbound>() : std::move(spare_.back());
-  if (!spare_.empty()) {  // a completed message's state, as new
-    spare_.pop_back();
-    st->reset();
+  uint32_t i;
+  if (free_.empty()) {
+    i = uint32_t(pool_.size());
+    pool_.push_back(nullptr);
+  } else {
+    i = free_.back();
+    free_.pop_back();
   }
+  std::unique_ptr<Inbound>& st = pool_[i];
+  if (st) {  // a completed message's state, as new
+    st->reset();
+    spares_ -= 1;
+  } else {
+    st = std::make_unique<Inbound>();
+  }
+  st->live = true;
   st->key = key;
   st->count = uint32_t(count);
   st->cs = cs;
   if (store) st->buf = ZeroBuffer(size_t(count * cs));
   st->got.assign(size_t(count), 0);
   st->first_ns = now;
-  Inbound* raw = st.get();
-  msgs_.emplace(key, std::move(st));
-  last_ = {key, raw};
-  return raw;
+  msgs_.set(key, i);
+  last_ = {key, st.get()};
+  return st.get();
 }
 
 void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, bool ce) {
@@ -96,7 +106,7 @@ void Receiver::on_data(const Header& h, const InPayload& payload, int64_t now, b
   if (pacer_) pacer_->request({h.job, h.src_rank}, now, {h.iteration, h.tensor_id, c, st->count, h.tclass});
   if (h.flags & FLAG_TRIMMED) {
     st->trimmed += 1;
-    st->classes[c] = h.mag_class;
+    Inbound::learn(st->classes, st->count, c, h.mag_class);
     if (c == last) st->total = c * cs + n;
     if (!st->got[c]) {
       feedback(h, now, fb::encode_nack(uint64_t(h.send_ts_ns), st->cum, c), BITMAP);
@@ -176,11 +186,11 @@ void Receiver::complete(Inbound& st, int64_t now) {
     const int64_t start = c * cs, stop = std::min<int64_t>((c + 1) * cs, total);
     d.lost_chunks.push_back(c);
     d.lost_bytes += stop - start;
-    int cls = -1;
-    if (auto it = st.drop_class.find(c); it != st.drop_class.end())
-      cls = it->second;
-    else if (auto jt = st.classes.find(c); jt != st.classes.end())
-      cls = jt->second;
+    int cls = Inbound::CLASS_UNKNOWN;
+    if (!st.drop_class.empty() && st.drop_class[c] != Inbound::CLASS_UNKNOWN)
+      cls = st.drop_class[c];
+    else if (!st.classes.empty())
+      cls = st.classes[c];
     add(d.lost_bytes_by_class, cls, stop - start);
     add(d.lost_chunks_by_class, cls, 1);
     if (!d.lost_ranges.empty() && d.lost_ranges.back().second == start)
@@ -197,18 +207,22 @@ void Receiver::complete(Inbound& st, int64_t now) {
   delivered_.push_back(std::move(d));
   const InKey key = st.key;
   if (last_.second == &st) last_.second = nullptr;
-  const auto it = msgs_.find(key);
-  if (spare_.size() < SPARE_STATES) spare_.push_back(std::move(it->second));
-  msgs_.erase(it);
-  done_.insert(key);
+  const uint32_t i = msgs_.find(key);
+  st.live = false;
+  if (spares_ < SPARE_STATES)
+    spares_ += 1;
+  else
+    pool_[i].reset();  // st is gone
+  free_.push_back(i);
+  msgs_.set(key, InboundTable::DONE);
   done_order_.push_back(key);
   if (int64_t(done_order_.size()) > remember) {
-    done_.erase(done_order_.front());
+    msgs_.erase(done_order_.front());
     done_order_.pop_front();
   }
   if (pacer_) {
     bool under_way = false;
-    for (const auto& [k, _] : msgs_) under_way |= k.job == key.job && k.src_rank == key.src_rank;
+    for (const auto& p : pool_) under_way |= p && p->live && p->key.job == key.job && p->key.src_rank == key.src_rank;
     if (!under_way) pacer_->flush({key.job, key.src_rank});
   }
 }

@@ -20,12 +20,12 @@
 #include <new>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "transport/transport_feedback.hpp"
+#include "transport/transport_inbound_table.hpp"
 #include "transport/transport_pulls.hpp"
 #include "wire/transport_packet.hpp"
 
@@ -51,21 +51,6 @@ class ZeroBuffer {
     void operator()(uint8_t* p) const { std::free(p); }
   };
   std::unique_ptr<uint8_t, Free> p_;
-};
-
-struct InKey {
-  uint16_t job, src_rank;
-  uint32_t iteration, tensor_id;
-  bool operator==(const InKey& o) const {
-    return job == o.job && src_rank == o.src_rank && iteration == o.iteration && tensor_id == o.tensor_id;
-  }
-};
-struct InKeyHash {
-  size_t operator()(const InKey& k) const {
-    const uint64_t a = uint64_t(k.iteration) << 32 | k.tensor_id;
-    const uint64_t b = uint64_t(k.job) << 16 | k.src_rank;
-    return std::hash<uint64_t>{}(a * 0x9E3779B97F4A7C15ull ^ b);
-  }
 };
 
 // One completed tensor: `data` (total bytes of it) equals what was sent except lost_ranges.
@@ -96,24 +81,38 @@ struct Inbound {
   uint8_t n_recent = 0;
   int64_t first_ns;
   int64_t packets = 0, dups = 0, trimmed = 0;
-  std::unordered_map<uint32_t, uint8_t> classes;  // chunk -> class, learnt from trimmed headers
+  // by chunk, CLASS_UNKNOWN where none is known; empty until the first is learnt
+  std::vector<int16_t> classes;  // from trimmed headers
   std::optional<int64_t> total;                   // from the last chunk or a probe
   int64_t bound = 0, n_droppable = 0;
   int64_t nseg = 0;  // 0: no probe yet
   std::unordered_set<uint32_t> segs;
-  std::unordered_map<uint32_t, uint8_t> drop_class;  // droppable chunk -> class, from probes
+  std::vector<int16_t> drop_class;  // droppable chunks', from probes
   std::optional<int64_t> probe_ts;                   // send time of the last probe answered
 
-  // As new, keeping `got`'s block: a receiver reuses its completed messages' state.
+  bool live = false;  // a message in progress; else a completed one's state, kept for reuse
+
+  static constexpr int16_t CLASS_UNKNOWN = -1;
+  static void learn(std::vector<int16_t>& by_chunk, uint32_t count, uint32_t c, uint8_t cls) {
+    if (by_chunk.empty()) by_chunk.assign(count, CLASS_UNKNOWN);
+    by_chunk[c] = cls;
+  }
+
+  // As new, keeping the blocks of its vectors: a receiver reuses its completed messages' state.
   void reset() {
-    std::vector<uint8_t> keep = std::move(got);
-    keep.clear();
+    std::vector<uint8_t> g = std::move(got);
+    std::vector<int16_t> c = std::move(classes), d = std::move(drop_class);
+    g.clear();
+    c.clear();
+    d.clear();
     *this = Inbound();
-    got = std::move(keep);
+    got = std::move(g);
+    classes = std::move(c);
+    drop_class = std::move(d);
   }
 };
 
-class Receiver {
+class alignas(64) Receiver {
  public:
   Receiver(bool bounded_loss, int64_t rank, int64_t mtu, int64_t remember = 4096, bool store = true,
            int64_t pull_gap_ns = 0);
@@ -128,13 +127,15 @@ class Receiver {
   std::optional<int64_t> next_timeout() const { return pacer_ ? pacer_->next_timeout() : std::nullopt; }
   std::vector<Delivery> take_delivered() { return std::exchange(delivered_, {}); }
   bool has_delivered() const { return !delivered_.empty(); }
-  size_t pending() const { return msgs_.size(); }
+  size_t pending() const { return msgs_.size() - done_order_.size(); }
 
+  // What every packet reads first, then the private fields a packet reads, lie in the
+  // object's first two cache lines (alignas(64)): a receiver is cold at 1024 hosts.
   const bool bounded_loss;
+  const bool store;
   const uint16_t rank;
   const int64_t payload_size;
   const int64_t remember;
-  const bool store;
   int64_t malformed = 0;
 
  private:
@@ -153,15 +154,18 @@ class Receiver {
   void bitmap_complete(const Header& h, int64_t now);
   void release_pull(int64_t now);
 
-  std::optional<PullPacer> pacer_;
-
-  std::unordered_map<InKey, std::unique_ptr<Inbound>, InKeyHash> msgs_;
-  // The last packet's message (most follow one of the same): no map lookup. Null after an erase.
+  std::unique_ptr<PullPacer> pacer_;  // null: the sender paces itself
+  // The last packet's message (most follow one of the same): no table lookup. Null after an erase.
   std::pair<InKey, Inbound*> last_{InKey{}, nullptr};
-  std::vector<std::unique_ptr<Inbound>> spare_;  // completed messages' state, for new ones
-  std::unordered_set<InKey, InKeyHash> done_;  // completed keys: answer late packets
-  std::deque<InKey> done_order_;               // oldest first, as the OrderedDict
   std::vector<OutPacket> out_;
+  // Messages in progress (an index into pool_) and completed ones (DONE: answer late packets).
+  InboundTable msgs_;
+  // The states, by index: live ones, completed ones kept for reuse (at most SPARE_STATES),
+  // null; free_ holds the indices of all but the live ones.
+  std::vector<std::unique_ptr<Inbound>> pool_;
+  std::vector<uint32_t> free_;
+  size_t spares_ = 0;
+  std::deque<InKey> done_order_;  // completed keys, oldest first, as the OrderedDict
   std::vector<Delivery> delivered_;
 };
 

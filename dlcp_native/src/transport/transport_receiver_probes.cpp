@@ -43,7 +43,9 @@ void Receiver::on_probe(const Header& h, const InPayload& p, int64_t now) {
   if (st->segs.insert(pr.seg).second)
     for (size_t i = 0; i < pr.n_entries; ++i) {
       const uint32_t e = pr.entry(i);
-      st->drop_class[e & fb::PROBE_CHUNK_MASK] = uint8_t(e >> fb::PROBE_ENTRY_SHIFT);
+      // a chunk past the tensor's is never looked up: not kept
+      if (const uint32_t c = e & fb::PROBE_CHUNK_MASK; c < st->count)
+        Inbound::learn(st->drop_class, st->count, c, uint8_t(e >> fb::PROBE_ENTRY_SHIFT));
     }
   if (st->probe_ts == h.send_ts_ns) return;  // one answer per probe round, however many packets it has
   st->probe_ts = h.send_ts_ns;
@@ -59,15 +61,14 @@ void Receiver::on_probe(const Header& h, const InPayload& p, int64_t now) {
 
 // The probe's list was cut off: show what arrived and ask for the probe again.
 void Receiver::on_trimmed_probe(const Header& h, int64_t now) {
-  const InKey key{h.job, h.src_rank, h.iteration, h.tensor_id};
-  const auto it = msgs_.find(key);
-  if (done_.count(key)) {
+  const uint32_t at = msgs_.find({h.job, h.src_rank, h.iteration, h.tensor_id});
+  if (at == InboundTable::DONE) {
     bitmap_complete(h, now);
-  } else if (it == msgs_.end()) {
+  } else if (at == InboundTable::ABSENT) {
     feedback(h, now, fb::bitmap_head(uint64_t(h.send_ts_ns), 0, fb::FB_NEED_PROBE, 0, 0), BITMAP, 0);
-  } else if (it->second->probe_ts != h.send_ts_ns) {
-    it->second->probe_ts = h.send_ts_ns;
-    bitmaps(h, *it->second, now, fb::FB_NEED_PROBE);
+  } else if (Inbound& st = *pool_[at]; st.probe_ts != h.send_ts_ns) {
+    st.probe_ts = h.send_ts_ns;
+    bitmaps(h, st, now, fb::FB_NEED_PROBE);
   }
 }
 
