@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace dlcp {
 
@@ -74,10 +75,36 @@ ScheduleAgent::ScheduleAgent(RankProgram program, int64_t iterations, bool sizes
   std::vector<int64_t> fill(succ_ptr_.begin(), succ_ptr_.end() - 1);
   for (size_t i = 0; i < n; ++i)
     for (int64_t k = p_.dep_ptr[i]; k < p_.dep_ptr[i + 1]; ++k) succ_[fill[p_.dep_idx[k]]++] = int64_t(i);
+  // op_of_recv: a gid received by two ops is the later op's, as in Python's dict
+  std::unordered_map<int64_t, int64_t> d_of_gid;
+  recv_d_.resize(p_.recv_gid.size());
   for (size_t i = 0; i < n; ++i)
-    for (int64_t k = p_.recv_ptr[i]; k < p_.recv_ptr[i + 1]; ++k) op_of_recv_[p_.recv_gid[k]] = int64_t(i);
+    for (int64_t k = p_.recv_ptr[i]; k < p_.recv_ptr[i + 1]; ++k) {
+      const auto [at, added] = d_of_gid.emplace(p_.recv_gid[k], int64_t(gid_of_.size()));
+      if (added) {
+        gid_of_.push_back(p_.recv_gid[k]);
+        op_of_.push_back(0);
+      }
+      op_of_[at->second] = int64_t(i);
+      recv_d_[k] = at->second;
+    }
+  auto d_of = [&](int64_t gid) {
+    const auto at = d_of_gid.find(gid);
+    return at == d_of_gid.end() ? NO_RECV : at->second;
+  };
+  after_d_.resize(p_.send_after.size());
+  for (size_t s = 0; s < p_.send_after.size(); ++s) after_d_[s] = p_.send_after[s] < 0 ? NO_RECV : d_of(p_.send_after[s]);
+  // the (src, tid) -> gid entries by key; of a key given twice the later, as a dict keeps it
+  std::vector<std::pair<uint64_t, size_t>> keys;
   for (size_t k = 0; k < p_.key_src.size(); ++k)
-    recv_gid_[uint64_t(p_.key_src[k]) << 32 | uint64_t(p_.key_tid[k])] = p_.key_gid[k];
+    keys.emplace_back(uint64_t(p_.key_src[k]) << 32 | uint64_t(p_.key_tid[k]), k);
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (j + 1 < keys.size() && keys[j + 1].first == keys[j].first) continue;
+    recv_keys_.push_back(keys[j].first);
+    recv_d_of_key_.push_back(d_of(p_.key_gid[keys[j].second]));
+  }
+  waiting_sends_.resize(gid_of_.size());
 }
 
 // -- the sans-I/O surface ---------------------------------------------------------------------
@@ -99,20 +126,30 @@ void ScheduleAgent::on_timer(int64_t now) {
 }
 
 void ScheduleAgent::on_message(int64_t src, int64_t it, int64_t tid, int64_t lost_bytes, int64_t now) {
-  const auto g = recv_gid_.find(uint64_t(src) << 32 | uint64_t(tid));
-  if (g == recv_gid_.end())
+  const uint64_t key = uint64_t(src) << 32 | uint64_t(tid);
+  const auto g = std::lower_bound(recv_keys_.begin(), recv_keys_.end(), key);
+  if (g == recv_keys_.end() || *g != key)
     throw std::invalid_argument("rank " + std::to_string(rank) + ": no message from rank " + std::to_string(src) +
                                 " with tensor_id " + std::to_string(tid) + " in its program");
-  const int64_t gid = g->second;
-  received.push_back({it, gid, src, rank, p_.tclass[op_of_recv_.at(gid)], 0, -1, now, lost_bytes});
-  arrived_[it][gid] = lost_bytes;
-  if (it == iteration) _arrival(gid, now);
+  const int64_t d = recv_d_of_key_[size_t(g - recv_keys_.begin())];
+  if (d == NO_RECV)
+    throw std::out_of_range("rank " + std::to_string(rank) + ": the message from rank " + std::to_string(src) +
+                            " with tensor_id " + std::to_string(tid) + " is in no op's receives");
+  received.push_back({it, gid_of_[d], src, rank, p_.tclass[op_of_[d]], 0, -1, now, lost_bytes});
+  std::vector<uint8_t>* arrived = nullptr;
+  for (auto& [i, a] : arrived_)
+    if (i == it) arrived = &a;
+  if (arrived == nullptr) arrived = &arrived_.emplace_back(it, std::vector<uint8_t>(gid_of_.size(), 0)).second;
+  (*arrived)[d] = 1;
+  if (it == iteration) _arrival(d, now);
 }
 
 // -- running the program ----------------------------------------------------------------------
-bool ScheduleAgent::got(int64_t gid) const {
-  const auto a = arrived_.find(iteration);
-  return a != arrived_.end() && a->second.count(gid) > 0;
+bool ScheduleAgent::got(int64_t d) const {
+  if (d == NO_RECV) return false;
+  for (const auto& [i, a] : arrived_)
+    if (i == iteration) return a[d] != 0;
+  return false;
 }
 
 void ScheduleAgent::_start_iteration(int64_t i, int64_t now) {
@@ -129,7 +166,7 @@ void ScheduleAgent::_start_iteration(int64_t i, int64_t now) {
   }
   started_.assign(n, 0);
   n_left_ = int64_t(n);
-  waiting_sends_.clear();
+  for (auto& w : waiting_sends_) w.clear();
   if (n_left_ == 0) {
     _iteration_done(now);
     return;
@@ -152,25 +189,22 @@ bool ScheduleAgent::_ready(int64_t op, int64_t now) {
     return false;
   }
   for (int64_t s = p_.send_ptr[op]; s < p_.send_ptr[op + 1]; ++s) {
-    const int64_t after = p_.send_after[s];
-    if (after < 0 || got(after))
+    if (p_.send_after[s] < 0 || got(after_d_[s]))
       _send(op, s, now);
-    else
-      waiting_sends_[after].emplace_back(op, s);
+    else if (after_d_[s] != NO_RECV)  // else it waits for a gid that never comes: never sent
+      waiting_sends_[after_d_[s]].emplace_back(op, s);
   }
   for (int64_t k = p_.recv_ptr[op]; k < p_.recv_ptr[op + 1]; ++k)
-    if (got(p_.recv_gid[k])) left_[op] -= 1;
+    if (got(recv_d_[k])) left_[op] -= 1;
   return left_[op] == 0;
 }
 
-void ScheduleAgent::_arrival(int64_t gid, int64_t now) {
-  const int64_t op = op_of_recv_.at(gid);
+void ScheduleAgent::_arrival(int64_t d, int64_t now) {
+  const int64_t op = op_of_[d];
   if (!started_[op]) return;  // counted when the op starts
   std::vector<int64_t> ended;
-  const auto w = waiting_sends_.find(gid);
-  if (w != waiting_sends_.end()) {
-    const std::vector<std::pair<int64_t, int64_t>> waiters = std::move(w->second);
-    waiting_sends_.erase(w);
+  if (!waiting_sends_[d].empty()) {
+    const std::vector<std::pair<int64_t, int64_t>> waiters = std::exchange(waiting_sends_[d], {});
     for (const auto& [waiter, s] : waiters) {
       _send(waiter, s, now);
       if (left_[waiter] == 0 && waiter != op) ended.push_back(waiter);
@@ -211,7 +245,11 @@ void ScheduleAgent::_end(std::vector<int64_t> work, int64_t now) {
 void ScheduleAgent::_iteration_done(int64_t now) {
   IterationRecord& rec = iteration_records.back();
   rec.backward_end_ns = rec.comm_end_ns = now;
-  arrived_.erase(iteration);
+  for (size_t k = 0; k < arrived_.size(); ++k)
+    if (arrived_[k].first == iteration) {
+      arrived_.erase(arrived_.begin() + ptrdiff_t(k));
+      break;
+    }
   if (iteration + 1 < iterations_)
     _start_iteration(iteration + 1, now);
   else

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -79,11 +78,11 @@ class ScheduleAgent {
  private:
   void _start_iteration(int64_t i, int64_t now);
   bool _ready(int64_t op, int64_t now);
-  void _arrival(int64_t gid, int64_t now);
+  void _arrival(int64_t d, int64_t now);
   void _send(int64_t op, int64_t s, int64_t now);
   void _end(std::vector<int64_t> ops, int64_t now);
   void _iteration_done(int64_t now);
-  bool got(int64_t gid) const;  // arrived in this iteration
+  bool got(int64_t d) const;  // arrived in this iteration
 
   struct Timer {
     int64_t end, seq, op;
@@ -92,10 +91,19 @@ class ScheduleAgent {
   const RankProgram p_;
   const int64_t iterations_;
   std::vector<int64_t> succ_ptr_, succ_;                   // CSR: ops waiting for each op
-  std::unordered_map<int64_t, int64_t> op_of_recv_;         // gid -> op
-  std::unordered_map<uint64_t, int64_t> recv_gid_;          // src << 32 | tid -> gid
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, int64_t>>> waiting_sends_;  // gid -> (op, send)
-  std::unordered_map<int64_t, std::unordered_map<int64_t, int64_t>> arrived_;  // iteration -> gid -> lost
+  // The gids this rank receives, each by a dense index d (the order they first appear in the
+  // program's receives): the per-message lookups index arrays, not hash maps.
+  static constexpr int64_t NO_RECV = -1;  // a gid this rank never receives
+  std::vector<int64_t> gid_of_, op_of_;                     // d -> gid, d -> op (op_of_recv)
+  std::vector<int64_t> recv_d_, after_d_;                   // per receive entry, per send: d (after: NO_RECV too)
+  // src << 32 | tid, sorted, and its d (NO_RECV: in no op's receives): a binary search over
+  // a few KB, not a hash node a message
+  std::vector<uint64_t> recv_keys_;
+  std::vector<int64_t> recv_d_of_key_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> waiting_sends_;  // d -> (op, send)
+  // iteration -> arrived[d] (schedule_agent.py's `arrived`, {gid: lost bytes}, of which only
+  // whether a gid came is read)
+  std::vector<std::pair<int64_t, std::vector<uint8_t>>> arrived_;
   std::vector<Timer> timers_;  // min-heap on (end, seq)
   std::vector<Outgoing> outbox_;
   std::vector<int64_t> pending_deps_, left_;
