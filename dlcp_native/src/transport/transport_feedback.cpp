@@ -104,31 +104,31 @@ Bitmap decode_bitmap(const uint8_t* p, size_t len) {
   return b;
 }
 
-std::vector<Bytes> encode_probes(int64_t total, int64_t chunk_size, int64_t bound_bytes,
-                                 const std::vector<uint8_t>& droppable, const std::vector<uint8_t>& mag_class,
-                                 int64_t payload_size) {
-  std::vector<uint32_t> entries;
-  for (size_t c = 0; c < droppable.size(); ++c)
-    if (droppable[c]) entries.push_back(uint32_t(mag_class[c]) << PROBE_ENTRY_SHIFT | uint32_t(c));
+void encode_probes(std::vector<Bytes>& out, int64_t total, int64_t chunk_size, int64_t bound_bytes,
+                   const std::vector<uint8_t>& droppable, const std::vector<uint8_t>& mag_class,
+                   int64_t payload_size) {
+  const int64_t n = std::count_if(droppable.begin(), droppable.end(), [](uint8_t d) { return d != 0; });
   const int64_t per = (payload_size - int64_t(PROBE_HEAD_SIZE)) / 4;
-  const int64_t n = static_cast<int64_t>(entries.size());
   const int64_t nseg = std::max<int64_t>(1, (n + per - 1) / per);
   if (nseg > 0xFFFF)
     throw std::invalid_argument(std::to_string(n) + " droppable chunks need more than 65535 probe packets");
-  std::vector<Bytes> out;
+  out.resize(size_t(nseg));
+  size_t c = 0;  // the next droppable chunk is at c or after
   for (int64_t seg = 0; seg < nseg; ++seg) {
     const int64_t lo = std::min(n, seg * per), hi = std::min(n, (seg + 1) * per);
-    Bytes p(PROBE_HEAD_SIZE + size_t(4 * (hi - lo)));
+    Bytes& p = out[size_t(seg)];
+    p.resize(PROBE_HEAD_SIZE + size_t(4 * (hi - lo)));
     put32(p.data(), uint32_t(total));
     put32(p.data() + 4, uint32_t(chunk_size));
     put32(p.data() + 8, uint32_t(bound_bytes));
     put32(p.data() + 12, uint32_t(n));
     put16(p.data() + 16, uint32_t(seg));
     put16(p.data() + 18, uint32_t(nseg));
-    for (int64_t i = lo; i < hi; ++i) put32(p.data() + PROBE_HEAD_SIZE + 4 * (i - lo), entries[size_t(i)]);
-    out.push_back(std::move(p));
+    for (int64_t i = lo; i < hi; ++i, ++c) {
+      while (!droppable[c]) ++c;
+      put32(p.data() + PROBE_HEAD_SIZE + 4 * (i - lo), uint32_t(mag_class[c]) << PROBE_ENTRY_SHIFT | uint32_t(c));
+    }
   }
-  return out;
 }
 
 uint32_t Probe::entry(size_t i) const { return get32(entries + 4 * i); }

@@ -63,10 +63,11 @@ struct Bitmap {
 };
 Bitmap decode_bitmap(const uint8_t* p, size_t len);  // len >= BITMAP_HEAD_SIZE
 
-// The payloads of one probe round; throws std::invalid_argument past 65535 packets.
-std::vector<Bytes> encode_probes(int64_t total, int64_t chunk_size, int64_t bound_bytes,
-                                 const std::vector<uint8_t>& droppable, const std::vector<uint8_t>& mag_class,
-                                 int64_t payload_size);
+// The payloads of one probe round, into `out` (its vectors' blocks reused); throws
+// std::invalid_argument past 65535 packets, `out` untouched.
+void encode_probes(std::vector<Bytes>& out, int64_t total, int64_t chunk_size, int64_t bound_bytes,
+                   const std::vector<uint8_t>& droppable, const std::vector<uint8_t>& mag_class,
+                   int64_t payload_size);
 
 struct Probe {
   uint32_t total, chunk_size, bound_bytes, n_droppable;

@@ -35,8 +35,8 @@ void Sender::detect(Lane& lane, int64_t now) {
   const int64_t reo = reorder_window();
   while (!q.empty()) {
     const LaneEntry& e = q.front();
-    const Outbound& m = *e.m;
-    if (m.done || m.tx_seq[e.c] != e.seq || m.state[e.c] != IN_FLIGHT) {
+    Outbound* m = in_flight(e.m, e.c, e.seq);
+    if (!m) {
       q.pop_front();
     } else if (e.seq < lane.rack_seq || e.ts < lane.rack_ts) {
       const int64_t deadline = e.ts + lane.rack_rtt + reo;
@@ -50,7 +50,7 @@ void Sender::detect(Lane& lane, int64_t now) {
       }
       const LaneEntry gone = e;
       q.pop_front();
-      lost(gone.m, gone.c, gone.seq);
+      lost(*m, gone.c, gone.seq);
     } else {
       break;
     }
@@ -76,10 +76,7 @@ void Sender::run_timers(int64_t now) {
 // (Re)arm the probe timeout at 2 SRTT from now, once the outstanding probe is settled, while
 // packets are in flight, the RTO would not come first, and no RTO came since the last progress.
 void Sender::arm_pto(int64_t now) {
-  if (tlp_) {
-    const Outbound& m = *tlp_->m;
-    if (m.done || m.tx_seq[tlp_->c] != tlp_->seq || m.state[tlp_->c] != IN_FLIGHT) tlp_.reset();
-  }
+  if (tlp_ && !in_flight(tlp_->m, tlp_->c, tlp_->seq)) tlp_.reset();
   pto_deadline_.reset();
   if (!tlp_ && inflight_ && rtt.has_srtt && rtt.srtt_ns != 0 && !after_rto_ && !cc.pulls) {
     const int64_t deadline = now + int64_t(2 * rtt.srtt_ns) + rtt.pto_margin_ns;
@@ -92,10 +89,10 @@ void Sender::on_pto() {
   pto_deadline_.reset();
   tlp_due_.reset();
   for (const Lane& lane : lanes_) {
-    for (auto it = lane.q.rbegin(); it != lane.q.rend(); ++it) {
-      const Outbound& m = *it->m;
-      if (!m.done && m.tx_seq[it->c] == it->seq && m.state[it->c] == IN_FLIGHT) {
-        if (!tlp_due_ || it->seq > tlp_due_->seq) tlp_due_ = TlpDue{it->seq, it->m, it->c};
+    for (size_t i = lane.q.size(); i-- > 0;) {
+      const LaneEntry& e = lane.q[i];
+      if (in_flight(e.m, e.c, e.seq)) {
+        if (!tlp_due_ || e.seq > tlp_due_->seq) tlp_due_ = TlpDue{e.seq, e.m, e.c};
         break;
       }
     }
@@ -107,13 +104,13 @@ void Sender::on_pto() {
 void Sender::send_tlp(int64_t now, std::vector<OutPacket>& out) {
   const TlpDue due = *tlp_due_;
   tlp_due_.reset();
-  Outbound& m = *due.m;
-  if (m.done || m.tx_seq[due.c] != due.seq || m.state[due.c] != IN_FLIGHT) return;
-  m.inflight -= 1;
+  Outbound* m = in_flight(due.m, due.c, due.seq);
+  if (!m) return;
+  m->inflight -= 1;
   inflight_ -= 1;
   tlp_ = Tlp{due.m, due.c, cc.next_seq, due.seq};
   tail_probes += 1;
-  emit(due.m, due.c, true, now, out);
+  emit(*m, due.c, true, now, out);
 }
 
 void Sender::on_rto(int64_t now) {
@@ -126,11 +123,11 @@ void Sender::on_rto(int64_t now) {
   if (inflight_) {
     cc.on_timeout();
     for (Lane& lane : lanes_) {
-      for (const LaneEntry& e : lane.q) {
-        const Outbound& m = *e.m;
-        if (!m.done && m.tx_seq[e.c] == e.seq && m.state[e.c] == IN_FLIGHT) {
-          lost(e.m, e.c, e.seq);
-          if (cc.pulls && m.state[e.c] == LOST) credit_ += 1;  // NDP: an RTO's resends go out unasked
+      for (size_t i = 0; i < lane.q.size(); ++i) {
+        const LaneEntry& e = lane.q[i];
+        if (Outbound* m = in_flight(e.m, e.c, e.seq)) {
+          lost(*m, e.c, e.seq);
+          if (cc.pulls && m->state[e.c] == LOST) credit_ += 1;  // NDP: an RTO's resends go out unasked
         }
       }
       lane.q.clear();
@@ -139,8 +136,9 @@ void Sender::on_rto(int64_t now) {
   }
   if (cc.pulls && credit_ < 1) credit_ = 1;  // a packet to restart the pulls: the last PULL may have been lost
   if (bounded_loss)
-    for (const auto& [order, m] : msgs_)
-      if (m->next_new >= m->count && m->probe_rounds) queue_probe(m);
+    msgs_.each([this](Outbound& m) {
+      if (m.next_new >= m.count && m.probe_rounds) queue_probe(m);
+    });
   rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
 }
 

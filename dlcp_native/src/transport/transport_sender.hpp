@@ -7,23 +7,22 @@
 //
 // `bounded_loss` false is ReliableSender, true DlcpSender (below). Loss detection (RACK-like, per
 // lane, and the RTO) is in transport_loss_detection.cpp, as loss_detection.py in Python; what
-// ACKs and BITMAPs do to a message, in transport_sender_acks.cpp.
+// ACKs and BITMAPs do to a message, in transport_sender_acks.cpp; what goes on the wire, in
+// transport_sender_packets.cpp. Messages live in reused slots (transport_outbound.hpp).
 //
 // Where Python iterates a dict, this iterates in the same (insertion) order; heaps order by
 // the same keys, which are unique, so every pop is the one Python makes.
 #pragma once
 
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "transport/transport_congestion.hpp"
 #include "transport/transport_message.hpp"
 #include "transport/transport_outbound.hpp"
+#include "transport/transport_ring.hpp"
 #include "wire/transport_packet.hpp"
 
 namespace dlcp::transport {
@@ -31,14 +30,14 @@ namespace dlcp::transport {
 struct LaneEntry {
   int64_t seq;
   int64_t ts;
-  OutboundPtr m;
+  OutRef m;
   uint32_t c;
 };
 
 // One lane (layer priority, magnitude class): loss is evidenced only within a lane.
 struct Lane {
   int idx = 0;              // priority << 3 | magnitude class
-  std::deque<LaneEntry> q;  // in send order; stale entries skipped
+  Ring<LaneEntry> q;        // in send order; stale entries skipped
   int64_t rack_ts = -1;     // send time of the latest-sent delivered packet
   int64_t rack_seq = -1;
   int64_t rack_rtt = 0;
@@ -62,7 +61,7 @@ class Sender {
 
   size_t pending() const { return msgs_.size(); }
   int64_t inflight() const { return inflight_; }
-  bool sending(uint32_t iteration, uint32_t tensor_id) const { return by_key_.count(key(iteration, tensor_id)) > 0; }
+  bool sending(uint32_t iteration, uint32_t tensor_id) const { return msgs_.contains(key(iteration, tensor_id)); }
   int64_t chunks(int64_t nbytes) const { return (nbytes + payload_size - 1) / payload_size; }
 
   const bool bounded_loss;
@@ -77,21 +76,27 @@ class Sender {
  private:
   static uint64_t key(uint32_t iteration, uint32_t tensor_id) { return uint64_t(iteration) << 32 | tensor_id; }
 
-  // sending
-  void make_ready(const OutboundPtr& m);
+  // sending (transport_sender_packets.cpp)
+  void make_ready(Outbound& m);
   std::pair<int64_t, bool> next_chunk(Outbound& m);
-  void emit(const OutboundPtr& m, uint32_t c, bool retx, int64_t now, std::vector<OutPacket>& out);
+  void emit(Outbound& m, uint32_t c, bool retx, int64_t now, std::vector<OutPacket>& out);
   void probe_packets(Outbound& m, int64_t now, std::vector<OutPacket>& out);
-  void queue_probe(const OutboundPtr& m);
+  void queue_probe(Outbound& m);
 
-  // feedback
-  void on_ack(const OutboundPtr& m, const Header& h, const InPayload& p, int64_t now);
-  void on_bitmap(const OutboundPtr& m, const Header& h, const InPayload& p, int64_t now);
-  void progress(const OutboundPtr& m, int64_t newly, int64_t seq, bool ce, int64_t now);
+  // feedback (transport_sender_acks.cpp)
+  void on_ack(Outbound& m, const Header& h, const InPayload& p, int64_t now);
+  void on_bitmap(Outbound& m, const Header& h, const InPayload& p, int64_t now);
+  void progress(Outbound& m, int64_t newly, int64_t seq, bool ce, int64_t now);
   int64_t advance_cum(Outbound& m, uint32_t cum);
   int64_t deliver(Outbound& m, uint32_t c);
-  void lost(const OutboundPtr& m, uint32_t c, int64_t seq);
-  void finish(const OutboundPtr& m, int64_t now);
+  void lost(Outbound& m, uint32_t c, int64_t seq);
+  void finish(Outbound& m, int64_t now);
+  // The lane entry's message if that transmission is still in flight (not finished, not
+  // sent again, not delivered or lost since).
+  Outbound* in_flight(OutRef r, uint32_t c, int64_t seq) {
+    Outbound* m = msgs_.live(r);
+    return m && m->tx_seq[c] == seq && m->state[c] == IN_FLIGHT ? m : nullptr;
+  }
 
   // loss detection (transport_loss_detection.cpp)
   int64_t reorder_window() const;
@@ -104,21 +109,21 @@ class Sender {
   void on_rto(int64_t now);
 
   struct Tlp {  // the outstanding tail-loss probe
-    OutboundPtr m;
+    OutRef m;
     uint32_t c;
     int64_t seq;         // the probe's transmission
     int64_t probed_seq;  // the transmission it repeats
   };
   struct TlpDue {  // the packet the probe timer chose, sent by this poll
     int64_t seq;
-    OutboundPtr m;
+    OutRef m;
     uint32_t c;
   };
 
   struct Ready {
     uint8_t priority;
     int64_t order;
-    OutboundPtr m;
+    OutRef m;
   };
   struct ReadyAfter {  // std heaps are max-heaps: "after" puts the least key on top
     bool operator()(const Ready& a, const Ready& b) const {
@@ -127,9 +132,8 @@ class Sender {
   };
   using Timer = std::pair<int64_t, int>;  // (deadline, lane index)
 
-  std::map<int64_t, OutboundPtr> msgs_;               // by send order: Python's dict order
-  std::unordered_map<uint64_t, OutboundPtr> by_key_;  // (iteration, tensor_id)
-  OutboundPtr last_;  // the last answer's message (most follow one for the same), until it finishes
+  Outbounds msgs_;      // by (iteration, tensor_id), in send order: Python's dict
+  uint32_t last_ = Outbounds::NONE;  // the last answer's message's slot (most follow one for the same), until it finishes
   uint64_t last_key_ = 0;
   std::vector<Ready> ready_;                          // heap of tensors with work to send
   int64_t order_ = 0;
@@ -147,7 +151,7 @@ class Sender {
   int64_t credit_ = 0, first_window_ = 0;
   uint16_t max_pull_ = 0;
   bool take_pull(const Header& h, const InPayload& p);  // whether it was a PULL alone
-  std::vector<OutboundPtr> probe_queue_;
+  std::vector<OutRef> probe_queue_;
   std::vector<SendResult> completed_;
   double reo_mult_ = 1;
   int64_t reo_decay_ = 16;

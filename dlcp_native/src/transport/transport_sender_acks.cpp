@@ -34,8 +34,7 @@ bool Sender::take_pull(const Header& /*h*/, const InPayload& p) {
 }
 
 // ---- feedback ------------------------------------------------------------------------------
-void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
-  Outbound& m = *mp;
+void Sender::on_ack(Outbound& m, const Header& h, const InPayload& p, int64_t now) {
   const uint32_t c = h.chunk_index;
   if (c >= m.count) {
     malformed += 1;
@@ -43,20 +42,20 @@ void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, 
   }
   if ((h.flags & FLAG_TRIMMED) || p.size < fb::FEEDBACK_SIZE) {
     const int64_t newly = deliver(m, c);  // a trimmed ACK still names the chunk that arrived
-    progress(mp, newly, -1, false, now);
+    progress(m, newly, -1, false, now);
     return;
   }
   const fb::Ack a = fb::decode_ack(p.data, p.size);
   const int64_t echo = as_time(a.echo);
   if (echo <= now) rtt.sample(now - echo);
-  const bool probed = tlp_ && tlp_->m == mp && tlp_->c == c;
+  const bool probed = tlp_ && tlp_->m == m.ref() && tlp_->c == c;
   if (probed && m.tx_seq[c] == tlp_->seq && echo == m.xmit_ts[c] && m.state[c] == IN_FLIGHT) {
     // The tail-loss probe arrived and the packet it repeated had not: that was a loss.
     losses += 1;
     cc.on_loss(tlp_->probed_seq);
   }
   if (a.flags & fb::FB_COMPLETE) {
-    finish(mp, now);
+    finish(m, now);
     return;
   }
   int64_t seq;
@@ -77,18 +76,17 @@ void Sender::on_ack(const OutboundPtr& mp, const Header& h, const InPayload& p, 
     lane.rack_seq = std::max(lane.rack_seq, seq);
     lane.rack_rtt = now - echo;
   }
-  progress(mp, newly, seq, a.flags & fb::FB_CE, now);
+  progress(m, newly, seq, a.flags & fb::FB_CE, now);
   if (!cc.pulls) detect(lane, now);  // NDP reads nothing from reordering
 }
 
-void Sender::on_bitmap(const OutboundPtr& mp, const Header& h, const InPayload& p, int64_t now) {
-  Outbound& m = *mp;
+void Sender::on_bitmap(Outbound& m, const Header& h, const InPayload& p, int64_t now) {
   if ((h.flags & FLAG_TRIMMED) || p.size < fb::BITMAP_HEAD_SIZE) return;
   const fb::Bitmap b = fb::decode_bitmap(p.data, p.size);
   const int64_t echo = as_time(b.echo);
   if (echo <= now) rtt.sample(now - echo);
   if (b.flags & fb::FB_COMPLETE) {
-    finish(mp, now);
+    finish(m, now);
     return;
   }
   const uint64_t count = m.count;
@@ -96,7 +94,7 @@ void Sender::on_bitmap(const OutboundPtr& mp, const Header& h, const InPayload& 
   if (b.flags & fb::FB_NACK) {
     // The transmission sent at echo was trimmed: lost for certain, no need to wait.
     const uint32_t c = b.base;
-    if (c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] == echo) lost(mp, c, m.tx_seq[c]);
+    if (c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] == echo) lost(m, c, m.tx_seq[c]);
   } else {
     for (uint32_t i = 0; i < b.nbits; ++i) {
       const uint64_t c = uint64_t(b.base) + i;
@@ -107,17 +105,17 @@ void Sender::on_bitmap(const OutboundPtr& mp, const Header& h, const InPayload& 
     for (uint32_t i = 0; i < b.nbits; ++i) {
       const uint64_t c = uint64_t(b.base) + i;
       if (!b.bit(i) && c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] <= latest)
-        lost(mp, uint32_t(c), m.tx_seq[c]);
+        lost(m, uint32_t(c), m.tx_seq[c]);
     }
   }
   if ((b.flags & fb::FB_NEED_PROBE) && echo == m.probe_ts)
-    queue_probe(mp);  // once per probe round, not once per packet of its answer
-  progress(mp, newly, -1, false, now);
+    queue_probe(m);  // once per probe round, not once per packet of its answer
+  progress(m, newly, -1, false, now);
 }
 
-void Sender::progress(const OutboundPtr& m, int64_t newly, int64_t seq, bool ce, int64_t now) {
+void Sender::progress(Outbound& m, int64_t newly, int64_t seq, bool ce, int64_t now) {
   cc.on_ack(seq, ce, newly);
-  if (m->acked == m->count)
+  if (m.acked == m.count)
     finish(m, now);
   else if (newly) {
     rto_deadline_ = now + rtt.rto_ns;
@@ -147,8 +145,7 @@ int64_t Sender::deliver(Outbound& m, uint32_t c) {
   return 1;
 }
 
-void Sender::lost(const OutboundPtr& mp, uint32_t c, int64_t seq) {
-  Outbound& m = *mp;
+void Sender::lost(Outbound& m, uint32_t c, int64_t seq) {
   m.inflight -= 1;
   inflight_ -= 1;
   losses += 1;
@@ -170,20 +167,16 @@ void Sender::lost(const OutboundPtr& mp, uint32_t c, int64_t seq) {
   }
   m.state[c] = LOST;
   m.retx.push_back(c);
-  make_ready(mp);
+  make_ready(m);
 }
 
-void Sender::finish(const OutboundPtr& mp, int64_t now) {
-  const OutboundPtr keep = mp;  // the maps below may hold the last other reference
-  Outbound& m = *keep;
-  m.done = true;
+void Sender::finish(Outbound& m, int64_t now) {
   inflight_ -= m.inflight;
   m.inflight = 0;
-  msgs_.erase(m.order);
-  by_key_.erase(key(m.iteration, m.tensor_id));
-  if (last_ == keep) last_.reset();
   completed_.push_back({m.iteration, m.tensor_id, m.total, m.count, m.start_ns, now, m.packets, m.retransmits,
                         m.probe_rounds});
+  if (last_ == m.slot) last_ = Outbounds::NONE;
+  msgs_.remove(m, key(m.iteration, m.tensor_id));  // m.done in Python: every reference to it goes stale
   rto_deadline_ = msgs_.empty() ? std::nullopt : std::optional<int64_t>(now + rtt.rto_ns);
   after_rto_ = false;  // a completion is progress
   arm_pto(now);
