@@ -53,7 +53,7 @@ void Sender::emit(Outbound& m, uint32_t c, bool retx, int64_t now, std::vector<O
   OutPacket& p = out.emplace_back();
   p.h = {DATA, fl, m.priority, mag, job, src_rank, dst_rank, uint16_t(m.size(c)), m.iteration, m.tensor_id,
          c, m.count, uint32_t(off), now, m.tclass};
-  p.buf = m.buf;
+  if (m.buf->data) p.buf = m.buf;  // payload-free: no bytes to hold, no count to keep per packet
   p.off = uint32_t(off);
 }
 
