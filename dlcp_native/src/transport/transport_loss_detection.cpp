@@ -127,7 +127,7 @@ void Sender::on_rto(int64_t now) {
         const LaneEntry& e = lane.q[i];
         if (Outbound* m = in_flight(e.m, e.c, e.seq)) {
           lost(*m, e.c, e.seq);
-          if (cc.pulls && m->state[e.c] == LOST) credit_ += 1;  // NDP: an RTO's resends go out unasked
+          if (cc.pulls && m->ch[e.c].state == LOST) credit_ += 1;  // NDP: an RTO's resends go out unasked
         }
       }
       lane.q.clear();

@@ -45,8 +45,7 @@ void Outbounds::remove(Outbound& m, uint64_t key) {
   (m.next == NONE ? tail_ : slab_[m.next].prev) = m.prev;
   m.gen += 1;
   m.buf.reset();  // the tensor's bytes go with the message, as before
-  for (auto* v : {&m.mag, &m.flags, &m.state}) clear_keeping(*v, REUSE_CHUNKS);
-  for (auto* v : {&m.xmit_ts, &m.tx_seq}) clear_keeping(*v, REUSE_CHUNKS);
+  clear_keeping(m.ch, REUSE_CHUNKS);
   if (m.retx.capacity() > REUSE_CHUNKS)
     m.retx.release();
   else

@@ -30,6 +30,16 @@ struct OutRef {
   bool operator==(const OutRef& o) const { return slot == o.slot && gen == o.gen; }
 };
 
+// A chunk's state and header fields together: what a packet or its answer reads of a chunk
+// is one load (five vectors were five blocks, as many cache lines a chunk).
+struct Chunk {
+  int64_t xmit_ts = 0;  // when its latest copy was sent
+  int64_t tx_seq = -1;  // that copy's transmission number
+  uint8_t state = UNSENT;
+  uint8_t mag = 0;      // its magnitude class
+  uint8_t flags = 0;    // FLAG_DROPPABLE, FLAG_LAST_CHUNK
+};
+
 struct Outbound {
   uint32_t iteration = 0, tensor_id = 0;
   uint8_t priority = 7;
@@ -37,8 +47,7 @@ struct Outbound {
   uint32_t count = 0;
   int64_t cs = 0, total = 0;
   std::shared_ptr<const Buffer> buf;
-  std::vector<uint8_t> mag, flags, state;
-  std::vector<int64_t> xmit_ts, tx_seq;
+  std::vector<Chunk> ch;
   uint32_t next_new = 0, cum = 0, acked = 0;
   int64_t inflight = 0, abandoned = 0, bound = 0;
   Ring<uint32_t> retx;

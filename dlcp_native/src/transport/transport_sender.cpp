@@ -66,23 +66,21 @@ void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std:
   m.cs = cs;
   m.total = total;
   m.buf = std::move(buf);
-  m.mag = plan.mag_class;
-  m.flags.assign(size_t(count), 0);  // FLAG_DROPPABLE is 1
-  if (bounded_loss)
-    for (size_t c = 0; c < m.flags.size(); ++c) m.flags[c] = plan.droppable[c] ? 1 : 0;
+  m.ch.assign(size_t(count), Chunk{});
+  for (size_t c = 0; c < m.ch.size(); ++c) {
+    m.ch[c].mag = plan.mag_class[c];
+    m.ch[c].flags = bounded_loss && plan.droppable[c] ? FLAG_DROPPABLE : 0;
+  }
+  m.ch.back().flags |= FLAG_LAST_CHUNK;
   m.bound = bounded_loss ? plan.bound_bytes : 0;
   if (bounded_loss) {
     try {
-      fb::encode_probes(m.probes, total, cs, m.bound, m.flags, m.mag, payload_size);
+      fb::encode_probes(m.probes, total, cs, m.bound, plan.droppable, plan.mag_class, payload_size);
     } catch (...) {
       msgs_.remove(m, key(iteration, tensor_id));  // refused: as if never sent
       throw;
     }
   }
-  m.flags.back() |= FLAG_LAST_CHUNK;
-  m.state.assign(size_t(count), UNSENT);
-  m.xmit_ts.assign(size_t(count), 0);
-  m.tx_seq.assign(size_t(count), -1);
   m.order = order_++;
   m.start_ns = now;
   m.lane_base = int(priority) << 3;

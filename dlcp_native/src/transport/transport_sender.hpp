@@ -95,7 +95,7 @@ class Sender {
   // sent again, not delivered or lost since).
   Outbound* in_flight(OutRef r, uint32_t c, int64_t seq) {
     Outbound* m = msgs_.live(r);
-    return m && m->tx_seq[c] == seq && m->state[c] == IN_FLIGHT ? m : nullptr;
+    return m && m->ch[c].tx_seq == seq && m->ch[c].state == IN_FLIGHT ? m : nullptr;
   }
 
   // loss detection (transport_loss_detection.cpp)

@@ -49,7 +49,7 @@ void Sender::on_ack(Outbound& m, const Header& h, const InPayload& p, int64_t no
   const int64_t echo = as_time(a.echo);
   if (echo <= now) rtt.sample(now - echo);
   const bool probed = tlp_ && tlp_->m == m.ref() && tlp_->c == c;
-  if (probed && m.tx_seq[c] == tlp_->seq && echo == m.xmit_ts[c] && m.state[c] == IN_FLIGHT) {
+  if (probed && m.ch[c].tx_seq == tlp_->seq && echo == m.ch[c].xmit_ts && m.ch[c].state == IN_FLIGHT) {
     // The tail-loss probe arrived and the packet it repeated had not: that was a loss.
     losses += 1;
     cc.on_loss(tlp_->probed_seq);
@@ -59,18 +59,18 @@ void Sender::on_ack(Outbound& m, const Header& h, const InPayload& p, int64_t no
     return;
   }
   int64_t seq;
-  if (m.xmit_ts[c] == echo) {
-    seq = m.tx_seq[c];
+  if (m.ch[c].xmit_ts == echo) {
+    seq = m.ch[c].tx_seq;
   } else {
     seq = -1;
-    if (echo < m.xmit_ts[c] && m.state[c] != ACKED && !probed)
+    if (echo < m.ch[c].xmit_ts && m.ch[c].state != ACKED && !probed)
       on_spurious();  // an earlier copy arrived after all: widen the reordering window
   }
   int64_t newly = deliver(m, c);
   for (size_t i = 0; i < a.n_extra; ++i)
     if (a.extra[i] < m.count) newly += deliver(m, a.extra[i]);
   if (a.cum > m.cum) newly += advance_cum(m, std::min(a.cum, m.count));
-  Lane& lane = lanes_[size_t(m.lane_base | m.mag[c])];
+  Lane& lane = lanes_[size_t(m.lane_base | m.ch[c].mag)];
   if (echo > lane.rack_ts || seq > lane.rack_seq) {
     lane.rack_ts = std::max(lane.rack_ts, echo);
     lane.rack_seq = std::max(lane.rack_seq, seq);
@@ -94,7 +94,7 @@ void Sender::on_bitmap(Outbound& m, const Header& h, const InPayload& p, int64_t
   if (b.flags & fb::FB_NACK) {
     // The transmission sent at echo was trimmed: lost for certain, no need to wait.
     const uint32_t c = b.base;
-    if (c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] == echo) lost(m, c, m.tx_seq[c]);
+    if (c < count && m.ch[c].state == IN_FLIGHT && m.ch[c].xmit_ts == echo) lost(m, c, m.ch[c].tx_seq);
   } else {
     for (uint32_t i = 0; i < b.nbits; ++i) {
       const uint64_t c = uint64_t(b.base) + i;
@@ -104,8 +104,8 @@ void Sender::on_bitmap(Outbound& m, const Header& h, const InPayload& p, int64_t
     const int64_t latest = echo - reorder_window();
     for (uint32_t i = 0; i < b.nbits; ++i) {
       const uint64_t c = uint64_t(b.base) + i;
-      if (!b.bit(i) && c < count && m.state[c] == IN_FLIGHT && m.xmit_ts[c] <= latest)
-        lost(m, uint32_t(c), m.tx_seq[c]);
+      if (!b.bit(i) && c < count && m.ch[c].state == IN_FLIGHT && m.ch[c].xmit_ts <= latest)
+        lost(m, uint32_t(c), m.ch[c].tx_seq);
     }
   }
   if ((b.flags & fb::FB_NEED_PROBE) && echo == m.probe_ts)
@@ -132,7 +132,7 @@ int64_t Sender::advance_cum(Outbound& m, uint32_t cum) {
 }
 
 int64_t Sender::deliver(Outbound& m, uint32_t c) {
-  const uint8_t s = m.state[c];
+  const uint8_t s = m.ch[c].state;
   if (s == ACKED) return 0;
   if (s == IN_FLIGHT) {
     m.inflight -= 1;
@@ -140,7 +140,7 @@ int64_t Sender::deliver(Outbound& m, uint32_t c) {
   } else if (s == ABANDONED) {
     m.abandoned -= m.size(c);
   }
-  m.state[c] = ACKED;
+  m.ch[c].state = ACKED;
   m.acked += 1;
   return 1;
 }
@@ -157,15 +157,15 @@ void Sender::lost(Outbound& m, uint32_t c, int64_t seq) {
     }
   }
   cc.on_loss(seq);
-  if (m.flags[c] & FLAG_DROPPABLE) {
+  if (m.ch[c].flags & FLAG_DROPPABLE) {
     const int64_t size = m.size(c);
     if (m.abandoned + size <= m.bound) {  // within the loss bound: let it go
-      m.state[c] = ABANDONED;
+      m.ch[c].state = ABANDONED;
       m.abandoned += size;
       return;
     }
   }
-  m.state[c] = LOST;
+  m.ch[c].state = LOST;
   m.retx.push_back(c);
   make_ready(m);
 }

@@ -20,10 +20,10 @@ std::pair<int64_t, bool> Sender::next_chunk(Outbound& m) {
   while (!m.retx.empty()) {
     const uint32_t c = m.retx.front();
     m.retx.pop_front();
-    if (m.state[c] == LOST) return {c, true};
+    if (m.ch[c].state == LOST) return {c, true};
   }
   uint32_t c = m.next_new;
-  while (c < m.count && m.state[c] != UNSENT) ++c;  // acknowledged before sent: a stale duplicate
+  while (c < m.count && m.ch[c].state != UNSENT) ++c;  // acknowledged before sent: a stale duplicate
   if (c < m.count) {
     m.next_new = c + 1;
     return {c, false};
@@ -34,17 +34,17 @@ std::pair<int64_t, bool> Sender::next_chunk(Outbound& m) {
 
 void Sender::emit(Outbound& m, uint32_t c, bool retx, int64_t now, std::vector<OutPacket>& out) {
   const int64_t seq = cc.on_send();
-  m.state[c] = IN_FLIGHT;
+  m.ch[c].state = IN_FLIGHT;
   m.inflight += 1;
   inflight_ += 1;
-  m.xmit_ts[c] = now;
-  m.tx_seq[c] = seq;
-  const uint8_t mag = m.mag[c];
+  m.ch[c].xmit_ts = now;
+  m.ch[c].tx_seq = seq;
+  const uint8_t mag = m.ch[c].mag;
   lanes_[size_t(m.lane_base | mag)].q.push_back({seq, now, m.ref(), c});
   if (!rto_deadline_) rto_deadline_ = now + rtt.rto_ns;
   arm_pto(now);
   const int64_t off = int64_t(c) * m.cs;
-  uint8_t fl = m.flags[c];
+  uint8_t fl = m.ch[c].flags;
   m.packets += 1;
   if (retx) {
     fl |= FLAG_RETRANSMISSION;
