@@ -35,7 +35,7 @@ Outbound& Outbounds::add(uint64_t key) {
   m.next = NONE;
   (tail_ == NONE ? head_ : slab_[tail_].next) = s;
   tail_ = s;
-  index_.insert(key, s);
+  index_.set(key, s);
   return m;
 }
 

@@ -68,8 +68,13 @@ struct Outbound {
 // by reference. A finished message's slot is reused with its vectors' blocks, so a message at
 // steady state allocates nothing; blocks grown past REUSE_CHUNKS chunks are given back.
 class Outbounds {
+  struct KeyBits {  // (iteration << 32 | tensor_id): every bit is the key's already
+    uint64_t operator()(uint64_t key) const { return key; }
+  };
+  using Index = KeyIndex<uint64_t, KeyBits>;
+
  public:
-  static constexpr uint32_t NONE = KeyIndex::NONE;
+  static constexpr uint32_t NONE = Index::NONE;
   static constexpr size_t REUSE_CHUNKS = 4096;
 
   // A slot for a new message of `key` (absent), last in sending order; its fields but the
@@ -104,7 +109,7 @@ class Outbounds {
  private:
   std::vector<Outbound> slab_;
   std::vector<uint32_t> free_;
-  KeyIndex index_;
+  Index index_;
   uint32_t head_ = NONE, tail_ = NONE;
 };
 
