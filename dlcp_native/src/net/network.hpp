@@ -29,7 +29,7 @@
 #include "switch/packet.hpp"
 #include "switch/port.hpp"
 #include "switch/registry.hpp"
-#include "switch/ring.hpp"
+#include "base/ring.hpp"
 #include "switch/switch.hpp"
 
 namespace dlcp {

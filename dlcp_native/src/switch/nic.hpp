@@ -21,7 +21,7 @@
 
 #include "switch/packet.hpp"
 #include "switch/port.hpp"
-#include "switch/ring.hpp"
+#include "base/ring.hpp"
 
 namespace dlcp {
 

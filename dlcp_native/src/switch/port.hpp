@@ -19,7 +19,7 @@
 
 #include "switch/packet.hpp"
 #include "switch/queue_managers.hpp"
-#include "switch/ring.hpp"
+#include "base/ring.hpp"
 #include "switch/schedulers.hpp"
 
 namespace dlcp {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "transport/transport_key_index.hpp"
-#include "transport/transport_ring.hpp"
+#include "base/ring.hpp"
 #include "wire/transport_packet.hpp"
 
 namespace dlcp::transport {

@@ -22,7 +22,7 @@
 #include "transport/transport_congestion.hpp"
 #include "transport/transport_message.hpp"
 #include "transport/transport_outbound.hpp"
-#include "transport/transport_ring.hpp"
+#include "base/ring.hpp"
 #include "wire/transport_packet.hpp"
 
 namespace dlcp::transport {

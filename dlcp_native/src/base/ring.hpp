@@ -1,5 +1,8 @@
 // A double-ended queue of small values in one power-of-two buffer: what collections.deque is
-// to the Python model, without a node allocation per element.
+// to the Python models, without a node allocation per element, and nothing allocated while
+// empty. Every layer's queues (a port's, a wire's, a NIC's, a sender's lanes and
+// retransmissions) are these: base/ is the one folder any layer may include, as Python's
+// standard library.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +33,14 @@ class Ring {
   }
   T pop_front() { return std::move(buf_[head_++ & mask_]); }
   T pop_back() { return buf_[--tail_ & mask_]; }
+  void clear() { head_ = tail_ = 0; }
+  // Empty, and its block given back.
+  void release() {
+    clear();
+    std::vector<T>().swap(buf_);
+    mask_ = 0;
+  }
+  size_t capacity() const { return buf_.size(); }
 
   // Keep only the elements for which keep(element) holds, in order.
   template <class Pred>
