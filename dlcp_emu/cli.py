@@ -51,6 +51,9 @@ def _say_once(message, category, *_args, **_kwargs):
 
 
 def main(argv=None):
+    if argv is None:  # the command line itself (not a caller's argv): start in huge pages
+        from dlcp_emu import huge_pages
+        huge_pages.reexec()
     args = build_parser().parse_args(argv)
     from topologies import RenamedParameterWarning
     warnings.simplefilter("always", RenamedParameterWarning)

@@ -8,7 +8,11 @@ core, and the Python called per message), and writing the results (tables, parqu
 
 --profile also writes a cProfile of the whole run (CPU time), for `python -m pstats`.
 """
-import time
+from dlcp_emu import huge_pages
+
+huge_pages.reexec()   # as the command line does (GLIBC_TUNABLES=glibc.malloc.hugetlb=0: without)
+
+import time  # noqa: E402
 
 T0_WALL, T0_CPU = time.perf_counter(), time.process_time()
 
@@ -86,7 +90,7 @@ def main():
             prof.disable()
             prof.dump_stats(args.profile)
     print(f"{args.spec}: {s.get('events', 0):,} events, {s.get('packet_hops', 0):,} packet-hops, "
-          f"mean iteration {s['iteration_time_mean_s'] * 1e3:.3f} ms")
+          f"mean iteration {s['iteration_time_mean_s'] * 1e3:.3f} ms; {huge_pages.note()}")
     print(f"{'phase':38s} {'wall s':>9s} {'CPU s':>9s} {'peak MB':>9s}")
     for name, wall, cpu, peak in phases.rows:
         if name != "experiment.run":
@@ -99,7 +103,8 @@ def main():
     print(f"{'whole command (but interpreter start)':38s} {total[0] - T0_WALL:9.2f} {total[1] - T0_CPU:9.2f}")
     print(f"(experiment.run {rest:.2f} s wall; peak memory {_peak_mb():.0f} MB)")
     json.dump({"phases": phases.rows, "summary_keys": {k: s.get(k) for k in (
-        "wall_s", "core_wall_s", "run_cpu_s", "core_cpu_s", "process_cpu_s", "events", "packet_hops")}},
+        "wall_s", "core_wall_s", "run_cpu_s", "core_cpu_s", "process_cpu_s", "events", "packet_hops",
+        "memory_pages")}},
         sys.stderr)
     print(file=sys.stderr)
 

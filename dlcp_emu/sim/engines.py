@@ -12,7 +12,7 @@ from dlcp_emu.sim.network import SimNetwork
 
 # Summary keys only the wall clock decides: the rest is identical on either engine.
 WALL_CLOCK_KEYS = frozenset({"wall_s", "process_cpu_s", "core_wall_s", "run_cpu_s", "core_cpu_s",
-                             "packet_hops_per_s", "engine", "engine_note"})
+                             "packet_hops_per_s", "engine", "engine_note", "memory_pages"})
 
 
 def make_network(topology, pipeline, engine="auto", seed=0, record_drops=False):

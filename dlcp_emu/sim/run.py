@@ -10,6 +10,7 @@ import time
 
 import pandas as pd
 
+from dlcp_emu import huge_pages
 from dlcp_emu.experiment.accuracy import training_of
 from dlcp_emu.experiment.backend import Outcome, Setup
 from dlcp_emu.experiment.run import prepare
@@ -85,6 +86,7 @@ class SimBackend:
         s["core_wall_s"] = net.loop.core_s if net.engine == "native" else None
         s["run_cpu_s"] = thread_cpu
         s["core_cpu_s"] = net.loop.core_cpu_s if net.engine == "native" else None
+        s["memory_pages"] = huge_pages.pages()   # which moves the core's speed at scale by ~10%
         conservation = net.conservation()
         s["switch_conservation_ok"] = all(a == b for a, b in conservation.values())
         # The simulator's own speed on this run (NICs included, as `bench sim` counts).
@@ -238,7 +240,7 @@ def _simulate(setup, log, hosts, prefetch, agents="auto"):
     spec = setup.spec
     net, hosts = build_network(setup, hosts, prefetch, agents)
     topo = setup.topology
-    log(f"  engine: {net.engine} ({net.engine_note})")
+    log(f"  engine: {net.engine} ({net.engine_note}); {huge_pages.note()}")
     wall, cpu, thread_cpu = time.monotonic(), time.process_time(), time.thread_time()
     samples = {name: {"ports": net.port_numbers(name), "samples": []} for name in topo.switches()}
     sample_ns = spec.scale.delay_ns(1_000_000)   # 1 ms of real-world time

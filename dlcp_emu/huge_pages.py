@@ -1,0 +1,68 @@
+"""Transparent huge pages for the compiled core's memory.
+
+At 1024 hosts the simulator's loop is bound by memory: each event reads a wire, a packet, a
+switch's port and a host's transport state from all over a heap of several GB, and with 4 KiB
+pages most of those reads also miss the TLB (in a virtual machine a miss walks two page
+tables). glibc can ask the kernel for 2 MiB pages for what malloc takes
+(`glibc.malloc.hugetlb=1`: madvise(MADV_HUGEPAGE) on its heap, for kernels whose
+transparent huge pages are `madvise`, as Debian's are), but reads the setting only when a
+process starts. So the command line starts itself once more with it set, before it has done
+anything (`reexec`); `fat-tree-1024-sim.toml`'s core took 146 CPU-s against 162 without
+(docs/engines-and-scale.md). Python API users set it in their own environment:
+`GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python ...`. A user's own choice (the tunable set to
+anything, e.g. 0) is kept.
+"""
+import os
+import platform
+import sys
+
+TUNABLE = "glibc.malloc.hugetlb"
+ENV = "GLIBC_TUNABLES"
+
+
+def _chosen(environ):
+    """The value the environment gives the tunable, or None."""
+    for item in environ.get(ENV, "").split(":"):
+        name, _, value = item.partition("=")
+        if name == TUNABLE:
+            return value
+    return None
+
+
+def environment(environ, libc=None):
+    """The environment to start again with (the tunable added to what GLIBC_TUNABLES holds),
+    or None when nothing is to change: the user chose already, or the C library is not glibc."""
+    libc = platform.libc_ver()[0] if libc is None else libc
+    if libc != "glibc" or _chosen(environ) is not None:
+        return None
+    env = dict(environ)
+    current = environ.get(ENV, "")
+    env[ENV] = f"{current}:{TUNABLE}=1" if current else f"{TUNABLE}=1"
+    return env
+
+
+def reexec():
+    """Start this command again with huge pages advised, if it was not (never returns then)."""
+    env = environment(os.environ)
+    if env is None or not sys.executable:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, env)
+
+
+def in_effect(environ=None):
+    """Whether this process's malloc advises huge pages (glibc read the tunable at start)."""
+    return _chosen(os.environ if environ is None else environ) not in (None, "0")
+
+
+def pages():
+    """For a run's summary: "huge" (malloc advises transparent huge pages) or "4k"."""
+    return "huge" if in_effect() else "4k"
+
+
+def note():
+    """For a run's log: how its memory was paged."""
+    if in_effect():
+        return "malloc advises transparent huge pages"
+    return f"malloc in 4 KiB pages ({ENV}={TUNABLE}=1 gives ~10% at 1024 hosts)"
