@@ -94,7 +94,7 @@ class NativeNetwork:
         self.carried_in_flight = core.carried_in_flight
         # Schedule agents in the core (src/host/schedule_agent.hpp), one a training stack.
         self.attach_schedule_agent, self.start_agent = core.attach_schedule_agent, core.start_agent
-        self.agent_state, self.agent_records = core.agent_state, core.agent_records
+        self.agent_state, self.take_agent_records = core.agent_state, core.take_agent_records
         # A data-parallel worker's collectives in the core (src/host/worker_collectives.hpp).
         self.attach_collectives, self.begin_collective = core.attach_collectives, core.begin_collective
         self.take_ended_collective = core.take_ended_collective

@@ -24,17 +24,22 @@ def message_table(records, scale, t0_ns=0):
                   ("iteration", "gid", "done_ns", "lost_bytes"))
     if not len(sent["gid"]):
         return pd.DataFrame(columns=MESSAGE_COLUMNS)
+    # Each intermediate let go as soon as it is used: at 1024 GPUs a column is 85 MB.
+    top = int(max(sent["gid"].max(), got["gid"].max(initial=0))) + 1
     order = np.lexsort((sent["gid"], sent["iteration"]))
     d = pd.DataFrame({k: v[order] for k, v in sent.items()})
-    top = int(max(sent["gid"].max(), got["gid"].max(initial=0))) + 1
+    del sent, order
     want = d["iteration"].to_numpy() * top + d["gid"].to_numpy()
     have = got["iteration"] * top + got["gid"]
     by = np.argsort(have, kind="stable")
-    at = np.minimum(np.searchsorted(have[by], want), max(len(by) - 1, 0))
-    found = have[by][at] == want if len(by) else np.zeros(len(want), dtype=bool)
+    have = have[by]
+    at = np.minimum(np.searchsorted(have, want), max(len(by) - 1, 0))
+    found = have[at] == want if len(by) else np.zeros(len(want), dtype=bool)
+    del have, want
     for k in ("done_ns", "lost_bytes"):   # as a left merge gives them: float with NaN if any is missing
-        v = got[k][by][at] if len(by) else np.zeros(len(want), dtype=np.int64)
+        v = got.pop(k)[by][at] if len(by) else np.zeros(len(at), dtype=np.int64)
         d[k] = v if found.all() else np.where(found, v, np.nan)
+    del got, by, at, found
     d["sent_s"] = (d["sent_ns"] - t0_ns) * scale.s_per_ns
     d["done_s"] = (d["done_ns"] - t0_ns) * scale.s_per_ns
     d["fct_s"] = d["done_s"] - d["sent_s"]

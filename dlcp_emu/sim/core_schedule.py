@@ -53,8 +53,9 @@ class CoreScheduleAgent:
     def records(self):
         """{iterations, busy_ns, messages_sent, messages_received, deliveries} as sim.run's
         _records gives them of a ScheduleAgent and its HostStack, the messages and deliveries
-        as the core's columns (`experiment.record_columns` reads either form)."""
-        r = self._core.agent_records(self._sid)
+        as the core's columns (`experiment.record_columns` reads either form). Once, at the
+        run's end: the core hands its message and delivery rows over and keeps none."""
+        r = self._core.take_agent_records(self._sid)
         it = r["iterations"]
         names = list(it)
         return {"iterations": [dict(zip(names, row)) for row in zip(*(it[k].tolist() for k in names))],

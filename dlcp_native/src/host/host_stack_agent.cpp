@@ -23,6 +23,7 @@ void HostStack::adopt_agent(std::unique_ptr<ScheduleAgent> a, SenderSpec spec) {
   if (agent || !senders_.empty()) throw std::invalid_argument("the stack has an agent or senders already");
   agent = std::move(a);
   spec_ = std::move(spec);
+  deliveries.reserve(agent->received.capacity());  // a delivery a message received
 }
 
 void HostStack::run_agent(int64_t now, bool starting) {

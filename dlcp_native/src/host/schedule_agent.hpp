@@ -74,6 +74,8 @@ class ScheduleAgent {
   std::vector<IterationRecord> iteration_records;
   std::vector<MessageRecord> sent, received;
   std::vector<int64_t> busy;  // per iteration: ns the rank computed (union of its compute ops)
+  // Rows a run records of `per_iteration` a iteration, for reserving (at most 2**20).
+  size_t record_rows(size_t per_iteration) const;
 
  private:
   void _start_iteration(int64_t i, int64_t now);
