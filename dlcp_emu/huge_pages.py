@@ -10,7 +10,9 @@ process starts. So the command line starts itself once more with it set, before 
 anything (`reexec`); `fat-tree-1024-sim.toml`'s core took 146 CPU-s against 162 without
 (docs/engines-and-scale.md). Python API users set it in their own environment:
 `GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python ...`. A user's own choice (the tunable set to
-anything, e.g. 0) is kept.
+anything, e.g. 0) is kept. The restarted process gives its children the environment it was
+given: an emulation's hosts and switches run in real time, where a first touch of a 2 MiB
+page (zeroed whole) would stall them for tens of microseconds.
 """
 import os
 import platform
@@ -18,6 +20,7 @@ import sys
 
 TUNABLE = "glibc.malloc.hugetlb"
 ENV = "GLIBC_TUNABLES"
+BEFORE = "DLCP_EMU_GLIBC_TUNABLES_BEFORE"   # what GLIBC_TUNABLES held, across the restart only
 
 
 def _chosen(environ):
@@ -38,11 +41,20 @@ def environment(environ, libc=None):
     env = dict(environ)
     current = environ.get(ENV, "")
     env[ENV] = f"{current}:{TUNABLE}=1" if current else f"{TUNABLE}=1"
+    env[BEFORE] = current
     return env
 
 
 def reexec():
-    """Start this command again with huge pages advised, if it was not (never returns then)."""
+    """Start this command again with huge pages advised, if it was not (never returns then);
+    in the restarted process, give the environment back as it was for its children."""
+    if BEFORE in os.environ:
+        before = os.environ.pop(BEFORE)
+        if before:
+            os.environ[ENV] = before
+        else:
+            os.environ.pop(ENV, None)
+        return
     env = environment(os.environ)
     if env is None or not sys.executable:
         return
@@ -51,9 +63,15 @@ def reexec():
     os.execve(sys.executable, sys.orig_argv, env)
 
 
+# What glibc read when this process started: this module is imported before `reexec` gives
+# the environment back.
+_AT_START = _chosen(os.environ)
+
+
 def in_effect(environ=None):
-    """Whether this process's malloc advises huge pages (glibc read the tunable at start)."""
-    return _chosen(os.environ if environ is None else environ) not in (None, "0")
+    """Whether this process's malloc advises huge pages (glibc read the tunable at start), or
+    would under `environ`."""
+    return (_AT_START if environ is None else _chosen(environ)) not in (None, "0")
 
 
 def pages():

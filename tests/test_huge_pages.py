@@ -29,9 +29,10 @@ iterations = 1
 
 def test_the_tunable_is_added_to_what_glibc_tunables_holds():
     assert huge_pages.environment({"PATH": "/bin"}, libc="glibc") == {
-        "PATH": "/bin", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+        "PATH": "/bin", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1", huge_pages.BEFORE: ""}
     env = huge_pages.environment({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, libc="glibc")
     assert env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    assert env[huge_pages.BEFORE] == "glibc.malloc.arena_max=2"
 
 
 @pytest.mark.parametrize("tunables", ["glibc.malloc.hugetlb=0", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"])
@@ -48,6 +49,27 @@ def test_in_effect_reads_the_value():
     assert not huge_pages.in_effect({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"})
     assert not huge_pages.in_effect({"GLIBC_TUNABLES": "glibc.malloc.hugetlb.x=1"})
     assert not huge_pages.in_effect({})
+
+
+CHILD = """
+import os, subprocess, sys
+from dlcp_emu import huge_pages
+huge_pages.reexec()
+child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('GLIBC_TUNABLES'))"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+print(huge_pages.pages(), os.environ.get("GLIBC_TUNABLES"), child, huge_pages.BEFORE in os.environ)
+"""
+
+
+@pytest.mark.skipif(huge_pages.environment({}) is None, reason="the C library is not glibc")
+@pytest.mark.parametrize("tunables", [None, "glibc.malloc.arena_max=2"])
+def test_the_restarted_process_gives_its_children_the_environment_it_was_given(tunables):
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    if tunables:
+        env["GLIBC_TUNABLES"] = tunables
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=60,
+                         check=True).stdout.split()
+    assert out == ["huge", str(tunables), str(tunables), "False"]
 
 
 def _pages(tmp_path, env):
