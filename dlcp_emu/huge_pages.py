@@ -14,6 +14,7 @@ anything, e.g. 0) is kept. The restarted process gives its children the environm
 given: an emulation's hosts and switches run in real time, where a first touch of a 2 MiB
 page (zeroed whole) would stall them for tens of microseconds.
 """
+import contextlib
 import os
 import platform
 import sys
@@ -72,6 +73,25 @@ def in_effect(environ=None):
     """Whether this process's malloc advises huge pages (glibc read the tunable at start), or
     would under `environ`."""
     return (_AT_START if environ is None else _chosen(environ)) not in (None, "0")
+
+
+@contextlib.contextmanager
+def for_children():
+    """Processes started inside (a sweep's simulating workers, never an emulation's hosts)
+    start with the pages this process has."""
+    env = environment(os.environ) if in_effect() else None
+    if env is None:
+        yield
+        return
+    before = os.environ.get(ENV)
+    os.environ[ENV] = env[ENV]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
 
 
 def pages():

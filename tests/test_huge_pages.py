@@ -55,21 +55,28 @@ CHILD = """
 import os, subprocess, sys
 from dlcp_emu import huge_pages
 huge_pages.reexec()
-child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('GLIBC_TUNABLES'))"],
-                       capture_output=True, text=True, check=True).stdout.strip()
-print(huge_pages.pages(), os.environ.get("GLIBC_TUNABLES"), child, huge_pages.BEFORE in os.environ)
+def child():
+    return subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('GLIBC_TUNABLES'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+plain = child()
+with huge_pages.for_children():
+    simulating = child()
+print(huge_pages.pages(), os.environ.get("GLIBC_TUNABLES"), plain, huge_pages.BEFORE in os.environ, simulating,
+      os.environ.get("GLIBC_TUNABLES"))
 """
 
 
 @pytest.mark.skipif(huge_pages.environment({}) is None, reason="the C library is not glibc")
 @pytest.mark.parametrize("tunables", [None, "glibc.malloc.arena_max=2"])
 def test_the_restarted_process_gives_its_children_the_environment_it_was_given(tunables):
+    """...but for a sweep's simulating processes, started with its pages (`for_children`)."""
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     if tunables:
         env["GLIBC_TUNABLES"] = tunables
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=60,
                          check=True).stdout.split()
-    assert out == ["huge", str(tunables), str(tunables), "False"]
+    with_pages = f"{tunables}:glibc.malloc.hugetlb=1" if tunables else "glibc.malloc.hugetlb=1"
+    assert out == ["huge", str(tunables), str(tunables), "False", with_pages, str(tunables)]
 
 
 def _pages(tmp_path, env):

@@ -21,6 +21,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from dlcp_emu import huge_pages
 from dlcp_emu.study.pools import SIMULATE_LOG, outcome
 
 LOCAL = "local"
@@ -81,9 +82,11 @@ def client_for(cluster, jobs=1):
         # No memory limit of Dask's own: the spec's check and --jobs' check already hold the
         # runs to this machine's memory, and Dask's share (memory / workers) would kill a run
         # that fits. Its web server on a free port: 8787 may be taken (another cluster).
-        with LocalCluster(n_workers=local_workers(jobs), threads_per_worker=1,
-                          processes=True, memory_limit=0, dashboard_address=":0",
-                          silence_logs=logging.CRITICAL) as local, Client(local) as client:
+        with huge_pages.for_children():
+            local = LocalCluster(n_workers=local_workers(jobs), threads_per_worker=1,
+                                 processes=True, memory_limit=0, dashboard_address=":0",
+                                 silence_logs=logging.CRITICAL)
+        with local, Client(local) as client:
             yield client
         return
     try:

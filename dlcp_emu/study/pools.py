@@ -6,6 +6,8 @@ import contextlib
 import multiprocessing
 import signal
 
+from dlcp_emu import huge_pages
+
 
 def check_memory(tasks, jobs, local_cluster=False):
     """ValueError naming --jobs (--cluster) if the largest runs' gradients, `jobs` of them held
@@ -30,7 +32,8 @@ def side_by_side(tasks, jobs, run_dir, record, log):
     stop = context.Event()
     pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_pool_process,
                                                   initargs=(stop,))
-    futures = {pool.submit(_simulate_quietly, t.spec, t.preset, run_dir / t.folder): t for t in tasks}
+    with huge_pages.for_children():   # the pool starts its processes with the first tasks
+        futures = {pool.submit(_simulate_quietly, t.spec, t.preset, run_dir / t.folder): t for t in tasks}
     recorded = set()
 
     def take(future):
