@@ -1,5 +1,7 @@
 #include "host/host_stack.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -63,7 +65,15 @@ void HostStack::add_sender(Sender* sender) {
     if (rank == sender->dst_rank) throw std::invalid_argument("a sender to rank " + std::to_string(rank) + " exists");
   if (sender->dst_rank >= wire_.host_of_rank.size() || wire_.host_of_rank[sender->dst_rank] < 0)
     throw std::invalid_argument("a sender to rank " + std::to_string(sender->dst_rank) + ", which no host has");
+  if (sender->watched())
+    throw std::invalid_argument("the sender to rank " + std::to_string(sender->dst_rank) +
+                                " is polled by another stack already");
+  const uint32_t i = static_cast<uint32_t>(senders_.size());
   senders_.emplace_back(sender->dst_rank, sender);
+  due_.push_back(NO_DUE);
+  watch_->is_touched.push_back(0);
+  sender->watch(watch_, i);
+  watch_->touch(i);  // whatever it was given before: polled and asked its timeout at the next poll
 }
 
 void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
@@ -93,10 +103,29 @@ void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, 
 void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
   const size_t first = out.size();
   receiver_->poll(now, out);
-  for (auto& [rank, sender] : senders_) {
+  // The senders whose timeout has come join those given input since their last poll; they
+  // are polled in the order made, as Python polls every sender. A sender with neither has
+  // nothing to send (its last poll sent what its window, pulls and pacing let it) and no
+  // timer due, so polling it would put out nothing and change nothing.
+  while (!dues_.empty() && dues_.front().first <= now) {
+    const auto [t, i] = dues_.front();
+    std::pop_heap(dues_.begin(), dues_.end(), std::greater<>{});
+    dues_.pop_back();
+    if (due_[i] == t) {
+      due_[i] = NO_DUE;
+      watch_->touch(i);
+    }
+  }
+  visit_.swap(watch_->touched);  // the watch starts a new list (visit_ was left empty)
+  if (visit_.size() > 1) std::sort(visit_.begin(), visit_.end());
+  for (const uint32_t i : visit_) {
+    watch_->is_touched[i] = 0;
+    Sender* sender = senders_[i].second;
     sender->poll(now, out);
     for (SendResult& r : sender->take_completed()) completions.push_back(r);
+    set_due(i, sender->next_timeout());  // what next_timeout would ask it: nothing changes it until then
   }
+  visit_.clear();
   if (records) {  // packet_log.py `poll`
     for (size_t i = first; i < out.size(); ++i) {
       if (int64_t(records->sent.size()) >= records->max_records) {
@@ -113,11 +142,30 @@ std::optional<int64_t> HostStack::next_timeout() {
   std::optional<int64_t> t = agent_timer;
   const std::optional<int64_t> r = receiver_->next_timeout();  // its pull pacer's, if it paces pulls
   if (r && (!t || *r < *t)) t = r;
-  for (auto& [rank, sender] : senders_) {
-    const std::optional<int64_t> s = sender->next_timeout();
-    if (s && (!t || *s < *t)) t = s;
+  // Senders given input since their last poll (none right after a poll) say their timeout anew.
+  for (const uint32_t i : watch_->touched) set_due(i, senders_[i].second->next_timeout());
+  while (!dues_.empty() && due_[dues_.front().second] != dues_.front().first) {
+    std::pop_heap(dues_.begin(), dues_.end(), std::greater<>{});
+    dues_.pop_back();
   }
+  if (!dues_.empty() && (!t || dues_.front().first < *t)) t = dues_.front().first;
   return t;
+}
+
+void HostStack::set_due(uint32_t i, std::optional<int64_t> t) {
+  const int64_t d = t ? *t : NO_DUE;
+  if (due_[i] == d) return;  // its entry stands
+  due_[i] = d;
+  if (!t) return;
+  if (dues_.size() >= 4 * due_.size() + 64) {  // mostly stale (an RTO moves on every ACK): rebuilt
+    dues_.clear();
+    for (uint32_t j = 0; j < due_.size(); ++j)
+      if (due_[j] != NO_DUE) dues_.emplace_back(due_[j], j);
+    std::make_heap(dues_.begin(), dues_.end(), std::greater<>{});
+    return;
+  }
+  dues_.emplace_back(d, i);
+  std::push_heap(dues_.begin(), dues_.end(), std::greater<>{});
 }
 
 bool HostStack::needs_agent(int64_t now) const {

@@ -110,7 +110,9 @@ class HostStack {
   // receiver.
   void receive(const transport::Header& h, const transport::InPayload& payload, int64_t now, bool ce);
   // stack.py `poll` after its agent part: the receiver's packets, then each sender's in the
-  // order they were made.
+  // order they were made. Only the senders given input since they were last polled and those
+  // whose timeout has come are visited: any other would put out nothing and change nothing
+  // (why the Python twin, which polls every one, gives the same packets in the same order).
   void poll(int64_t now, std::vector<transport::OutPacket>& out);
   // stack.py `next_timeout`: the agent's timer, the receiver's (its pull pacer) and the senders'.
   std::optional<int64_t> next_timeout();
@@ -153,9 +155,19 @@ class HostStack {
   void send_sized(const SizedMessage& m, int64_t now);  // one of the collectives'
   void record(transport::Delivery& d);  // into `deliveries`
   transport::Sender* sender_to(int64_t dst) const;  // null: none made
+  void set_due(uint32_t i, std::optional<int64_t> t);  // sender i's next timeout is now t
 
   transport::Receiver* receiver_;
   std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
+  // Which senders `poll` visits (a cache miss each, per packet, when every one was): those
+  // the watch names, and those whose timeout has come. due_[i]: sender i's next timeout as
+  // it last said (NO_DUE: none); dues_: a min-heap of (due, i), an entry stale once due_[i]
+  // differs; every due_[i] other than NO_DUE has an entry.
+  static constexpr int64_t NO_DUE = INT64_MIN;
+  std::shared_ptr<transport::SenderWatch> watch_ = std::make_shared<transport::SenderWatch>();
+  std::vector<int64_t> due_;
+  std::vector<std::pair<int64_t, uint32_t>> dues_;
+  std::vector<uint32_t> visit_;  // this poll's senders (the watch's list, swapped out)
   StackWire wire_;
   bool agent_reads_;
   std::vector<int64_t> pair_flow_;  // by rank, once computed (-1: not yet)

@@ -38,6 +38,7 @@ Sender::Sender(bool bounded, int64_t src, int64_t dst, int64_t job_, int64_t mtu
 // ---- sans-I/O interface -------------------------------------------------------------------
 void Sender::send(uint32_t iteration, uint32_t tensor_id, int64_t priority, std::shared_ptr<const Buffer> buf,
                   const ChunkPlan& plan, int64_t now, uint8_t tclass) {
+  touched();
   if (priority < 0 || priority > 7)
     throw std::invalid_argument("priority must be in 0..7, got " + std::to_string(priority));
   if (tclass > wire::TOP_TRAFFIC_CLASS)
@@ -122,6 +123,7 @@ void Sender::poll(int64_t now, std::vector<OutPacket>& out) {
 }
 
 void Sender::receive(const Header& h, const InPayload& payload, int64_t now, bool /*ce*/) {
+  touched();
   if (h.job != job || h.src_rank != dst_rank || h.dst_rank != src_rank) {
     malformed += 1;
     return;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -44,6 +45,21 @@ struct Lane {
   std::optional<int64_t> deadline;  // pending reordering timer
 };
 
+// The senders of a host stack (host/host_stack.hpp) given input since the stack last polled
+// them: a message (`send`, from the agent, the collectives or the driver in Python) or an
+// answer (`receive`). Only these and the ones whose timeout has come can put out a packet or
+// change their timeout, so the stack visits no other (most of a host's senders are idle).
+struct SenderWatch {
+  std::vector<uint32_t> touched;      // the stack's sender indices, each once
+  std::vector<uint8_t> is_touched;    // by index
+  void touch(uint32_t i) {
+    if (!is_touched[i]) {
+      is_touched[i] = 1;
+      touched.push_back(i);
+    }
+  }
+};
+
 class Sender {
  public:
   Sender(bool bounded_loss, int64_t src_rank, int64_t dst_rank, int64_t job, int64_t mtu,
@@ -58,6 +74,12 @@ class Sender {
   void receive(const Header& h, const InPayload& payload, int64_t now, bool ce = false);
   std::optional<int64_t> next_timeout();
   std::vector<SendResult> take_completed() { return std::exchange(completed_, {}); }
+  // From now on `send` and `receive` tell `w` (as sender `index` of its stack).
+  void watch(std::shared_ptr<SenderWatch> w, uint32_t index) {
+    watch_ = std::move(w);
+    watch_index_ = index;
+  }
+  bool watched() const { return watch_ != nullptr; }
 
   size_t pending() const { return msgs_.size(); }
   int64_t inflight() const { return inflight_; }
@@ -153,6 +175,11 @@ class Sender {
   bool take_pull(const Header& h, const InPayload& p);  // whether it was a PULL alone
   std::vector<OutRef> probe_queue_;
   std::vector<SendResult> completed_;
+  std::shared_ptr<SenderWatch> watch_;  // its stack's, if a stack polls it
+  uint32_t watch_index_ = 0;
+  void touched() {
+    if (watch_) watch_->touch(watch_index_);
+  }
   double reo_mult_ = 1;
   int64_t reo_decay_ = 16;
 };
