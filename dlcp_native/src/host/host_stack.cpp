@@ -1,7 +1,5 @@
 #include "host/host_stack.hpp"
 
-#include <algorithm>
-#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -68,12 +66,8 @@ void HostStack::add_sender(Sender* sender) {
   if (sender->watched())
     throw std::invalid_argument("the sender to rank " + std::to_string(sender->dst_rank) +
                                 " is polled by another stack already");
-  const uint32_t i = static_cast<uint32_t>(senders_.size());
   senders_.emplace_back(sender->dst_rank, sender);
-  due_.push_back(NO_DUE);
-  watch_->is_touched.push_back(0);
-  sender->watch(watch_, i);
-  watch_->touch(i);  // whatever it was given before: polled and asked its timeout at the next poll
+  sender->watch(watch_, watch_->add());  // whatever it was given before: polled at the next poll
 }
 
 void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, bool ce) {
@@ -103,29 +97,21 @@ void HostStack::receive(const Header& h, const InPayload& payload, int64_t now, 
 void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
   const size_t first = out.size();
   receiver_->poll(now, out);
-  // The senders whose timeout has come join those given input since their last poll; they
-  // are polled in the order made, as Python polls every sender. A sender with neither has
-  // nothing to send (its last poll sent what its window, pulls and pacing let it) and no
-  // timer due, so polling it would put out nothing and change nothing.
-  while (!dues_.empty() && dues_.front().first <= now) {
-    const auto [t, i] = dues_.front();
-    std::pop_heap(dues_.begin(), dues_.end(), std::greater<>{});
-    dues_.pop_back();
-    if (due_[i] == t) {
-      due_[i] = NO_DUE;
-      watch_->touch(i);
+  // The senders given input since their last poll and those whose timeout has come, in the
+  // order made, as Python polls every sender: any other would put out nothing and change
+  // nothing (why the Python twin, which polls every one, gives the same packets).
+  transport::SenderWatch& w = *watch_;
+  if (w.any_touched() || w.next_due() <= now) {
+    w.take_due(now, visit_);
+    for (const uint32_t i : visit_) {
+      Sender* sender = senders_[i].second;
+      sender->poll(now, out);
+      for (SendResult& r : sender->take_completed()) completions.push_back(r);
+      w.set_due(i, sender->next_timeout());  // what next_timeout would ask it: nothing changes it until then
     }
+    visit_.clear();
+    w.refresh();
   }
-  visit_.swap(watch_->touched);  // the watch starts a new list (visit_ was left empty)
-  if (visit_.size() > 1) std::sort(visit_.begin(), visit_.end());
-  for (const uint32_t i : visit_) {
-    watch_->is_touched[i] = 0;
-    Sender* sender = senders_[i].second;
-    sender->poll(now, out);
-    for (SendResult& r : sender->take_completed()) completions.push_back(r);
-    set_due(i, sender->next_timeout());  // what next_timeout would ask it: nothing changes it until then
-  }
-  visit_.clear();
   if (records) {  // packet_log.py `poll`
     for (size_t i = first; i < out.size(); ++i) {
       if (int64_t(records->sent.size()) >= records->max_records) {
@@ -143,29 +129,13 @@ std::optional<int64_t> HostStack::next_timeout() {
   const std::optional<int64_t> r = receiver_->next_timeout();  // its pull pacer's, if it paces pulls
   if (r && (!t || *r < *t)) t = r;
   // Senders given input since their last poll (none right after a poll) say their timeout anew.
-  for (const uint32_t i : watch_->touched) set_due(i, senders_[i].second->next_timeout());
-  while (!dues_.empty() && due_[dues_.front().second] != dues_.front().first) {
-    std::pop_heap(dues_.begin(), dues_.end(), std::greater<>{});
-    dues_.pop_back();
+  transport::SenderWatch& w = *watch_;
+  if (w.any_touched()) {
+    for (const uint32_t i : w.touched()) w.set_due(i, senders_[i].second->next_timeout());
+    w.refresh();
   }
-  if (!dues_.empty() && (!t || dues_.front().first < *t)) t = dues_.front().first;
+  if (w.next_due() != transport::SenderWatch::NO_DUE && (!t || w.next_due() < *t)) t = w.next_due();
   return t;
-}
-
-void HostStack::set_due(uint32_t i, std::optional<int64_t> t) {
-  const int64_t d = t ? *t : NO_DUE;
-  if (due_[i] == d) return;  // its entry stands
-  due_[i] = d;
-  if (!t) return;
-  if (dues_.size() >= 4 * due_.size() + 64) {  // mostly stale (an RTO moves on every ACK): rebuilt
-    dues_.clear();
-    for (uint32_t j = 0; j < due_.size(); ++j)
-      if (due_[j] != NO_DUE) dues_.emplace_back(due_[j], j);
-    std::make_heap(dues_.begin(), dues_.end(), std::greater<>{});
-    return;
-  }
-  dues_.emplace_back(d, i);
-  std::push_heap(dues_.begin(), dues_.end(), std::greater<>{});
 }
 
 bool HostStack::needs_agent(int64_t now) const {

@@ -155,19 +155,12 @@ class HostStack {
   void send_sized(const SizedMessage& m, int64_t now);  // one of the collectives'
   void record(transport::Delivery& d);  // into `deliveries`
   transport::Sender* sender_to(int64_t dst) const;  // null: none made
-  void set_due(uint32_t i, std::optional<int64_t> t);  // sender i's next timeout is now t
 
   transport::Receiver* receiver_;
   std::vector<std::pair<uint16_t, transport::Sender*>> senders_;  // in the order made: Python's dict
-  // Which senders `poll` visits (a cache miss each, per packet, when every one was): those
-  // the watch names, and those whose timeout has come. due_[i]: sender i's next timeout as
-  // it last said (NO_DUE: none); dues_: a min-heap of (due, i), an entry stale once due_[i]
-  // differs; every due_[i] other than NO_DUE has an entry.
-  static constexpr int64_t NO_DUE = INT64_MIN;
+  // Which senders `poll` visits: those that can have work (transport_sender_watch.hpp).
   std::shared_ptr<transport::SenderWatch> watch_ = std::make_shared<transport::SenderWatch>();
-  std::vector<int64_t> due_;
-  std::vector<std::pair<int64_t, uint32_t>> dues_;
-  std::vector<uint32_t> visit_;  // this poll's senders (the watch's list, swapped out)
+  std::vector<uint32_t> visit_;  // this poll's senders (left empty between polls)
   StackWire wire_;
   bool agent_reads_;
   std::vector<int64_t> pair_flow_;  // by rank, once computed (-1: not yet)

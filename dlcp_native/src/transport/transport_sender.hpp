@@ -23,6 +23,7 @@
 #include "transport/transport_congestion.hpp"
 #include "transport/transport_message.hpp"
 #include "transport/transport_outbound.hpp"
+#include "transport/transport_sender_watch.hpp"
 #include "base/ring.hpp"
 #include "wire/transport_packet.hpp"
 
@@ -43,21 +44,6 @@ struct Lane {
   int64_t rack_seq = -1;
   int64_t rack_rtt = 0;
   std::optional<int64_t> deadline;  // pending reordering timer
-};
-
-// The senders of a host stack (host/host_stack.hpp) given input since the stack last polled
-// them: a message (`send`, from the agent, the collectives or the driver in Python) or an
-// answer (`receive`). Only these and the ones whose timeout has come can put out a packet or
-// change their timeout, so the stack visits no other (most of a host's senders are idle).
-struct SenderWatch {
-  std::vector<uint32_t> touched;      // the stack's sender indices, each once
-  std::vector<uint8_t> is_touched;    // by index
-  void touch(uint32_t i) {
-    if (!is_touched[i]) {
-      is_touched[i] = 1;
-      touched.push_back(i);
-    }
-  }
 };
 
 class Sender {
