@@ -20,6 +20,7 @@ from dlcp_emu.sim.core_hosts import CoreHosts
 from dlcp_emu.sim.engines import make_network
 from dlcp_emu.sim.hosts import SimHosts
 from dlcp_emu.transport.settings import TransportSettings
+from dlcp_emu.wire import DLCP_UDP_PORT
 from topologies import Link, build
 
 HOSTS = 10
@@ -166,3 +167,15 @@ def test_a_stack_polling_only_its_busy_senders_runs_as_the_python_one(transport,
     assert all(len(py[r]["senders"]) == HOSTS - 1 for r in range(HOSTS))
     assert busy < senders / 3, (busy, senders)
     assert slices > 50 and losses > 0 and probes > 0 and timeouts > 0, (slices, losses, probes, timeouts)
+
+
+def test_a_sender_is_polled_by_one_stack_only():
+    """A second stack would never hear of the sender's input (it tells one watch)."""
+    net = make_network(build("star", hosts=2, host_rate_bps=RATE), "fifo", engine="native", record_drops=True)
+    wire = (True, True, DLCP_UDP_PORT, 1, [0, 1], [1, 2])
+    stacks = [HostStack(r, Rounds([], 0), "reliable", endpoints="native") for r in (0, 1)]
+    ids = [net.native.attach_stack(r, 0, stacks[r].receiver._core, wire, True) for r in (0, 1)]
+    sender = stacks[0].sender(1)
+    net.native.add_sender(ids[0], sender._core)
+    with pytest.raises(ValueError, match="the sender to rank 1 is polled by another stack already"):
+        net.native.add_sender(ids[1], sender._core)
