@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "base/prefetch.hpp"
+
 namespace dlcp {
 
 // -- the loop --------------------------------------------------------------------------------
@@ -80,10 +82,7 @@ uint64_t Network::run(int64_t until, int64_t max_events, std::vector<HostEvent>&
 // packet, and once that has arrived (after this event ran), what it leads to. Prefetches
 // change nothing that runs, only when memory is read.
 namespace {
-inline void prefetch_packet(const Packet* p) {
-  __builtin_prefetch(p);
-  __builtin_prefetch(reinterpret_cast<const char*>(p) + sizeof(Packet) - 1);
-}
+inline void prefetch_packet(const Packet* p) { prefetch_both_ends(p, sizeof(Packet)); }
 }  // namespace
 
 void Network::look_ahead() const {
@@ -94,7 +93,7 @@ void Network::look_ahead() const {
   const size_t last = n < 5 ? n : 5;
   for (size_t i = 1; i < last; ++i) {
     const Event& e = loop.at(i);
-    if (e.kind == HEAD || e.kind == WAKE) __builtin_prefetch(&wires[e.target]);
+    if (e.kind == HEAD || e.kind == WAKE) prefetch(&wires[e.target]);
   }
 }
 
@@ -108,9 +107,8 @@ void Network::look_deeper() const {
     switches[wire.peer.sw]->prefetch(pkt, wire.peer.port);
   } else if (pkt.uid >= CARRIED_UID) {
     const transport::OutPacket* out = &carried_[static_cast<size_t>(pkt.uid - CARRIED_UID)];
-    __builtin_prefetch(out);
-    __builtin_prefetch(reinterpret_cast<const char*>(out) + sizeof(transport::OutPacket) - 1);
-    __builtin_prefetch(host_stacks_[wire.peer.host].data());
+    prefetch_both_ends(out, sizeof(transport::OutPacket));
+    prefetch(host_stacks_[wire.peer.host].data());
   }
 }
 

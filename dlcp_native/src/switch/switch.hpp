@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/prefetch.hpp"
 #include "switch/classifiers.hpp"
 #include "switch/load_balancers.hpp"
 #include "switch/packet.hpp"
@@ -37,10 +38,10 @@ class Switch {
   // Ask the caches for what `receive(pkt, in_port, ...)` reads first (the loop's look-ahead):
   // the route's entry and the input port's counters. Changes nothing.
   void prefetch(const Packet& pkt, int in_port) const {
-    if (pkt.dst >= 0 && pkt.dst < static_cast<int>(routes_.size())) __builtin_prefetch(&routes_[pkt.dst]);
+    if (pkt.dst >= 0 && pkt.dst < static_cast<int>(routes_.size())) dlcp::prefetch(&routes_[pkt.dst]);
     if (in_port >= 0 && in_port < static_cast<int>(rx_packets.size())) {
-      __builtin_prefetch(&rx_packets[in_port], 1);
-      __builtin_prefetch(&rx_bytes[in_port], 1);
+      dlcp::prefetch(&rx_packets[in_port]);
+      dlcp::prefetch(&rx_bytes[in_port]);
     }
   }
   // The packet in `slot` as the switch left it (class, arrival, a trimmed size, a CE mark):
