@@ -43,7 +43,7 @@ dlcp::transport::RttEstimator make_rtt(const py::dict& r);
 void attach_schedule_agent(dlcp::Network& net, uint32_t id, int32_t rank, const py::tuple& columns,
                            int64_t compute_ns, int64_t iterations, bool sizes, uint64_t seed, const py::tuple& spec);
 py::tuple agent_state(const dlcp::Network& net, uint32_t id);
-py::dict take_agent_records(const dlcp::Network& net, uint32_t id);
+py::dict take_agent_records(dlcp::Network& net, uint32_t id);
 
 // A worker's collectives in the core (bindings_collectives.cpp): adopted by stack `id`, begun,
 // and taken back when they end; a stack's deliveries (its agent's or its collectives') as columns.

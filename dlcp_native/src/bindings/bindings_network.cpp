@@ -354,7 +354,7 @@ void bind_network(py::module_& m) {
       })
       .def("start_agent", [](NetCore& c, uint32_t id, int64_t now, int64_t major) { return c.net_.start_agent(id, now, major); })
       .def("agent_state", [](const NetCore& c, uint32_t id) { return agent_state(c.net_, id); })
-      .def("take_agent_records", [](const NetCore& c, uint32_t id) { return take_agent_records(c.net_, id); })
+      .def("take_agent_records", [](NetCore& c, uint32_t id) { return take_agent_records(c.net_, id); })
       .def("attach_collectives", [](NetCore& c, uint32_t id, int32_t rank, const py::tuple& policy) {
         attach_collectives(c.net_, id, rank, policy);
       })

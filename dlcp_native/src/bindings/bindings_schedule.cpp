@@ -100,7 +100,7 @@ py::tuple agent_state(const Network& net, uint32_t id) {
 // sent, received, deliveries (their by-class losses as (class, bytes) lists). The message
 // and delivery rows are handed over: the core lets go of them once they are columns, so a
 // run's end holds them once, not twice (10M rows, 2 GB, at 1024 GPUs).
-py::dict take_agent_records(const Network& net, uint32_t id) {
+py::dict take_agent_records(Network& net, uint32_t id) {
   HostStack& st = agent_stack(net, id);
   ScheduleAgent& a = *st.agent;
   py::dict it;
