@@ -124,18 +124,17 @@ void HostStack::poll(int64_t now, std::vector<OutPacket>& out) {
   }
 }
 
-std::optional<int64_t> HostStack::next_timeout() {
-  std::optional<int64_t> t = agent_timer;
+int64_t HostStack::next_due() {
+  int64_t t = agent_timer ? *agent_timer : NO_DUE;
   const std::optional<int64_t> r = receiver_->next_timeout();  // its pull pacer's, if it paces pulls
-  if (r && (!t || *r < *t)) t = r;
+  if (r && *r < t) t = *r;
   // Senders given input since their last poll (none right after a poll) say their timeout anew.
   transport::SenderWatch& w = *watch_;
   if (w.any_touched()) {
     for (const uint32_t i : w.touched()) w.set_due(i, senders_[i].second->next_timeout());
     w.refresh();
   }
-  if (w.next_due() != transport::SenderWatch::NO_DUE && (!t || w.next_due() < *t)) t = w.next_due();
-  return t;
+  return w.next_due() < t ? w.next_due() : t;
 }
 
 bool HostStack::needs_agent(int64_t now) const {

@@ -19,16 +19,21 @@ constexpr size_t ARITY = 4;
 
 }  // namespace
 
-void EventLoop::push(const Event& e) {
+void EventLoop::push(int64_t t, uint64_t key, uint32_t target, uint8_t kind) {
   size_t i = heap_.size();
-  heap_.push_back(e);
+  heap_.emplace_back();
   while (i > 0) {
     const size_t parent = (i - 1) / ARITY;
-    if (!earlier(e, heap_[parent])) break;
-    heap_[i] = heap_[parent];
+    const Event& p = heap_[parent];
+    if (p.time != t ? p.time < t : p.key < key) break;  // `earlier(parent, new)`: no tie, keys differ
+    heap_[i] = p;
     i = parent;
   }
-  heap_[i] = e;
+  Event& e = heap_[i];
+  e.time = t;
+  e.key = key;
+  e.target = target;
+  e.kind = kind;
 }
 
 Event EventLoop::pop() {

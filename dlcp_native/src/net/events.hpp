@@ -35,12 +35,12 @@ class EventLoop {
 
   // Schedule at time t >= now (the caller guarantees it), after every event scheduled so far.
   void schedule(int64_t t, uint8_t kind, uint32_t target) {
-    push({t, static_cast<uint64_t>(++major_) << MINOR_BITS, target, kind});
+    push(t, static_cast<uint64_t>(++major_) << MINOR_BITS, target, kind);
   }
   // Schedule from outside, as of the moment the core had reached `major` (see above); a
   // major below 0 means now.
   void schedule_outside(int64_t t, uint8_t kind, uint32_t target, int64_t major) {
-    push({t, outside_key(major), target, kind});
+    push(t, outside_key(major), target, kind);
   }
   int64_t major() const { return major_; }
 
@@ -54,7 +54,10 @@ class EventLoop {
 
  private:
   uint64_t outside_key(int64_t major);
-  void push(const Event& e);
+  // The fields by value, not an Event built by the caller: an Event just written to the
+  // caller's stack field by field and read back whole (a 16-byte load over two 8-byte stores)
+  // cannot be forwarded from the stores and waits for them, which was most of push's time.
+  void push(int64_t t, uint64_t key, uint32_t target, uint8_t kind);
 
   std::vector<Event> heap_;
   int64_t major_ = 0;

@@ -89,7 +89,12 @@ void Network::look_ahead() const {
   const size_t n = loop.pending();
   if (n == 0) return;
   const Event& next = loop.at(0);
-  if (next.kind == HEAD) prefetch_packet(&wires[next.target].packets.front());
+  if (next.kind == HEAD) {
+    const Ring<Packet>& packets = wires[next.target].packets;
+    prefetch_packet(&packets.front());
+    // The packet behind it: its departure is the wire's next event, scheduled as it runs.
+    if (packets.size() > 1) prefetch_packet(&packets[1]);
+  }
   const size_t last = n < 5 ? n : 5;
   for (size_t i = 1; i < last; ++i) {
     const Event& e = loop.at(i);

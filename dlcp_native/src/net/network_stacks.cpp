@@ -66,10 +66,10 @@ void Network::stack_flush(uint32_t id, int64_t now, int64_t major) {
     pkt.uid = CARRIED_UID + carry(std::move(out));
     transmit(host, pkt, now, true, major);
   }
-  const std::optional<int64_t> t = st.next_timeout();
-  if (t && st.armed != t) {  // hosts.py `_arm`: an event only before the one waiting
+  const int64_t t = st.next_due();
+  if (t != HostStack::NO_DUE && st.armed != t) {  // hosts.py `_arm`: an event only before the one waiting
     st.armed = t;
-    const int64_t at = *t > loop.now ? *t : loop.now;
+    const int64_t at = t > loop.now ? t : loop.now;
     if (!st.queued || at < *st.queued) {
       st.queued = at;
       loop.schedule_outside(at, STACK_TIMER, id, major);
