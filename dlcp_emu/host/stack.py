@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from dlcp_emu.host.endpoints import AgentEndpoints
-from dlcp_emu.transport import MagnitudePolicy, Message
+from dlcp_emu.transport import MagnitudePolicy, Message, SendResult
 from dlcp_emu.transport.settings import TransportSettings
 from dlcp_emu.transport import transport as find_transport
 from dlcp_emu.transport.message import DEFAULT_DROPPABLE_FRACTION, DEFAULT_LOSS_BOUND
@@ -63,7 +63,8 @@ class HostStack(AgentEndpoints):
         self.senders = {}
         self.deliveries = []      # (src, iteration, tensor_id, bytes, lost bytes, first_ns, done_ns,
                                   #  {magnitude class: lost bytes})
-        self.completions = []     # SendResults
+        self._completions = []    # SendResults
+        self._completion_rows = []  # the core's rows of SendResults not yet asked for (`completed_rows`)
         # ns each compute timer fired after its planned time: the latest TIMER_SAMPLES, and
         # the sum of all (a list of every one grew without bound over a long run).
         self.timer_lateness = deque(maxlen=TIMER_SAMPLES)
@@ -108,6 +109,20 @@ class HostStack(AgentEndpoints):
     def completed(self, results):
         """Tensors the senders know to have arrived (SendResults), for the records."""
         self.completions.extend(results)
+
+    def completed_rows(self, rows):
+        """The same as the core's rows (SendResult's fields in order), made SendResults only
+        when `completions` is read: the simulator never reads them (records.py's streaming is
+        the emulator's), and at 1024 ranks making 2.1M of them was 4.8 s of a 97 s run."""
+        self._completion_rows.append(rows)
+
+    @property
+    def completions(self):
+        """The SendResults so far, in the order completed (a list the caller may empty)."""
+        if self._completion_rows:
+            self._completions.extend(SendResult(*r) for rows in self._completion_rows for r in rows)
+            self._completion_rows.clear()
+        return self._completions
 
     def sender(self, dst):
         """The sender to rank `dst`, made on the first message to it."""

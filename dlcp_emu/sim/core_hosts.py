@@ -100,7 +100,11 @@ class CoreHosts(SimHosts):
 
     def _collect(self, key, sid):
         results = self.core.take_completions(sid)
-        if results:   # most turns complete nothing
+        if not results:   # most turns complete nothing
+            return
+        if key in self.training:   # a HostStack: SendResults made only if read
+            self.endpoints[key].completed_rows(results)
+        else:
             self.endpoints[key].completed([SendResult(*r) for r in results])
 
     # -- per-packet records, from the core ---------------------------------------------------
