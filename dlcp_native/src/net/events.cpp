@@ -1,6 +1,11 @@
 #include "net/events.hpp"
 
+#include <cstddef>
+#include <cstring>
 #include <stdexcept>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
 
 namespace dlcp {
@@ -17,6 +22,25 @@ inline bool earlier(const Event& a, const Event& b) {
 // cache line or two; std::push_heap/pop_heap (binary) were a quarter of the core's time.
 constexpr size_t ARITY = 4;
 
+// An event written in two stores, 16 bytes (time, key) and 8 (target, kind and the padding):
+// the event just pushed is often the next popped, and pop copies it in loads of 16 and 8
+// bytes, which the store buffer forwards only from a store that holds all of the load; built
+// field by field, each load waited for the stores to retire (8% of the loop's samples).
+inline void store_event(Event& e, int64_t t, uint64_t key, uint32_t target, uint8_t kind) {
+  static_assert(offsetof(Event, key) == 8 && offsetof(Event, target) == 16 &&
+                offsetof(Event, kind) == 20 && sizeof(Event) == 24, "the layout the stores assume");
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "kind is the fifth byte of the tail");
+  char* at = reinterpret_cast<char*>(&e);
+#if defined(__SSE2__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(at), _mm_set_epi64x(static_cast<long long>(key), t));
+#else
+  std::memcpy(at, &t, 8);
+  std::memcpy(at + 8, &key, 8);
+#endif
+  const uint64_t tail = uint64_t{target} | uint64_t{kind} << 32;
+  std::memcpy(at + 16, &tail, 8);
+}
+
 }  // namespace
 
 void EventLoop::push(int64_t t, uint64_t key, uint32_t target, uint8_t kind) {
@@ -29,11 +53,7 @@ void EventLoop::push(int64_t t, uint64_t key, uint32_t target, uint8_t kind) {
     heap_[i] = p;
     i = parent;
   }
-  Event& e = heap_[i];
-  e.time = t;
-  e.key = key;
-  e.target = target;
-  e.kind = kind;
+  store_event(heap_[i], t, key, target, kind);
 }
 
 Event EventLoop::pop() {
