@@ -121,7 +121,7 @@ class HostStack {
   }
   // The same as a time, NO_DUE for none, for the core's every flush: an optional built in
   // registers was composed through the stack (a byte stored, eight bytes loaded back), whose
-  // failed store forwarding was 5% of the fat tree's time.
+  // failed store forwarding held 5% of the fat tree's samples.
   static constexpr int64_t NO_DUE = transport::SenderWatch::NO_DUE;
   int64_t next_due();
   // The agent has to run before the endpoints are polled: a tensor for it, or its timer due.

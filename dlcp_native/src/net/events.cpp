@@ -13,14 +13,13 @@ namespace dlcp {
 namespace {
 
 // The heap puts the smallest (time, key) on top. No two events share a key, so the order is
-// total and any correct heap pops the same sequence as Python's heapq.
-// Compared as one 128-bit number (the time's sign bit flipped: signed order as unsigned), a
-// subtraction with borrow and no branch: a heap's sift-down mispredicted the branch on equal
-// times (many events share a time), and the key it then loaded was 7% of the loop's samples.
+// total and any correct heap pops the same sequence as Python's heapq. (time, key) is compared
+// as one 128-bit number (the time's sign bit flipped: signed order as unsigned), a subtraction
+// with borrow and no branch: a heap's sift-down mispredicted the branch on equal times (many
+// events share a time), and the key it then loaded was 7% of the loop's samples.
 inline unsigned __int128 order(int64_t time, uint64_t key) {
   return static_cast<unsigned __int128>(static_cast<uint64_t>(time) ^ (uint64_t{1} << 63)) << 64 | key;
 }
-inline bool earlier(const Event& a, const Event& b) { return order(a.time, a.key) < order(b.time, b.key); }
 
 // Four children a node: half the levels of a binary heap, and a node's children share a
 // cache line or two; std::push_heap/pop_heap (binary) were a quarter of the core's time.
@@ -53,7 +52,7 @@ void EventLoop::push(int64_t t, uint64_t key, uint32_t target, uint8_t kind) {
   while (i > 0) {
     const size_t parent = (i - 1) / ARITY;
     const Event& p = heap_[parent];
-    if (order(p.time, p.key) < order(t, key)) break;  // `earlier(parent, new)`: keys differ, no tie
+    if (order(p.time, p.key) < order(t, key)) break;  // the parent is earlier: keys differ, no tie
     heap_[i] = p;
     i = parent;
   }
