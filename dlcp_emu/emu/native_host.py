@@ -20,7 +20,6 @@ from collections import deque
 
 from dlcp_native.host import UdpHost
 
-from dlcp_emu.transport.outbound import SendResult
 
 AGENT, WAKE = 1, 2
 LAG_SAMPLES = 10_000
@@ -85,7 +84,7 @@ class NativeUdpHost:
     def _collect(self):
         done = self.core.take_completions()
         if done:
-            self.endpoint.completed([SendResult(*t) for t in done])
+            self.endpoint.completed_rows(done)
 
     def _drain_wakeup(self):
         try:

@@ -13,7 +13,6 @@ summaries are identical (tests/test_sim_engines.py).
 from dlcp_emu.host.background import BackgroundEndpoint
 from dlcp_emu.host.packet_log import MAX_RECORDS
 from dlcp_emu.sim.hosts import TRAINING, SimHosts
-from dlcp_emu.transport.outbound import SendResult
 from dlcp_emu.wire import DLCP_UDP_PORT
 
 
@@ -100,12 +99,8 @@ class CoreHosts(SimHosts):
 
     def _collect(self, key, sid):
         results = self.core.take_completions(sid)
-        if not results:   # most turns complete nothing
-            return
-        if key in self.training:   # a HostStack: SendResults made only if read
+        if results:   # most turns complete nothing
             self.endpoints[key].completed_rows(results)
-        else:
-            self.endpoints[key].completed([SendResult(*r) for r in results])
 
     # -- per-packet records, from the core ---------------------------------------------------
     def packet_logs(self):

@@ -114,14 +114,10 @@ class HostStack {
   // whose timeout has come are visited: any other would put out nothing and change nothing
   // (why the Python twin, which polls every one, gives the same packets in the same order).
   void poll(int64_t now, std::vector<transport::OutPacket>& out);
-  // stack.py `next_timeout`: the agent's timer, the receiver's (its pull pacer) and the senders'.
-  std::optional<int64_t> next_timeout() {
-    const int64_t t = next_due();
-    return t == NO_DUE ? std::nullopt : std::optional<int64_t>(t);
-  }
-  // The same as a time, NO_DUE for none, for the core's every flush: an optional built in
-  // registers was composed through the stack (a byte stored, eight bytes loaded back), whose
-  // failed store forwarding held 5% of the fat tree's samples.
+  // stack.py `next_timeout`: the agent's timer, the receiver's (its pull pacer) and the senders',
+  // NO_DUE for none. A time, not an optional: one returned in registers was composed through
+  // the stack (a byte stored, eight bytes loaded back), whose failed store forwarding held 5%
+  // of the fat tree's samples at the core's every flush.
   static constexpr int64_t NO_DUE = transport::SenderWatch::NO_DUE;
   int64_t next_due();
   // The agent has to run before the endpoints are polled: a tensor for it, or its timer due.

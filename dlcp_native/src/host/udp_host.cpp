@@ -225,8 +225,8 @@ UdpHost::Return UdpHost::run(int64_t until) {
     flush(now);
     if (!stack_->completions.empty()) return AGENT;  // polling completed a tensor
     if (now >= until) return UNTIL;
-    const std::optional<int64_t> t = stack_->next_timeout();
-    const int64_t wake = t && *t < until ? *t : until;
+    const int64_t t = stack_->next_due();  // NO_DUE (none) is past any `until`
+    const int64_t wake = t < until ? t : until;
     fds[0].events = short(POLLIN | (backlog() ? POLLOUT : 0));
     fds[0].revents = fds[1].revents = 0;
     const timespec ts = timespec_of(std::max<int64_t>(wake - now, 0));
