@@ -66,8 +66,12 @@ class NativeNetwork:
         for name in self.switches:
             index = self._port_index[name]
             routes = [[] for _ in self.hosts]
+            mapped = {}   # a switch has few distinct next-hop sets: each mapped once
             for dst, numbers in topology.equal_cost_next_hops(name).items():
-                routes[self.host_index[dst]] = [index[n] for n in numbers]
+                ports = mapped.get(numbers)
+                if ports is None:
+                    ports = mapped[numbers] = [index[n] for n in numbers]
+                routes[self.host_index[dst]] = ports
             peers = [None] * len(index)
             for port in topology.ports(name):
                 peers[index[port.number]] = self._peer(port, switch_index)
