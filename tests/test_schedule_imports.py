@@ -123,6 +123,42 @@ def test_chakra_trace_from_the_text_converter_imports(tmp_path):
     assert ideal_iteration(s).iteration_us == pytest.approx(ideal_iteration(txt).iteration_us)
 
 
+@pytest.mark.parametrize("net", [None, FixedBandwidth(25e9, 5e-6, intra_bytes_per_s=300e9,
+                                                      gpus_per_server=8),
+                                 FixedBandwidth(2e9, 2e-5)])
+def test_chakra_trace_of_a_model_gives_the_generated_ideal_time(tmp_path, net):
+    from workloads.importers.chakra_et import TP_CLASS_GROUPS, load_chakra
+    from workloads.llm import to_chakra
+    model, par = _text_model_par()
+    gen = validate(llm_schedule(model, par))
+    files = to_chakra(model, par, tmp_path / "gpt")
+    assert [f.name for f in files] == [f"gpt.{r}.et" for r in range(8)]
+    imp = validate(load_chakra(tmp_path / "gpt", 8, layout=RankLayout(dp=4, tp=2),
+                               class_groups=TP_CLASS_GROUPS))
+    a, b = ideal_iteration(gen, net).iteration_us, ideal_iteration(imp, net).iteration_us
+    assert b == pytest.approx(a, rel=0.01)   # compute rounded to whole microseconds
+    for tc in (C.ACTIVATION, C.ACTIVATION_GRADIENT, C.GRADIENT):
+        assert imp.sent_bytes(imp.tclass == tc).tolist() == gen.sent_bytes(gen.tclass == tc).tolist()
+
+
+def test_chakra_collectives_of_a_group_run_in_turn_unless_asked_otherwise(tmp_path):
+    """The converter chains no collectives: without a stream a group's gradient all-reduces
+    overlap, each at the whole bandwidth of an ideal network, and the iteration is far shorter."""
+    from workloads.importers.chakra_et import TP_CLASS_GROUPS, load_chakra
+    from workloads.llm import to_chakra
+    model, par = _text_model_par()
+    to_chakra(model, par, tmp_path / "gpt")
+    slow = FixedBandwidth(2e9, 2e-5)
+    times = {streams: ideal_iteration(validate(load_chakra(
+        tmp_path / "gpt", 8, layout=RankLayout(dp=4, tp=2), class_groups=TP_CLASS_GROUPS,
+        streams=streams)), slow).iteration_us for streams in ("group", "trace")}
+    generated = ideal_iteration(validate(llm_schedule(model, par)), slow).iteration_us
+    assert times["group"] == pytest.approx(generated, rel=0.01)
+    assert times["trace"] < 0.5 * generated
+    with pytest.raises(ScheduleError, match="streams: 'rank' unknown; allowed: group, trace"):
+        load_chakra(tmp_path / "gpt", 8, streams="rank")
+
+
 def test_chakra_trace_of_other_rank_count_is_an_error(tmp_path):
     from workloads.importers.chakra_et import load_chakra
     prefix = _convert(tmp_path, "DATA\n1\nc1 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 400 0\n", 2)

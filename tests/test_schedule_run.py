@@ -127,6 +127,9 @@ def test_both_engines_give_the_same_run(tmp_path, preset):
     ({"path": "x.et"}, "workload.path: only with kind = 'chakra' or 'astra-text'"),
     ({"model": "resnet50"}, "workload.model: 'resnet50' is not allowed"),
     ({"algorithms": {"all-reduce": "star"}}, "workload.algorithms.all-reduce: 'star' is not allowed"),
+    ({"streams": "trace"}, "workload.streams: only with kind = 'chakra', not 'llm'"),
+    ({"kind": "chakra", "path": "x", "tp": 3}, "workload.tp: 3 must divide workload.workers (8)"),
+    ({"kind": "chakra", "path": "x", "streams": "rank"}, "workload.streams: 'rank' is not allowed"),
 ])
 def test_bad_schedule_workloads_are_named(change, says):
     raw = {"name": "x", "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4, "host_rate_bps": 1e10},
@@ -172,21 +175,36 @@ def test_more_ranks_than_hosts_is_an_error_before_the_run():
         parse_spec(raw)
 
 
-def test_an_imported_text_workload_runs_as_generated(tmp_path):
-    """ASTRA-sim text, written from a generated workload and run as kind astra-text: the
-    simulated iteration is the generated schedule's ideal one (a fast network)."""
-    from workloads.llm import ZOO, to_astra_text
+@pytest.mark.parametrize("kind", ["astra-text", "chakra"])
+def test_an_imported_workload_runs_as_generated(tmp_path, kind):
+    """ASTRA-sim text or Chakra traces, written from a generated workload and run as kind
+    astra-text or chakra (tp 2: its groups): the simulated iteration is the generated
+    schedule's ideal one (a fast network)."""
+    from workloads.llm import ZOO, to_astra_text, to_chakra
     model = dataclasses.replace(ZOO["gpt3-1.3b"], layers=2)
     par = Parallelism(dp=4, tp=2, seq_len=2048, bucket_bytes=0)
     path = tmp_path / "gpt.txt"
-    path.write_text(to_astra_text(model, par))
+    if kind == "chakra":
+        to_chakra(model, par, tmp_path / "gpt")
+        path = tmp_path / "gpt"
+    else:
+        path.write_text(to_astra_text(model, par))
     raw = llm_spec().raw
-    raw["workload"] = {"kind": "astra-text", "path": str(path), "workers": 8, "tp": 2, "iterations": 1,
+    raw["workload"] = {"kind": kind, "path": str(path), "workers": 8, "tp": 2, "iterations": 1,
                        "gpus_per_server": 2}
-    s, f = simulate(parse_spec(raw), tmp_path)
+    spec = parse_spec(raw)
+    s, f = simulate(spec, tmp_path)
     assert s["completed"] and s["schedule"]["ranks"] == 8
-    ideal = ideal_iteration(validate(llm_schedule(model, par))).iteration_us * 1e-6
+    generated = validate(llm_schedule(model, par))
+    ideal = ideal_iteration(generated).iteration_us * 1e-6
     assert f["iterations"]["total_s"].max() == pytest.approx(ideal, rel=0.01)
+    # each class over the generated schedule's groups (a fast network alone would not tell)
+    imported = experiment_run.schedule_of(spec.workload)
+
+    def groups(sched):
+        coll = sched.group >= 0
+        return {(int(c), sched.groups[g]) for c, g in zip(sched.tclass[coll], sched.group[coll])}
+    assert groups(imported) == groups(generated)
 
 
 def test_a_chakra_trace_runs(tmp_path):

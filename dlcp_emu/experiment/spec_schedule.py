@@ -5,6 +5,7 @@ import one. Each rank of the schedule runs on a host (`host.schedule_agent`)."""
 from pathlib import Path
 
 from dlcp_emu.experiment.checks import REQUIRED, integer, number, one_of
+from workloads.importers.chakra_et import STREAMS
 
 SCHEDULE_KINDS = ("llm", "chakra", "astra-text")
 WORKLOAD_KINDS = ("trace",) + SCHEDULE_KINDS
@@ -35,7 +36,13 @@ def schedule_fields():
         "efficiency": (0.5, number(0, 1, lo_open=True), "kind llm: a fraction of the GPU's peak in (0, 1]"),
         "gpus_per_server": (8, integer(1, 64), "an integer in 1..64: ranks a server (hierarchical "
                             "algorithms); on a topology of servers, its gpus_per_server"),
-        "tp": (None, integer(1, 4096), "kind astra-text: the tensor-parallel size (default: the file's)"),
+        "tp": (None, integer(1, 4096), "kind astra-text: the tensor-parallel size (default: the file's); "
+               "kind chakra: the tensor-parallel size, dividing workers: activations and their gradients "
+               "are reduced over tp groups, gradients over dp (default: every collective over all ranks "
+               "unless the trace's pg_name says otherwise)"),
+        "streams": ("group", one_of(STREAMS), "kind chakra: group (a rank's collectives of one process "
+                    "group run one at a time in the trace's order, as a NCCL communicator runs them) or "
+                    "trace (only the trace's dependencies)"),
         "time_unit": ("ns", one_of(("ns", "us")), "kind astra-text: ns or us (the file's compute times)"),
         "parallelism": ({}, lambda v: isinstance(v, dict), "kind llm: a table (see [workload.parallelism])"),
         "algorithms": ({}, lambda v: isinstance(v, dict), "a table {collective: algorithm}, e.g. "
@@ -69,7 +76,8 @@ PARALLELISM_FIELDS = {
 }
 
 _ONLY = {"model": ("llm",), "layers": ("llm",), "gpu": ("llm",), "efficiency": ("llm",), "parallelism": ("llm",),
-         "path": ("chakra", "astra-text"), "tp": ("astra-text",), "time_unit": ("astra-text",)}
+         "path": ("chakra", "astra-text"), "tp": ("astra-text", "chakra"), "time_unit": ("astra-text",),
+         "streams": ("chakra",)}
 
 
 def take_schedule_workload(c, raw, source="spec"):
@@ -99,6 +107,10 @@ def take_schedule_workload(c, raw, source="spec"):
         if isinstance(w.get("workers"), int) and ranks != w["workers"]:
             c.problems.append(f"workload.workers: {w['workers']} ranks, but workload.parallelism has dp x tp x pp "
                               f"= {ranks}; they must match")
+    tp, workers = w.get("tp"), w.get("workers")
+    if kind == "chakra" and isinstance(tp, int) and isinstance(workers, int) and workers % tp:
+        c.problems.append(f"workload.tp: {tp} must divide workload.workers ({workers}): the ranks are "
+                          "dp x tp")
     if isinstance(w.get("path"), str) and source != "spec" and not Path(w["path"]).is_absolute():
         w["path"] = str(Path(source).parent / w["path"])
     w.update(pattern="ring", ps=1)   # what the data-parallel run's placement and summary read
@@ -141,8 +153,11 @@ def schedule_of(w):
         from workloads.importers import load_astra_text
         s = load_astra_text(w["path"], n, w.get("tp"), w["gpus_per_server"], w["time_unit"])
     else:
-        from workloads.importers.chakra_et import load_chakra
-        s = load_chakra(w["path"], n)
+        from workloads.importers.chakra_et import TP_CLASS_GROUPS, load_chakra
+        from workloads.schedule import RankLayout
+        tp = w.get("tp")
+        by_class = dict(layout=RankLayout(dp=n // tp, tp=tp), class_groups=TP_CLASS_GROUPS) if tp else {}
+        s = load_chakra(w["path"], n, streams=w["streams"], **by_class)
     if s.n_ranks != n:
         raise ValueError(f"workload.workers: {n}, but the schedule has {s.n_ranks} ranks")
     return validate(s)

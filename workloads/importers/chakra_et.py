@@ -16,7 +16,11 @@ protobuf classes and its ``decodeMessage``). Nodes:
   ``comm_tag``, ``comm_size``.
 
 Dependencies are ``data_deps`` and ``ctrl_deps``; nodes are put in a topological order that
-keeps the file's order where it can. The traffic class is attr ``traffic_class`` when a
+keeps the file's order where it can. ``streams="group"`` (the default) adds one more: a
+rank's collectives of one process group run one at a time in that order, as a NCCL
+communicator runs what is issued on it (a text converter's trace chains nothing, and its
+weight-gradient all-reduces would otherwise overlap for free on an ideal network);
+``streams="trace"`` keeps only the trace's dependencies. The traffic class is attr ``traffic_class`` when a
 node has one (a class label), else follows from the compute node it waits for (names with
 BWD_WG -> gradient, BWD_IG -> activation-gradient, FWD -> activation, as Chakra's text
 converter names them), else from the kind (all-to-all -> all-to-all, all-gather and
@@ -115,9 +119,18 @@ def _topological(nodes, where) -> list[int]:
     return order
 
 
+STREAMS = ("group", "trace")
+# Which layout group each class is reduced over in a tensor- and data-parallel trace (the
+# text converter's HYBRID_* traces name no process group).
+TP_CLASS_GROUPS = {"activation": "tp", "activation-gradient": "tp", "gradient": "dp"}
+
+
 def load_chakra(path, ranks: int, *, process_groups: dict | None = None,
-                layout: RankLayout | None = None, class_groups: dict | None = None) -> Schedule:
+                layout: RankLayout | None = None, class_groups: dict | None = None,
+                streams: str = "group") -> Schedule:
     """The schedule of a Chakra trace of ``ranks`` ranks (see the module doc)."""
+    if streams not in STREAMS:
+        raise ScheduleError(f"streams: {streams!r} unknown; allowed: {', '.join(STREAMS)}")
     et_def_pb2, _, _ = _chakra()
     T = et_def_pb2
     coll = {T.ALL_REDUCE: K.ALL_REDUCE, T.ALL_GATHER: K.ALL_GATHER,
@@ -149,6 +162,7 @@ def load_chakra(path, ranks: int, *, process_groups: dict | None = None,
         by_id = {n.id: n for n in nodes}
         local = {nodes[i].id: k for k, i in enumerate(order)}
         ops = RankOps(labels)
+        last_of_group: dict[int, int] = {}   # group -> this rank's latest collective on it
         for i in order:
             n = nodes[i]
             deps = [local[d] for d in {*n.data_deps, *n.ctrl_deps}]
@@ -172,6 +186,9 @@ def load_chakra(path, ranks: int, *, process_groups: dict | None = None,
                     g = layout.group_of(rank, class_groups[tc.label])
                 else:
                     g = group_id(range(ranks), "all")
+                if streams == "group" and g in last_of_group:
+                    deps = {*deps, last_of_group[g]}
+                last_of_group[g] = local[n.id]
                 ops.add(kind, n.name, sorted(deps), nbytes=size, group=g, tclass=tc)
             elif n.type in (T.COMM_SEND_NODE, T.COMM_RECV_NODE):
                 send = n.type == T.COMM_SEND_NODE

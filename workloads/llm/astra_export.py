@@ -1,4 +1,5 @@
-"""A generated transformer workload written as an ASTRA-sim / SimAI per-layer text workload.
+"""A generated transformer workload written as an ASTRA-sim / SimAI per-layer text workload,
+or through mlc-chakra's text converter as Chakra execution traces (`to_chakra`).
 
 One text layer a block (embedding, each layer's attention and MLP, the head), with the same
 compute times (integer nanoseconds) and collective sizes that ``llm_schedule`` gives one rank:
@@ -16,8 +17,15 @@ from workloads.llm.gpus import Roofline
 from workloads.llm.models import TransformerConfig
 from workloads.llm.parallelism import Parallelism, stage_blocks
 
+TIME_UNITS = {"ns": 1e3, "us": 1.0}   # a unit's ticks a microsecond
 
-def to_astra_text(model: TransformerConfig, par: Parallelism, gpu: Roofline | None = None) -> str:
+
+def to_astra_text(model: TransformerConfig, par: Parallelism, gpu: Roofline | None = None,
+                  time_unit: str = "ns") -> str:
+    """The text; compute times in integer ``time_unit`` ("ns", ASTRA-sim's ticks, or "us")."""
+    if time_unit not in TIME_UNITS:
+        raise ValueError(f"time_unit: {time_unit!r} unknown; allowed: {', '.join(TIME_UNITS)}")
+    per_us = TIME_UNITS[time_unit]
     gpu = gpu or Roofline()
     wrong = {k: v for k, v in [("pp", par.pp), ("micro_batches", par.micro_batches),
                                ("ep", par.ep), ("zero", par.zero),
@@ -32,9 +40,31 @@ def to_astra_text(model: TransformerConfig, par: Parallelism, gpu: Roofline | No
         fwd = ("ALLREDUCE", act) if b.tp_fwd and par.tp > 1 else ("NONE", 0)
         ig = ("ALLREDUCE", act) if b.tp_bwd and par.tp > 1 else ("NONE", 0)
         wg = ("ALLREDUCE", b.params * par.grad_bytes) if par.dp > 1 and b.params else ("NONE", 0)
-        rows.append(f"{b.name} -1 {round(b.fwd_us * 1e3)} {fwd[0]} {fwd[1]} "
-                    f"{round(b.ig_us * 1e3)} {ig[0]} {ig[1]} {round(b.wg_us * 1e3)} "
+        rows.append(f"{b.name} -1 {round(b.fwd_us * per_us)} {fwd[0]} {fwd[1]} "
+                    f"{round(b.ig_us * per_us)} {ig[0]} {ig[1]} {round(b.wg_us * per_us)} "
                     f"{wg[0]} {wg[1]} 0")
     head = (f"HYBRID_TRANSFORMER model_parallel_NPU_group: {par.tp} ep: 1 pp: 1 vpp: 1 ga: 1 "
             f"all_gpus: {par.dp * par.tp}")
     return "\n".join([head, str(len(rows)), *rows]) + "\n"
+
+
+def to_chakra(model: TransformerConfig, par: Parallelism, prefix, gpu: Roofline | None = None) -> list:
+    """The same workload as Chakra execution traces, ``<prefix>.<rank>.et`` for every rank,
+    written by mlc-chakra's own text converter (the text with compute times in microseconds,
+    Chakra's unit, rounded to whole ones; ``HYBRID_DATA_MODEL``, the converter's name for
+    this layout). The converter names no process groups: import with the rank layout
+    (``load_chakra(..., layout=RankLayout(dp, tp), class_groups=TP_CLASS_GROUPS)``, or
+    ``tp`` in a spec). Returns the files, rank 0 first."""
+    import tempfile
+    from pathlib import Path
+
+    from chakra.src.converter.text_converter import TextConverter
+
+    head, *rest = to_astra_text(model, par, gpu, time_unit="us").split("\n", 1)
+    text = head.replace("HYBRID_TRANSFORMER", "HYBRID_DATA_MODEL", 1) + "\n" + rest[0]
+    prefix = Path(prefix)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "workload.txt"
+        src.write_text(text)
+        TextConverter(str(src), str(prefix), par.dp * par.tp, 1).convert()
+    return [Path(f"{prefix}.{r}.et") for r in range(par.dp * par.tp)]
