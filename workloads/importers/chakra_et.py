@@ -20,11 +20,12 @@ keeps the file's order where it can. ``streams="group"`` (the default) adds one 
 rank's collectives of one process group run one at a time in that order, as a NCCL
 communicator runs what is issued on it (a text converter's trace chains nothing, and its
 weight-gradient all-reduces would otherwise overlap for free on an ideal network);
-``streams="trace"`` keeps only the trace's dependencies. The traffic class is attr ``traffic_class`` when a
-node has one (a class label), else follows from the compute node it waits for (names with
-BWD_WG -> gradient, BWD_IG -> activation-gradient, FWD -> activation, as Chakra's text
-converter names them), else from the kind (all-to-all -> all-to-all, all-gather and
-broadcast -> parameters, all-reduce and reduce-scatter -> gradient, send/recv -> activation).
+``streams="trace"`` keeps only the trace's dependencies. The traffic class is attr
+``traffic_class`` when a node has one (a class label), else follows from the compute node it
+waits for (names with BWD_WG -> gradient, BWD_IG -> activation-gradient, FWD -> activation,
+as Chakra's text converter names them), else from the kind (all-to-all -> all-to-all,
+all-gather and broadcast -> parameters, all-reduce and reduce-scatter -> gradient, send/recv
+-> activation).
 """
 
 from __future__ import annotations
