@@ -203,8 +203,28 @@ def test_chakra_send_recv_and_unsupported_collectives(tmp_path):
     assert ideal_iteration(s, FixedBandwidth(1e8)).iteration_us == pytest.approx(60.0)
     write(1, [T.Node(id=5, name="g", type=T.COMM_COLL_NODE,
                      attr=[attr("comm_type", int64_val=T.GATHER)])])
-    with pytest.raises(ScheduleError, match="comm_type 3 not supported; allowed: ALL_REDUCE"):
+    with pytest.raises(ScheduleError, match=r"comm_type 3 \(GATHER\) not supported; allowed: ALL_REDUCE"):
         load_chakra(tmp_path / "t", 2)
+
+
+def test_chakra_generator_traces_import_or_name_what_they_lack(tmp_path, monkeypatch):
+    """Traces of mlc-chakra's own generator (it writes them in the working folder)."""
+    from chakra.src.generator import generator as gen
+
+    from workloads.importers.chakra_et import load_chakra
+    monkeypatch.chdir(tmp_path)
+    gen.one_comm_coll_node_allgather(4, 65536)
+    gen.two_comp_nodes_dependent(4, 5)
+    gen.one_comm_coll_node_barrier(4)
+    gen.one_comm_send_node(4, 1024)
+    s = validate(load_chakra(tmp_path / "ALL_GATHER", 4))
+    assert s.kind.tolist() == [K.ALL_GATHER] * 4 and s.nbytes.tolist() == [65536] * 4
+    assert s.groups[s.group[0]] == (0, 1, 2, 3) and s.tclass[0] == C.PARAMETERS
+    assert ideal_iteration(validate(load_chakra(tmp_path / "two_comp_nodes_dependent", 4))).iteration_us == 10
+    with pytest.raises(ScheduleError, match=r"comm_type 9 \(BARRIER\) not supported"):
+        load_chakra(tmp_path / "BARRIER", 4)
+    with pytest.raises(ScheduleError, match="a send of rank 0 needs comm_src 0, got -1"):
+        load_chakra(tmp_path / "one_comm_send_node", 4)
 
 
 def test_shipped_text_example_is_what_the_generator_writes():

@@ -177,7 +177,8 @@ def load_chakra(path, ranks: int, *, process_groups: dict | None = None,
                 ct = at.get("comm_type")
                 if ct not in coll:
                     allowed = ", ".join(T.CollectiveCommType.Name(c) for c in coll)
-                    raise ScheduleError(f"{where}: node {n.id} ({n.name!r}): comm_type {ct} "
+                    named = T.CollectiveCommType.Name(ct) if ct in T.CollectiveCommType.values() else "unknown"
+                    raise ScheduleError(f"{where}: node {n.id} ({n.name!r}): comm_type {ct} ({named}) "
                                         f"not supported; allowed: {allowed}")
                 kind = coll[ct]
                 tc = tclass or _by_kind(kind)
