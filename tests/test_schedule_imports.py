@@ -207,6 +207,84 @@ def test_chakra_send_recv_and_unsupported_collectives(tmp_path):
         load_chakra(tmp_path / "t", 2)
 
 
+def write_pg_trace(prefix, groups_of_rank):
+    """A 4-rank Chakra trace: a compute of 10 us, then per rank the all-reduces (1 MB) of
+    the process groups named in `groups_of_rank[rank]`, each after the one before."""
+    from chakra.schema.protobuf import et_def_pb2 as T
+    from chakra.src.third_party.utils.protolib import encodeMessage
+    for rank, names in enumerate(groups_of_rank):
+        with open(f"{prefix}.{rank}.et", "wb") as f:
+            encodeMessage(f, T.GlobalMetadata(version="0.0.4"))
+            encodeMessage(f, T.Node(id=1, name="fwd", type=T.COMP_NODE, duration_micros=10))
+            for k, pg in enumerate(names):
+                encodeMessage(f, T.Node(id=2 + k, name=f"ar{k}", type=T.COMM_COLL_NODE, data_deps=[1 + k], attr=[
+                    T.AttributeProto(name="comm_type", int64_val=T.ALL_REDUCE),
+                    T.AttributeProto(name="comm_size", int64_val=1 << 20),
+                    T.AttributeProto(name="pg_name", string_val=pg)]))
+
+
+PG_GROUPS = {"0": (0, 1, 2, 3), "1": (0, 1), "2": (2, 3)}
+PG_OF_RANK = [["1", "0"], ["1", "0"], ["2", "0"], ["2", "0"]]
+
+
+def test_chakra_process_groups_by_pg_name(tmp_path):
+    from workloads.importers.chakra_et import load_chakra
+    write_pg_trace(tmp_path / "pg", PG_OF_RANK)
+    s = validate(load_chakra(tmp_path / "pg", 4, process_groups=PG_GROUPS))
+    coll = s.kind == K.ALL_REDUCE
+    got = [(int(r), s.groups[g]) for r, g in zip(s.rank[coll], s.group[coll])]
+    assert got == [(0, (0, 1)), (0, (0, 1, 2, 3)), (1, (0, 1)), (1, (0, 1, 2, 3)),
+                   (2, (2, 3)), (2, (0, 1, 2, 3)), (3, (2, 3)), (3, (0, 1, 2, 3))]
+    # pairs, then all four: 2 ring steps of 512 kB, then 6 of 256 kB, at 1 GB/s
+    net = FixedBandwidth(1e9)
+    assert ideal_iteration(s, net).iteration_us == pytest.approx(10 + 2 * 524.288 + 6 * 262.144)
+    with pytest.raises(ScheduleError, match="pg_name '2' is no process group given; they are '0', '1'"):
+        load_chakra(tmp_path / "pg", 4, process_groups={"0": (0, 1, 2, 3), "1": (0, 1)})
+
+
+def _pg_spec(tmp_path, groups_text):
+    (tmp_path / "groups.json").write_text(groups_text)
+    (tmp_path / "spec.toml").write_text(
+        'name = "pg"\nbyte_scale = 0.001\ntime_limit_s = 30\n'
+        '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\nhosts_per_leaf = 2\n'
+        'host_rate_bps = 1e11\n'
+        '[workload]\nkind = "chakra"\npath = "pg"\nworkers = 4\niterations = 1\n'
+        'process_groups = "groups.json"\n')
+    from dlcp_emu.experiment.spec import load_spec
+    return load_spec(tmp_path / "spec.toml")
+
+
+def test_a_spec_runs_a_chakra_trace_over_its_process_groups(tmp_path):
+    """process_groups: ASTRA-sim's comm-group file beside the spec, read relative to it."""
+    import json
+
+    from dlcp_emu.experiment import run as experiment_run
+    from dlcp_emu.sim.run import SimBackend
+    write_pg_trace(tmp_path / "pg", PG_OF_RANK)
+    spec = _pg_spec(tmp_path, json.dumps({k: list(v) for k, v in PG_GROUPS.items()}))
+    sched = experiment_run.schedule_of(spec.workload)
+    assert {sched.groups[g] for g in sched.group[sched.kind == K.ALL_REDUCE]} == set(PG_GROUPS.values())
+    s, f = experiment_run.run(spec, SimBackend(), "fifo", tmp_path / "out", log=lambda *_: None)
+    assert s["completed"] and s["schedule"]["ranks"] == 4
+    # the pairs' rings and the ring of four, nothing else, crossed the network
+    pairs = set(zip(f["messages"]["src"], f["messages"]["dst"]))
+    assert pairs == {(0, 1), (1, 0), (2, 3), (3, 2), (1, 2), (3, 0)}
+
+
+@pytest.mark.parametrize("text,says", [
+    ("[0, 1]", "must hold an object {pg_name: [ranks]}, not list"),
+    ('{"0": [0, 1, 4]}', "group '0' must be a list of distinct ranks in 0..3, got [0, 1, 4]"),
+    ('{"0": [0, 0]}', "group '0' must be a list of distinct ranks in 0..3"),
+    ("{0: [0]}", "is not JSON"),
+])
+def test_a_bad_process_groups_file_is_named(tmp_path, text, says):
+    from dlcp_emu.experiment.checks import SpecError
+    write_pg_trace(tmp_path / "pg", PG_OF_RANK)
+    with pytest.raises(SpecError) as e:
+        _pg_spec(tmp_path, text)
+    assert "workload.process_groups: " in str(e.value) and says in str(e.value)
+
+
 def test_chakra_generator_traces_import_or_name_what_they_lack(tmp_path, monkeypatch):
     """Traces of mlc-chakra's own generator (it writes them in the working folder)."""
     from chakra.src.generator import generator as gen

@@ -40,6 +40,10 @@ def schedule_fields():
                "kind chakra: the tensor-parallel size, dividing workers: activations and their gradients "
                "are reduced over tp groups, gradients over dp (default: every collective over all ranks "
                "unless the trace's pg_name says otherwise)"),
+        "process_groups": (None, lambda v: isinstance(v, str) and v != "",
+                           "kind chakra: a JSON file {pg_name: [ranks]}, the form of ASTRA-sim's "
+                           "--comm-group-configuration: a collective whose pg_name is there runs over "
+                           "those ranks (a pg_name not there is an error)"),
         "streams": ("group", one_of(STREAMS), "kind chakra: group (a rank's collectives of one process "
                     "group run one at a time in the trace's order, as a NCCL communicator runs them) or "
                     "trace (only the trace's dependencies)"),
@@ -77,7 +81,7 @@ PARALLELISM_FIELDS = {
 
 _ONLY = {"model": ("llm",), "layers": ("llm",), "gpu": ("llm",), "efficiency": ("llm",), "parallelism": ("llm",),
          "path": ("chakra", "astra-text"), "tp": ("astra-text", "chakra"), "time_unit": ("astra-text",),
-         "streams": ("chakra",)}
+         "streams": ("chakra",), "process_groups": ("chakra",)}
 
 
 def take_schedule_workload(c, raw, source="spec"):
@@ -111,10 +115,41 @@ def take_schedule_workload(c, raw, source="spec"):
     if kind == "chakra" and isinstance(tp, int) and isinstance(workers, int) and workers % tp:
         c.problems.append(f"workload.tp: {tp} must divide workload.workers ({workers}): the ranks are "
                           "dp x tp")
-    if isinstance(w.get("path"), str) and source != "spec" and not Path(w["path"]).is_absolute():
-        w["path"] = str(Path(source).parent / w["path"])
+    for name in ("path", "process_groups"):
+        if isinstance(w.get(name), str) and source != "spec" and not Path(w[name]).is_absolute():
+            w[name] = str(Path(source).parent / w[name])
+    if kind == "chakra" and isinstance(w.get("process_groups"), str):
+        try:
+            w["process_groups"] = read_process_groups(w["process_groups"], workers)
+        except ValueError as e:
+            c.problems.append(f"workload.process_groups: {e}")
     w.update(pattern="ring", ps=1)   # what the data-parallel run's placement and summary read
     return w
+
+
+def read_process_groups(path, ranks) -> dict:
+    """{pg_name: tuple of ranks} from a JSON file of that form (ASTRA-sim's
+    --comm-group-configuration); ValueError naming what is wrong."""
+    import json
+    try:
+        groups = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read {str(path)!r}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{str(path)!r} is not JSON: {e}") from None
+    if not isinstance(groups, dict) or not groups:
+        raise ValueError(f"{str(path)!r} must hold an object {{pg_name: [ranks]}}, not {type(groups).__name__}")
+    top = ranks if isinstance(ranks, int) else None
+    out = {}
+    for name, members in groups.items():
+        ok = (isinstance(members, list) and len(members) >= 1
+              and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 and (top is None or r < top)
+                      for r in members) and len(set(members)) == len(members))
+        if not ok:
+            raise ValueError(f"{str(path)!r}: group {name!r} must be a list of distinct ranks in "
+                             f"0..{top - 1 if top else 'workers-1'}, got {members!r}")
+        out[name] = tuple(members)
+    return out
 
 
 def servers_of_schedule(c, workload, raw_workload, topology):
@@ -157,7 +192,8 @@ def schedule_of(w):
         from workloads.schedule import RankLayout
         tp = w.get("tp")
         by_class = dict(layout=RankLayout(dp=n // tp, tp=tp), class_groups=TP_CLASS_GROUPS) if tp else {}
-        s = load_chakra(w["path"], n, streams=w["streams"], **by_class)
+        s = load_chakra(w["path"], n, streams=w["streams"], process_groups=w.get("process_groups"),
+                        **by_class)
     if s.n_ranks != n:
         raise ValueError(f"workload.workers: {n}, but the schedule has {s.n_ranks} ranks")
     return validate(s)

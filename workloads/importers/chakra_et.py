@@ -9,9 +9,9 @@ protobuf classes and its ``decodeMessage``). Nodes:
   ``duration_micros``;
 - COMM_COLL_NODE -> a collective: attr ``comm_type`` (ALL_REDUCE, ALL_GATHER,
   REDUCE_SCATTER, ALL_TO_ALL, BROADCAST; others are errors), ``comm_size`` bytes; its group:
-  attr ``pg_name`` looked up in ``process_groups`` (name -> ranks), else the ``class_groups``
-  kind of ``layout`` for its traffic class (e.g. {"gradient": "dp", "activation": "tp"}),
-  else all ranks;
+  attr ``pg_name`` looked up in ``process_groups`` (name -> ranks; a name not there is an
+  error), else the ``class_groups`` kind of ``layout`` for its traffic class (e.g.
+  {"gradient": "dp", "activation": "tp"}), else all ranks;
 - COMM_SEND_NODE / COMM_RECV_NODE -> send/recv: attrs ``comm_src``, ``comm_dst``,
   ``comm_tag``, ``comm_size``.
 
@@ -182,7 +182,11 @@ def load_chakra(path, ranks: int, *, process_groups: dict | None = None,
                                         f"not supported; allowed: {allowed}")
                 kind = coll[ct]
                 tc = tclass or _by_kind(kind)
-                if "pg_name" in at and process_groups and at["pg_name"] in process_groups:
+                if "pg_name" in at and process_groups:
+                    if at["pg_name"] not in process_groups:
+                        raise ScheduleError(f"{where}: node {n.id} ({n.name!r}): pg_name "
+                                            f"{at['pg_name']!r} is no process group given; they are "
+                                            f"{', '.join(map(repr, process_groups))}")
                     g = group_id(process_groups[at["pg_name"]], f"pg {at['pg_name']}")
                 elif class_groups and tc.label in class_groups:
                     g = layout.group_of(rank, class_groups[tc.label])
