@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "dlcp_emu.commands.calibrate",
     "dlcp_emu.commands.report",
     "dlcp_emu.commands.whatif",
+    "dlcp_emu.commands.export",
     "dlcp_emu.commands.bench",
     "dlcp_emu.commands.clean",
     "dlcp_emu.commands.wireshark",

@@ -170,20 +170,26 @@ def is_schedule(workload):
     return workload.get("kind", "trace") in SCHEDULE_KINDS
 
 
+def llm_of(w):
+    """(model, parallelism, GPU roofline) of a [workload] of kind llm."""
+    import dataclasses
+
+    from workloads.llm import ZOO, Parallelism, Roofline
+    model = ZOO[w["model"]]
+    if w.get("layers"):
+        model = dataclasses.replace(model, layers=w["layers"])
+    par = Parallelism(**w["parallelism"], gpus_per_server=w["gpus_per_server"])
+    return model, par, Roofline(w["gpu"], efficiency=w["efficiency"])
+
+
 def schedule_of(w):
     """The validated Schedule a [workload] of a schedule kind describes (ValueError/ScheduleError
     for what the generator or importer refuses)."""
-    import dataclasses
-
     from workloads.schedule import validate
     kind, n = w["kind"], w["workers"]
     if kind == "llm":
-        from workloads.llm import ZOO, Parallelism, Roofline, llm_schedule
-        model = ZOO[w["model"]]
-        if w.get("layers"):
-            model = dataclasses.replace(model, layers=w["layers"])
-        par = Parallelism(**w["parallelism"], gpus_per_server=w["gpus_per_server"])
-        s = llm_schedule(model, par, Roofline(w["gpu"], efficiency=w["efficiency"]))
+        from workloads.llm import llm_schedule
+        s = llm_schedule(*llm_of(w))
     elif kind == "astra-text":
         from workloads.importers import load_astra_text
         s = load_astra_text(w["path"], n, w.get("tp"), w["gpus_per_server"], w["time_unit"])
