@@ -7,6 +7,7 @@ from dlcp_emu.experiment import results
 from dlcp_emu.experiment.settings import transport_settings
 from dlcp_emu.experiment.topology import buffer_floor_applied
 from dlcp_emu.transport import TRANSPORTS
+from dlcp_emu.transport.message import transport_payload_size
 
 
 def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duration_s, plan):
@@ -24,8 +25,19 @@ def summary(spec, pipeline, transport, its, tens, dels, ports, fidelity, duratio
               "model": spec.workload.get("model") or spec.workload.get("trace") or spec.workload.get("path")
               or f"{spec.training['model']}-{spec.training['dataset']}",
               "pattern": spec.workload["pattern"], "time_dilation": spec.time_dilation,
-              "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec)})
+              "byte_scale": spec.byte_scale, "buffer_floor": buffer_floor_applied(spec),
+              "message_frames_mean": message_frames_mean(dels, spec.mtu)})
     return s
+
+
+def message_frames_mean(deliveries, mtu):
+    """The frames a training message fills on average (its bytes, at the run's byte scale, over
+    the transport's payload a frame), None without messages: how far a run's scale has shrunk
+    its messages (compare_table.scale_note)."""
+    if deliveries is None or not len(deliveries) or "nbytes" not in deliveries:
+        return None
+    payload = transport_payload_size(mtu)
+    return round(float((-(-deliveries["nbytes"].to_numpy() // payload)).mean()), 1)
 
 
 

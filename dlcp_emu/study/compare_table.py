@@ -43,7 +43,29 @@ def table(summary):
             "\n(accuracy: final held-out accuracy, mean of the replicas; vs lossless: against the"
             "\n same training in one process, points; to target: iterations and real-world seconds"
             "\n to reach the target accuracy)" if trained else "") +
-        (FIDELITY_LEGEND if summary.get("backend") == "emu" else "") + job_table(summary))
+        (FIDELITY_LEGEND if summary.get("backend") == "emu" else "") + scale_note(summary) + job_table(summary))
+
+
+# Below this many frames a message on average, byte scale moved the default example's results
+# by 8-46% from full size (docs/engines-and-scale.md, "How far the scale moves the results":
+# 3.6 frames at byte scale 0.002, +28-46%; 30 at 0.02, +8-17%; 75 at 0.05, +8%; 150 at 0.1,
+# 2-10%), and the rail example's dlcp went from 3.3% faster than fifo to 7.8% slower (38 -> 1.3).
+SCALE_NOTE_FRAMES = 50
+
+
+def scale_note(summary):
+    """A line under the table when the runs' messages are few frames long (SCALE_NOTE_FRAMES),
+    naming the smallest; '' otherwise."""
+    small = {preset: s["message_frames_mean"] for preset, s in summary["presets"].items()
+             if s.get("message_frames_mean") is not None and s["message_frames_mean"] < SCALE_NOTE_FRAMES}
+    if not small:
+        return ""
+    preset = min(small, key=small.get)
+    s = summary["presets"][preset]
+    return (f"\n(scale: {preset}'s messages are {small[preset]:g} frames on average at byte scale "
+            f"{s['byte_scale']:g};\n below {SCALE_NOTE_FRAMES} the default example's results moved "
+            f"8-46% from full size and a ranking\n of presets can turn: check with --vary "
+            f"byte_scale=... (docs/engines-and-scale.md))")
 
 
 SHORT = {"gradient": "grad", "activation": "act", "activation-gradient": "act-grad", "parameters": "params",
