@@ -40,8 +40,6 @@ def message_frames_mean(deliveries, mtu):
     return round(float((-(-deliveries["nbytes"].to_numpy() // payload)).mean()), 1)
 
 
-
-
 def finish(run_dir, s, frames, interrupted):
     """What both backends do last: note why a run stopped early, summarise packet fates and
     background flows, and write every table (even empty ones, so readers find them)."""
