@@ -32,18 +32,20 @@ def _run(args):
               "workload (kind = \"llm\") is exported", file=sys.stderr)
         return 2
     model, par, gpu = llm_of(w)
-    try:
-        text = to_astra_text(model, par, gpu)   # what both formats can hold, checked first
+    try:   # what the formats cannot hold is refused before anything is written
+        if args.format == "chakra":
+            files = to_chakra(model, par, args.out, gpu)
+        else:
+            text = to_astra_text(model, par, gpu)
     except ValueError as e:
         print(f"dlcp-emu export: workload.parallelism: {e}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)   # output_file checked that it can
-    if args.format == "astra-text":
-        args.out.write_text(text)
-        print(f"wrote {args.out}: {par.dp * par.tp} ranks (tp {par.tp}, dp {par.dp}); here: "
-              f"[workload] kind = \"astra-text\", path = \"{args.out}\", workers = {par.dp * par.tp}")
+    if args.format == "chakra":
+        print(f"wrote {len(files)} files, {files[0]} .. {files[-1]}; here: [workload] kind = \"chakra\", "
+              f"path = \"{args.out}\", workers = {len(files)}, tp = {par.tp}")
         return 0
-    files = to_chakra(model, par, args.out, gpu)
-    print(f"wrote {len(files)} files, {files[0]} .. {files[-1]}; here: [workload] kind = \"chakra\", "
-          f"path = \"{args.out}\", workers = {len(files)}, tp = {par.tp}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)   # output_file checked that it can
+    args.out.write_text(text)
+    print(f"wrote {args.out}: {par.dp * par.tp} ranks (tp {par.tp}, dp {par.dp}); here: "
+          f"[workload] kind = \"astra-text\", path = \"{args.out}\", workers = {par.dp * par.tp}")
     return 0

@@ -20,7 +20,6 @@ from collections import deque
 
 from dlcp_native.host import UdpHost
 
-
 AGENT, WAKE = 1, 2
 LAG_SAMPLES = 10_000
 BATCH = 32

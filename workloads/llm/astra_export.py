@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from workloads.llm.gpus import Roofline
 from workloads.llm.models import TransformerConfig
+from workloads.importers.astra_text import UNITS
 from workloads.llm.parallelism import Parallelism, stage_blocks
-
-TIME_UNITS = {"ns": 1e3, "us": 1.0}   # a unit's ticks a microsecond
 
 
 def to_astra_text(model: TransformerConfig, par: Parallelism, gpu: Roofline | None = None,
                   time_unit: str = "ns") -> str:
     """The text; compute times in integer ``time_unit`` ("ns", ASTRA-sim's ticks, or "us")."""
-    if time_unit not in TIME_UNITS:
-        raise ValueError(f"time_unit: {time_unit!r} unknown; allowed: {', '.join(TIME_UNITS)}")
-    per_us = TIME_UNITS[time_unit]
+    if time_unit not in UNITS:   # the importer's units: what it reads back, this writes
+        raise ValueError(f"time_unit: {time_unit!r} unknown; allowed: {', '.join(UNITS)}")
+    per_us = 1 / UNITS[time_unit]
     gpu = gpu or Roofline()
     wrong = {k: v for k, v in [("pp", par.pp), ("micro_batches", par.micro_batches),
                                ("ep", par.ep), ("zero", par.zero),
@@ -63,6 +62,7 @@ def to_chakra(model: TransformerConfig, par: Parallelism, prefix, gpu: Roofline 
     head, *rest = to_astra_text(model, par, gpu, time_unit="us").split("\n", 1)
     text = head.replace("HYBRID_TRANSFORMER", "HYBRID_DATA_MODEL", 1) + "\n" + rest[0]
     prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)   # after the text: a refused one writes nothing
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "workload.txt"
         src.write_text(text)
